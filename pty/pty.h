@@ -1,0 +1,88 @@
+/*
+ * pty.h -- spawning a session's process, on a PTY or on pipes.
+ *
+ * Plain POSIX and Linux: no libevent, no logging, no exit.  Functions return
+ * 0 or -errno; those that can fail for a reason a user should read also fill
+ * a caller's cause buffer ("cwd '/nope': No such file or directory").
+ *
+ * The child of pty_spawn() starts clean: it is the leader of a new session
+ * and process group (setsid); with a PTY, the PTY is its controlling terminal
+ * and its stdin, stdout and stderr; every signal disposition is SIG_DFL and
+ * its signal mask is empty; no fd but 0-2 is open; it runs in the requested
+ * cwd as the requested user (gid, supplementary groups, uid) with exactly the
+ * given environment.  Exec errors come back to the parent through an
+ * O_CLOEXEC pipe, so pty_spawn() fails (and no child remains) when the cwd,
+ * the user or the exec fails.
+ *
+ * All fds handed back are O_CLOEXEC and O_NONBLOCK.
+ */
+#ifndef PTY_H
+#define PTY_H
+
+#include <sys/types.h>
+#include <stddef.h>
+
+#define PTY_CAUSE_MAX	256	/* bytes, a cause buffer's size */
+#define PTY_GROUPS_MAX	64	/* supplementary groups kept for a user */
+
+/* A user resolved in the parent, so the child does no lookups. */
+struct pty_user {
+	uid_t		 uid;
+	gid_t		 gid;
+	gid_t		 groups[PTY_GROUPS_MAX];
+	int		 ngroups;
+	char		 name[64];
+	char		 home[256];
+};
+
+/* What to run, and how. */
+struct pty_spec {
+	char *const		*argv;		/* argv[0] searched in the PATH of envp */
+	char *const		*envp;		/* the child's whole environment */
+	const char		*cwd;		/* NULL: inherit */
+	const struct pty_user	*user;		/* NULL: keep agentd's credentials */
+	int			 tty;		/* 1: a PTY; 0: pipes */
+	unsigned short		 rows, cols;	/* PTY size, 1..65535 */
+	int			 stdin_null;	/* pipes only: stdin is /dev/null */
+};
+
+/* A running child and the parent's ends of its fds; -1 where there is none. */
+struct pty_proc {
+	pid_t		 pid;		/* also the process group and session id */
+	int		 master;	/* tty: the PTY master (read output, write input) */
+	int		 in;		/* pipes: write end of stdin */
+	int		 out;		/* pipes: read end of stdout */
+	int		 err;		/* pipes: read end of stderr */
+};
+
+/*
+ * Resolve a user given by name or numeric uid (a uid with no passwd entry is
+ * taken as uid = gid = that number, no groups).  Returns 0, or -ENOENT with a
+ * cause for an unknown name.
+ */
+int	pty_user_lookup(const char *spec, struct pty_user *out, char *cause,
+	    size_t causelen);
+
+/*
+ * Start a child.  Signals are blocked in the parent across the fork and
+ * restored before return.  Returns 0 and fills *proc, or -errno and writes the
+ * reason to cause ("exec 'nope': No such file or directory", "cwd '/x': ...",
+ * "user 1000: setgid: ..."); on failure no fd is leaked and the child, if one
+ * was forked, has been reaped.
+ */
+int	pty_spawn(const struct pty_spec *, struct pty_proc *proc, char *cause,
+	    size_t causelen);
+
+/* Close every fd of proc that is open and set it to -1. */
+void	pty_close(struct pty_proc *);
+
+/* Set the window size of a PTY master (the kernel sends SIGWINCH). */
+int	pty_resize(int master, unsigned short rows, unsigned short cols);
+
+/* The terminal's EOF character (VEOF) of a PTY master, or 4 (^D). */
+int	pty_veof(int master);
+
+/* Send sig to the process group pgid.  Returns 0 or -errno (-ESRCH: gone). */
+int	pty_kill_group(pid_t pgid, int sig);
+
+#endif /* PTY_H */
