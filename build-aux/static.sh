@@ -1,0 +1,279 @@
+#!/bin/bash
+# build-aux/static.sh [build|deps|check|clean|distclean|info]
+#
+# The release build: agentd linked static-pie against musl, stripped, reproducible.
+#
+#   build      (default) ensure the static deps, build libevent + jansson for musl
+#              into the cached prefix if not there yet, meson setup (first time) and
+#              meson compile; checks that build-static/agentd/agentd is static.
+#              Re-running is incremental: only `meson compile`.
+#   deps       only the prefix and the generated cross file.
+#   check      also build Check for musl into the prefix (for running the unit
+#              tests on musl: see `info`). Not part of `build`.
+#   clean      delete everything in build-static except the deps cache.
+#   distclean  delete build-static.
+#   info       print the prefix and the cross file paths.
+#
+# Environment: STATIC_DIR (default <source root>/build-static), DEPS_DIR (default
+# $STATIC_DIR/deps), JOBS (default nproc).
+#
+# The prefix is $DEPS_DIR/<libevent version>_<jansson version>_<hash>, the hash
+# covering the recipe below, this script, the specs file and the versions of musl,
+# gcc and the kernel headers: a change of any of them builds a new prefix.
+# Sources are Debian's source packages (apt-get source, Debian's patches applied).
+#
+# Never run `meson setup --wipe build-static`: it deletes the deps cache too.
+set -euo pipefail
+
+here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)
+SRCROOT=$(dirname "$here")
+STATIC_DIR=${STATIC_DIR:-$SRCROOT/build-static}
+DEPS_DIR=${DEPS_DIR:-$STATIC_DIR/deps}
+JOBS=${JOBS:-$(nproc)}
+MUSL_CC=$here/musl-cc
+CROSS=$STATIC_DIR/musl-cross.ini
+
+log() { printf 'static.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# ---- the recipe -------------------------------------------------------------
+# Flags for the dependencies. -fPIE for static-pie; sections for --gc-sections;
+# the same hardening as the project's own code. No -g, no NDEBUG (Debian keeps
+# the asserts too). Path maps are added per package (see cmake_build).
+DEP_CFLAGS="-O2 -fPIE -ffunction-sections -fdata-sections -fstack-protector-strong -fstack-clash-protection -fcf-protection -isystem @KINC@"
+CMAKE_COMMON=(
+	-G Ninja
+	-DCMAKE_BUILD_TYPE=Release
+	-DCMAKE_C_FLAGS_RELEASE=
+	-DCMAKE_POSITION_INDEPENDENT_CODE=ON
+	-DCMAKE_INSTALL_LIBDIR=lib
+	-DBUILD_SHARED_LIBS=OFF
+	-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+)
+LIBEVENT_OPTS=(
+	-DEVENT__LIBRARY_TYPE=STATIC
+	-DEVENT__DISABLE_OPENSSL=ON
+	-DEVENT__DISABLE_MBEDTLS=ON
+	-DEVENT__DISABLE_SAMPLES=ON
+	-DEVENT__DISABLE_TESTS=ON
+	-DEVENT__DISABLE_BENCHMARK=ON
+	-DEVENT__DISABLE_REGRESS=ON
+	-DEVENT__DISABLE_DEBUG_MODE=OFF
+	-DEVENT__DOXYGEN=OFF
+)
+JANSSON_OPTS=(
+	-DJANSSON_BUILD_SHARED_LIBS=OFF
+	-DJANSSON_WITHOUT_TESTS=ON
+	-DJANSSON_EXAMPLES=OFF
+	-DJANSSON_BUILD_DOCS=OFF
+)
+CHECK_OPTS=(
+	-DCHECK_ENABLE_TESTS=OFF
+	-DBUILD_TESTING=OFF
+	-DCHECK_ENABLE_GCOV=OFF
+	-DENABLE_MEMORY_LEAKING_TESTS=OFF
+)
+# -----------------------------------------------------------------------------
+
+# Version of the source package that `apt-get source` would fetch now, read from
+# the local Sources index (no download). apt takes ~1 s to answer, so the answers
+# are kept in $DEPS_DIR/versions until an `apt-get update` touches the index.
+SRC_PKGS="libevent jansson check"
+src_version() {
+	local cache=$DEPS_DIR/versions
+	if [ ! -s "$cache" ] || [ -n "$(find /var/lib/apt/lists -maxdepth 1 -name '*_Sources*' -newer "$cache" 2>/dev/null)" ]; then
+		mkdir -p "$DEPS_DIR"
+		apt-get source --only-source --print-uris $SRC_PKGS 2>/dev/null |
+			awk '$2 ~ /\.dsc$/ { f = $2; sub(/\.dsc$/, "", f); i = index(f, "_"); print substr(f, 1, i - 1), substr(f, i + 1) }' \
+			>"$cache.tmp"
+		mv "$cache.tmp" "$cache"
+	fi
+	local v
+	v=$(awk -v p="$1" '$1 == p { print $2; exit }' "$cache")
+	[ -n "$v" ] || { rm -f "$cache"; die "cannot resolve the source package '$1' (is deb-src enabled? run build-aux/deps.sh static)"; }
+	printf '%s\n' "$v"
+}
+
+ensure_deps() {
+	"$here/deps.sh" build static
+}
+
+# Sets LIBEVENT_VER JANSSON_VER PREFIX.
+resolve_prefix() {
+	LIBEVENT_VER=$(src_version libevent)
+	JANSSON_VER=$(src_version jansson)
+	local key
+	key=$({
+		echo "recipe 1"
+		echo "$DEP_CFLAGS"
+		printf '%s\n' "${CMAKE_COMMON[@]}" "${LIBEVENT_OPTS[@]}" "${JANSSON_OPTS[@]}"
+		cat "$here/musl-gcc.specs" "$here/musl-cc"
+		dpkg-query -W -f='${Package} ${Version}\n' musl-dev gcc-12 binutils linux-libc-dev cmake 2>/dev/null
+		"${REALGCC:-x86_64-linux-gnu-gcc}" --version | head -1
+	} | sha256sum | cut -c1-10)
+	PREFIX=$DEPS_DIR/libevent-${LIBEVENT_VER#*:}_jansson-${JANSSON_VER#*:}_$key
+}
+
+# Fetch (once) and unpack Debian's source package $1=$2 into $DEPS_DIR/src/$1_$2;
+# sets PKGSRC to the unpacked tree.
+fetch_source() {
+	local name=$1 ver=$2 dir
+	dir=$DEPS_DIR/src/${name}_${ver#*:}
+	if [ ! -f "$dir/.unpacked" ]; then
+		rm -rf "$dir"
+		mkdir -p "$dir"
+		log "apt-get source $name=$ver"
+		# As root, apt warns that the download is unsandboxed (_apt cannot
+		# write here): harmless, the files are checked against the signed index.
+		(cd "$dir" && apt-get source -q --only-source "$name=$ver" >apt-source.log 2>&1) ||
+			{ cat "$dir/apt-source.log" >&2; die "apt-get source $name=$ver failed"; }
+		touch "$dir/.unpacked"
+	fi
+	PKGSRC=$(find "$dir" -mindepth 2 -maxdepth 2 -name debian -type d -printf '%h\n' | head -1)
+	[ -n "$PKGSRC" ] || die "no unpacked tree in $dir"
+}
+
+# cmake_build NAME VERSION OPTS...: configure, build, install into $PREFIX.
+cmake_build() {
+	local name=$1 ver=$2; shift 2
+	local stamp=$PREFIX/.stamp-$name
+	[ -f "$stamp" ] && return 0
+	fetch_source "$name" "$ver"
+	local bdir=$DEPS_DIR/build/${name}_${ver#*:}
+	rm -rf "$bdir"
+	mkdir -p "$bdir" "$PREFIX"
+	local cflags=${DEP_CFLAGS//@KINC@/$PREFIX/kinc}
+	cflags+=" -ffile-prefix-map=$PKGSRC=/usr/src/$name -ffile-prefix-map=$bdir=/usr/src/$name/build -ffile-prefix-map=$PREFIX=/deps"
+	local sde
+	sde=$(dpkg-parsechangelog -l "$PKGSRC/debian/changelog" -S Timestamp)
+	log "building $name $ver for musl"
+	local t0=$SECONDS
+	(
+		export SOURCE_DATE_EPOCH=$sde
+		cmake -S "$PKGSRC" -B "$bdir" "${CMAKE_COMMON[@]}" \
+			-DCMAKE_C_COMPILER="$MUSL_CC" \
+			-DCMAKE_INSTALL_PREFIX="$PREFIX" \
+			-DCMAKE_C_FLAGS="$cflags" \
+			"$@"
+		cmake --build "$bdir" -j "$JOBS"
+		cmake --install "$bdir"
+	) >"$bdir.log" 2>&1 || { tail -40 "$bdir.log" >&2; die "$name: build failed (log: $bdir.log)"; }
+	echo "$name $ver" >"$stamp"
+	log "$name done in $((SECONDS - t0)) s"
+}
+
+make_kinc() {
+	# linux/, asm/ and asm-generic/ of the kernel headers, and nothing else: never
+	# -idirafter /usr/include (it drags glibc's headers in silently).
+	local k=$PREFIX/kinc
+	[ -L "$k/asm" ] && return 0
+	mkdir -p "$k"
+	ln -sfn /usr/include/linux "$k/linux"
+	ln -sfn /usr/include/x86_64-linux-gnu/asm "$k/asm"
+	ln -sfn /usr/include/asm-generic "$k/asm-generic"
+}
+
+# The .pc files name the prefix relative to themselves, so that the cache still
+# works when the tree is moved or copied.
+relocatable_pc() {
+	local pc
+	for pc in "$PREFIX"/lib/pkgconfig/*.pc; do
+		grep -qF "$PREFIX" "$pc" && sed -i "s|$PREFIX|\${pcfiledir}/../..|g" "$pc"
+	done
+	return 0
+}
+
+write_cross() {
+	local tmp=$CROSS.tmp
+	mkdir -p "$STATIC_DIR"
+	sed -e "s|@MUSL_CC@|$MUSL_CC|g" -e "s|@PREFIX@|$PREFIX|g" "$here/musl-cross.ini.in" >"$tmp"
+	if [ -f "$CROSS" ] && cmp -s "$tmp" "$CROSS"; then
+		rm -f "$tmp"
+		return 0
+	fi
+	# A new cross file (new prefix, new flags): the old configuration is stale.
+	if [ -f "$STATIC_DIR/meson-private/coredata.dat" ]; then
+		log "cross file changed: reconfiguring from scratch (deps cache kept)"
+		clean_build
+	fi
+	mv "$tmp" "$CROSS"
+}
+
+build_deps() {
+	resolve_prefix
+	make_kinc
+	cmake_build libevent "$LIBEVENT_VER" "${LIBEVENT_OPTS[@]}"
+	cmake_build jansson "$JANSSON_VER" "${JANSSON_OPTS[@]}"
+	local pc
+	for pc in libevent_core libevent_extra libevent_pthreads jansson; do
+		[ -f "$PREFIX/lib/pkgconfig/$pc.pc" ] || die "$pc.pc missing from $PREFIX"
+	done
+	relocatable_pc
+	write_cross
+}
+
+build_check() {
+	resolve_prefix
+	[ -f "$PREFIX/.stamp-libevent" ] || build_deps
+	local ver
+	ver=$(src_version check)
+	cmake_build check "$ver" "${CHECK_OPTS[@]}"
+	# Check builds a shared library whatever it is told: keep only libcheck.a.
+	rm -f "$PREFIX"/lib/libcheck.so*
+	# Debian's check.pc (01pkgconfig.patch) names Debian's libcheck_pic.a.
+	ln -sfn libcheck.a "$PREFIX/lib/libcheck_pic.a"
+	relocatable_pc
+	[ -f "$PREFIX/lib/libcheck.a" ] && [ -f "$PREFIX/lib/pkgconfig/check.pc" ] ||
+		die "check: libcheck.a or check.pc missing"
+}
+
+clean_build() {
+	[ -d "$STATIC_DIR" ] || return 0
+	find "$STATIC_DIR" -mindepth 1 -maxdepth 1 ! -name deps ! -name .lock -exec rm -rf {} +
+}
+
+build_agentd() {
+	if [ ! -f "$STATIC_DIR/meson-private/coredata.dat" ]; then
+		meson setup "$STATIC_DIR" "$SRCROOT" --cross-file "$CROSS" \
+			-Dstatic=true -Dtests=disabled --buildtype=release -Db_pie=true
+	fi
+	# Reproducible: __DATE__ and friends follow the commit, not the clock.
+	SOURCE_DATE_EPOCH=$(git -C "$SRCROOT" log -1 --format=%ct 2>/dev/null || echo 0)
+	export SOURCE_DATE_EPOCH
+	meson compile -C "$STATIC_DIR" -j "$JOBS"
+	local bin=$STATIC_DIR/agentd/agentd
+	[ -f "$bin" ] || die "$bin was not built"
+	local desc
+	desc=$(file -b "$bin")
+	case $desc in
+	*"static-pie linked"* | *"statically linked"*) ;;
+	*) die "$bin is not static: $desc" ;;
+	esac
+	if readelf -lW "$bin" | grep -q INTERP; then die "$bin has a program interpreter"; fi
+	case $desc in *"not stripped"*) strip --strip-all "$bin" ;; esac
+	log "$(file -b "$bin")"
+	log "$(stat -c %s "$bin") bytes  sha256 $(sha256sum "$bin" | cut -d' ' -f1)  $bin"
+}
+
+cmd=${1:-build}
+case $cmd in
+distclean) rm -rf "$STATIC_DIR"; exit 0 ;;
+clean)     clean_build; exit 0 ;;
+build | deps | check | info) ;;
+*) echo "usage: $0 [build|deps|check|clean|distclean|info]" >&2; exit 2 ;;
+esac
+
+mkdir -p "$STATIC_DIR"
+exec 9>"$STATIC_DIR/.lock"
+flock 9
+
+case $cmd in
+info)
+	resolve_prefix
+	echo "prefix=$PREFIX"
+	echo "cross_file=$CROSS"
+	;;
+deps)  ensure_deps; build_deps ;;
+check) ensure_deps; build_deps; build_check ;;
+build) ensure_deps; build_deps; build_agentd ;;
+esac
