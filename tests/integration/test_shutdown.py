@@ -1,0 +1,98 @@
+"""Shutdown: SIGTERM stops sessions and agentd, 503 shutting_down meanwhile."""
+
+import http.client
+import signal
+import time
+import unittest
+
+from harness import AgentdTestCase, pid_gone, pid_state
+
+
+class ShutdownTest(AgentdTestCase):
+    autostart = False
+
+    def test_sigterm_with_idle_sessions(self):
+        a = self.start_agentd(grace_ms=5000)
+        w1 = self.create(cmd='sleep 1000')
+        w2 = self.create(cmd='sleep 1000 & wait', tty=True)
+        rc, took = a.stop()
+        self.assertEqual(rc, 0, 'agentd exit status after SIGTERM\n' + a.stderr())
+        self.assertLess(took, 5.0 + 8.0)
+        for pid in (w1['pid'], w2['pid']):
+            self.assertTrue(pid_gone(pid) or pid_state(pid) == 'Z', 'pid %d left' % pid)
+
+    def test_shutting_down_503_during_grace(self):
+        a = self.start_agentd(grace_ms=3000)
+        w = self.create(cmd="trap '' TERM HUP; echo ready; sleep 1000")
+        self.read_until(w['id'], b'ready', tty=False)
+        # keep-alive connections opened before the signal
+        conns = []
+        for _ in range(3):
+            c = http.client.HTTPConnection('127.0.0.1', a.port, timeout=10)
+            c.request('GET', '/healthz')
+            r = c.getresponse()
+            r.read()
+            self.assertEqual(r.status, 200)
+            conns.append(c)
+        t0 = time.monotonic()
+        a.proc.send_signal(signal.SIGTERM)
+        seen_health = seen_create = None
+        attempts = []
+        while a.alive() and time.monotonic() - t0 < 2.0 and not (seen_health and seen_create):
+            c = conns[0] if conns else http.client.HTTPConnection('127.0.0.1', a.port,
+                                                                    timeout=10)
+            try:
+                if not seen_health:
+                    c.request('GET', '/healthz')
+                    r = c.getresponse()
+                    body = r.read()
+                    attempts.append(('healthz', r.status, body[:200]))
+                    if r.status == 503:
+                        import json
+                        self.assertEqual(json.loads(body)['status'], 'shutting_down')
+                        seen_health = True
+                else:
+                    c.request('POST', '/v1/sessions', body=b'{"cmd":"true"}',
+                              headers=dict(a.auth_headers(),
+                                           **{'Content-Type': 'application/json'}))
+                    r = c.getresponse()
+                    body = r.read()
+                    attempts.append(('create', r.status, body[:200]))
+                    if r.status == 503:
+                        import json
+                        self.assertEqual(json.loads(body)['error']['code'], 'shutting_down')
+                        seen_create = True
+                    self.assertNotEqual(r.status, 201, 'session created while shutting down')
+            except (OSError, http.client.HTTPException) as e:
+                attempts.append(('error', repr(e)))
+                if conns:
+                    conns.pop(0).close()
+            time.sleep(0.02)
+        for c in conns:
+            c.close()
+        self.assertTrue(seen_health, 'no 503 shutting_down from healthz while stopping: %r'
+                        % attempts[-10:])
+        self.assertTrue(seen_create, 'no 503 shutting_down for a create while stopping: %r'
+                        % attempts[-10:])
+        rc, took = a.stop()
+        total = time.monotonic() - t0
+        self.assertEqual(rc, 0)
+        self.assertGreaterEqual(total, 2.5, 'agentd did not wait the grace for a TERM-proof session')
+        self.assertLess(total, 3.0 + 8.0)
+        self.assertTrue(pid_gone(w['pid']) or pid_state(w['pid']) == 'Z')
+
+    def test_long_poll_ends_on_shutdown(self):
+        from harness import Background
+        a = self.start_agentd(grace_ms=1000)
+        w = self.create(cmd='sleep 1000')
+        bg = Background(self.get_raw, w['id'], 0, 60000, None, a.tcp_client())
+        time.sleep(0.3)
+        rc, took = a.stop()
+        self.assertEqual(rc, 0)
+        self.assertLess(took, 1.0 + 8.0, 'a pending long-poll held up shutdown')
+        bg.join(30)
+        self.assertFalse(bg.is_alive())
+
+
+if __name__ == '__main__':
+    unittest.main()
