@@ -1,0 +1,755 @@
+/*
+ * api.c -- the routes of API.md: sessions, output windows, stdin, control,
+ * healthz and metrics; and the waiters of long-polls.
+ */
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "agentd.h"
+#include "api.h"
+#include "config.h"
+#include "http.h"
+#include "log.h"
+#include "proto.h"
+#include "ringbuf.h"
+#include "session.h"
+#include "util.h"
+
+#define API_DELETE_GRACE_MS	2000	/* DELETE's default grace_ms */
+#define API_DELETE_SLACK_MS	5000	/* DELETE answers at most this after the grace */
+#define API_SCRATCH_KEEP	(4u << 20) /* bytes of read buffer kept between reads */
+
+/* What a waiter waits for. */
+#define WAIT_OUTPUT	0x1	/* a chunk after cursor, exit, or output close */
+#define WAIT_EXIT	0x2	/* the session exits */
+
+/* A request waiting on a session. */
+struct waiter {
+	TAILQ_ENTRY(waiter)	 entry;
+	struct evhttp_request	*req;
+	struct session		*s;
+	int			 flags;		/* WAIT_* */
+	int			 status;	/* 200, 201 */
+	int			 delete;	/* remove the session once answered */
+	int			 window;	/* answer with an output window */
+	uint64_t		 cursor;
+	size_t			 max_bytes;
+	int64_t			 written;	/* stdin: bytes written, else -1 */
+	struct event		*timer;
+	struct event		*closed;	/* the client went away */
+};
+TAILQ_HEAD(waiters, waiter);
+
+/* What one answer about a session carries. */
+struct api_answer {
+	int		 status;
+	int		 window;	/* with an output window */
+	uint64_t	 cursor;
+	size_t		 max_bytes;
+	int64_t		 written;	/* -1: none */
+};
+
+static struct waiters	*api_waiters(struct session *);
+static void	api_answer(struct evhttp_request *, struct session *,
+		    const struct api_answer *);
+static int	api_window(struct session *, uint64_t, size_t,
+		    struct proto_window *, struct proto_err *);
+static void	api_wait(struct evhttp_request *, struct session *, int flags,
+		    int64_t ms, const struct api_answer *, int delete);
+static int	api_waiter_done(struct waiter *, int answer);
+static void	api_waiter_timeout(evutil_socket_t, short, void *);
+static void	api_waiter_closed(evutil_socket_t, short, void *);
+static int	api_ready(struct session *, uint64_t cursor);
+static void	api_healthz(struct http_req *);
+static void	api_metrics(struct http_req *);
+static void	api_create(struct http_req *);
+static void	api_list(struct http_req *);
+static void	api_read(struct http_req *, struct session *);
+static void	api_stdin(struct http_req *, struct session *);
+static void	api_resize(struct http_req *, struct session *);
+static void	api_signal(struct http_req *, struct session *);
+static void	api_delete(struct http_req *, struct session *);
+static void	api_sessions_route(struct http_req *, const char *);
+static int	api_method(struct http_req *, int allowed);
+
+static const struct proto_limits	*api_limits(void);
+
+/* A growing read buffer and chunk arrays, reused by every window. */
+static uint8_t			*scratch;
+static size_t			 scratch_len;
+static struct ring_chunk	 rchunks[SESSION_WINDOW_CHUNKS];
+static struct proto_chunk	 pchunks[SESSION_WINDOW_CHUNKS];
+
+/* The parsers' limits, from the configuration. */
+static const struct proto_limits *
+api_limits(void)
+{
+	static struct proto_limits	l;
+
+	l.ring_bytes_default = agentd_cfg->ring_bytes;
+	l.ring_bytes_min = RING_CAPACITY_MIN;
+	l.ring_bytes_max = agentd_cfg->max_ring_bytes;
+	return (&l);
+}
+
+/* Answer 405 unless the method is among allowed; 0 when it is. */
+static int
+api_method(struct http_req *hr, int allowed)
+{
+	if (hr->method & allowed)
+		return (0);
+	http_fail(hr->req, 405, "method_not_allowed",
+	    "method not allowed on %s", hr->path);
+	return (-1);
+}
+
+/* Route a request. */
+void
+api_route(struct http_req *hr)
+{
+	const char	*p = hr->path;
+
+	if (strcmp(p, "/healthz") == 0) {
+		if (api_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD) == 0)
+			api_healthz(hr);
+	} else if (strcmp(p, "/metrics") == 0) {
+		if (api_method(hr, EVHTTP_REQ_GET) == 0)
+			api_metrics(hr);
+	} else if (strcmp(p, "/v1/sessions") == 0 ||
+	    strcmp(p, "/v1/sessions/") == 0) {
+		if (api_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_POST) != 0)
+			return;
+		if (hr->method == EVHTTP_REQ_POST)
+			api_create(hr);
+		else
+			api_list(hr);
+	} else if (strncmp(p, "/v1/sessions/", 13) == 0)
+		api_sessions_route(hr, p + 13);
+	else
+		http_fail(hr->req, 404, "not_found", "no route %s", p);
+}
+
+/* /v1/sessions/{id}[/stdin|/resize|/signal] */
+static void
+api_sessions_route(struct http_req *hr, const char *rest)
+{
+	char		 id[PROTO_ID_MAX + 1];
+	const char	*slash = strchr(rest, '/'), *action;
+	struct session	*s;
+	size_t		 len;
+
+	len = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
+	action = slash != NULL ? slash + 1 : "";
+	if (len == 0 || len > PROTO_ID_MAX) {
+		http_fail(hr->req, 404, "not_found", "no session '%.*s'",
+		    (int)(len > PROTO_ID_MAX ? PROTO_ID_MAX : len), rest);
+		return;
+	}
+	memcpy(id, rest, len);
+	id[len] = '\0';
+	if (*action != '\0' && strcmp(action, "stdin") != 0 &&
+	    strcmp(action, "resize") != 0 && strcmp(action, "signal") != 0) {
+		http_fail(hr->req, 404, "not_found", "no route %s", hr->path);
+		return;
+	}
+	if (api_method(hr, *action == '\0' ? EVHTTP_REQ_GET | EVHTTP_REQ_DELETE :
+	    EVHTTP_REQ_POST) != 0)
+		return;
+	if ((s = session_find(id)) == NULL) {
+		http_fail(hr->req, 404, "not_found", "no session '%s'", id);
+		return;
+	}
+	if (*action == '\0')
+		(hr->method == EVHTTP_REQ_GET ? api_read : api_delete)(hr, s);
+	else if (strcmp(action, "stdin") == 0)
+		api_stdin(hr, s);
+	else if (strcmp(action, "resize") == 0)
+		api_resize(hr, s);
+	else
+		api_signal(hr, s);
+}
+
+/* GET /healthz */
+static void
+api_healthz(struct http_req *hr)
+{
+	struct proto_buf	b = { 0 };
+	int			stopping = agentd_stopping();
+
+	proto_buf_printf(&b, "{\"status\": \"%s\", \"version\": \"%s\", "
+	    "\"sessions\": %zu, \"uptime_ms\": %" PRId64 ", \"pid\": %ld",
+	    stopping ? "shutting_down" : "ok", AGENTD_VERSION,
+	    session_count_running(), clock_mono_ms() - agentd_start_ms,
+	    (long)getpid());
+	if (stopping)
+		proto_buf_printf(&b, ", \"error\": {\"code\": \"shutting_down\", "
+		    "\"message\": \"agentd is shutting down\"}");
+	proto_buf_append(&b, "}", 1);
+	http_reply(hr->req, stopping ? 503 : 200, &b);
+}
+
+/* GET /metrics, in Prometheus' text format. */
+static void
+api_metrics(struct http_req *hr)
+{
+	const struct http_code_count	*codes;
+	struct proto_buf		 b = { 0 };
+	struct ring_stats		 st;
+	struct session			*s;
+	uint64_t			 dropped = agentd_stats.output_dropped_bytes;
+	uint64_t			 held = 0;
+	size_t				 n, i;
+
+	for (s = session_first(); s != NULL; s = session_next(s)) {
+		ring_stats(session_ring(s), &st);
+		dropped += st.bytes_dropped;
+		held += st.bytes_held;
+	}
+	proto_buf_printf(&b,
+	    "# TYPE agentd_sessions_running gauge\n"
+	    "agentd_sessions_running %zu\n"
+	    "# TYPE agentd_sessions gauge\n"
+	    "agentd_sessions %zu\n"
+	    "# TYPE agentd_sessions_started_total counter\n"
+	    "agentd_sessions_started_total %" PRIu64 "\n"
+	    "# TYPE agentd_sessions_spawn_failed_total counter\n"
+	    "agentd_sessions_spawn_failed_total %" PRIu64 "\n"
+	    "# TYPE agentd_output_bytes_total counter\n"
+	    "agentd_output_bytes_total %" PRIu64 "\n"
+	    "# TYPE agentd_output_dropped_bytes_total counter\n"
+	    "agentd_output_dropped_bytes_total %" PRIu64 "\n"
+	    "# TYPE agentd_output_held_bytes gauge\n"
+	    "agentd_output_held_bytes %" PRIu64 "\n"
+	    "# TYPE agentd_ring_bytes gauge\n"
+	    "agentd_ring_bytes %" PRIu64 "\n"
+	    "# TYPE agentd_zombies_reaped_total counter\n"
+	    "agentd_zombies_reaped_total %" PRIu64 "\n"
+	    "# TYPE agentd_uptime_seconds gauge\n"
+	    "agentd_uptime_seconds %.3f\n",
+	    session_count_running(), session_count(),
+	    agentd_stats.sessions_started, agentd_stats.sessions_spawn_failed,
+	    agentd_stats.output_bytes, dropped, held,
+	    session_ring_bytes_total(), agentd_stats.zombies_reaped,
+	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
+	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
+	n = http_code_counts(&codes);
+	for (i = 0; i < n; i++)
+		proto_buf_printf(&b, "agentd_http_requests_total{code=\"%d\"} "
+		    "%" PRIu64 "\n", codes[i].code, codes[i].count);
+	http_reply_raw(hr->req, 200, "text/plain; version=0.0.4", &b);
+}
+
+/*
+ * Read the window of chunks after cursor into w (pointing into the shared
+ * scratch buffers, valid until the next window).  Returns 0, or -1 with err.
+ */
+static int
+api_window(struct session *s, uint64_t cursor, size_t max_bytes,
+    struct proto_window *w, struct proto_err *err)
+{
+	struct ring		*r = session_ring(s);
+	struct ring_read_result	 res;
+	size_t			 need, i;
+	int			 error;
+
+	need = max_bytes < SESSION_READ_MAX ? SESSION_READ_MAX : max_bytes;
+	if (need > ring_chunk_max(r) && ring_chunk_max(r) >= SESSION_READ_MAX)
+		need = ring_chunk_max(r);
+	if (scratch_len < need) {
+		free(scratch);
+		scratch = xmalloc(need);
+		scratch_len = need;
+	}
+	error = ring_read(r, cursor, scratch, scratch_len, max_bytes, rchunks,
+	    nitems(rchunks), &res);
+	if (error == -ERANGE)
+		return (proto_fail(err, 400, "invalid_cursor",
+		    "cursor %" PRIu64 " is after the last chunk %" PRIu64,
+		    cursor, ring_newest(r)));
+	if (error != 0)
+		return (proto_fail(err, 500, "internal", "ring_read: %s",
+		    strerror(-error)));
+	for (i = 0; i < res.nchunks; i++) {
+		pchunks[i].id = rchunks[i].id;
+		pchunks[i].offset = rchunks[i].offset;
+		pchunks[i].data = rchunks[i].data;
+		pchunks[i].len = rchunks[i].len;
+		pchunks[i].stream = rchunks[i].stream;
+	}
+	memset(w, 0, sizeof *w);
+	w->chunks = pchunks;
+	w->n = res.nchunks;
+	w->cursor = res.nchunks > 0 ? rchunks[res.nchunks - 1].id : cursor;
+	w->dropped = res.dropped;
+	w->more = res.more;
+	w->eof = session_exited(s) && session_output_closed(s) &&
+	    w->cursor == ring_newest(r) && !res.more;
+	return (0);
+}
+
+/* Answer with the session object, and its output window if asked. */
+static void
+api_answer(struct evhttp_request *req, struct session *s,
+    const struct api_answer *a)
+{
+	struct proto_session	 v;
+	struct proto_window	 w;
+	struct proto_err	 err;
+	struct proto_buf	 b = { 0 };
+
+	session_view(s, &v);
+	if (a->window) {
+		if (api_window(s, a->cursor, a->max_bytes, &w, &err) != 0) {
+			http_reply_error(req, &err, NULL);
+			return;
+		}
+		/* The object's last_chunk must not be older than the window. */
+		if (w.n > 0 && w.chunks[w.n - 1].id > v.last_chunk)
+			v.last_chunk = w.chunks[w.n - 1].id;
+	}
+	proto_render_session(&b, &v, a->window ? &w : NULL, a->written);
+	if (scratch_len > API_SCRATCH_KEEP) {
+		free(scratch);
+		scratch = NULL;
+		scratch_len = 0;
+	}
+	http_reply(req, a->status, &b);
+}
+
+/* Whether a reader at cursor has something to be answered with now. */
+static int
+api_ready(struct session *s, uint64_t cursor)
+{
+	return (ring_newest(session_ring(s)) > cursor ||
+	    session_output_closed(s));
+}
+
+/* The waiters of a session, created on first use. */
+static struct waiters *
+api_waiters(struct session *s)
+{
+	struct waiters	**slot = (struct waiters **)session_user(s);
+
+	if (*slot == NULL) {
+		*slot = xmalloc(sizeof **slot);
+		TAILQ_INIT(*slot);
+	}
+	return (*slot);
+}
+
+/* Park a request on a session until flags happen or ms pass. */
+static void
+api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
+    const struct api_answer *a, int delete)
+{
+	struct evhttp_connection	*evcon;
+	struct waiter			*w;
+	struct timeval			 tv;
+	int				 fd;
+
+	w = xcalloc(1, sizeof *w);
+	w->req = req;
+	w->s = s;
+	w->flags = flags;
+	w->status = a->status;
+	w->window = a->window;
+	w->cursor = a->cursor;
+	w->max_bytes = a->max_bytes;
+	w->written = a->written;
+	w->delete = delete;
+	w->timer = evtimer_new(agentd_base, api_waiter_timeout, w);
+	if (w->timer == NULL)
+		fatal("%s: out of memory", __func__);
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(w->timer, &tv);
+
+	/* evhttp stops reading while a request is out: watch for the close. */
+	evcon = evhttp_request_get_connection(req);
+	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
+	w->closed = event_new(agentd_base, fd, EV_CLOSED, api_waiter_closed, w);
+	if (w->closed == NULL)
+		fatal("%s: out of memory", __func__);
+	event_add(w->closed, NULL);
+	TAILQ_INSERT_TAIL(api_waiters(s), w, entry);
+}
+
+/*
+ * Unlink and free a waiter, answering it first if asked.  Returns whether it
+ * was a DELETE, whose session the caller must now remove.
+ */
+static int
+api_waiter_done(struct waiter *w, int answer)
+{
+	struct api_answer	 a;
+	int			 delete = w->delete;
+
+	TAILQ_REMOVE(api_waiters(w->s), w, entry);
+	event_free(w->timer);
+	event_free(w->closed);
+	if (answer) {
+		a.status = w->status;
+		a.window = w->window;
+		a.cursor = w->cursor;
+		a.max_bytes = w->max_bytes;
+		a.written = w->written;
+		api_answer(w->req, w->s, &a);
+	}
+	free(w);
+	return (delete);
+}
+
+/* A waiter's deadline passed. */
+static void
+api_waiter_timeout(evutil_socket_t fd, short events, void *arg)
+{
+	struct waiter	*w = arg;
+	struct session	*s = w->s;
+
+	if (w->delete)
+		log_warn("%s: session %s did not end in time; removing it",
+		    __func__, session_id(s));
+	if (api_waiter_done(w, 1))
+		session_remove(s);
+}
+
+/* A waiter's client closed its connection: free both at once. */
+static void
+api_waiter_closed(evutil_socket_t fd, short events, void *arg)
+{
+	struct waiter			*w = arg;
+	struct evhttp_connection	*evcon;
+
+	evcon = evhttp_request_get_connection(w->req);
+	log_debug("%s: session %s: client fd %d went away", __func__,
+	    session_id(w->s), (int)fd);
+	/* A DELETE still happens: the session is removed when it ends. */
+	if (w->delete)
+		session_set_remove_on_exit(w->s);
+	api_waiter_done(w, 0);
+	evhttp_connection_free(evcon);
+}
+
+/* The session observer: wake the waiters that what happened concerns. */
+void
+api_session_event(struct session *s, int events)
+{
+	struct waiters	**slot = (struct waiters **)session_user(s);
+	struct waiter	 *w, *next;
+	int		  remove = 0;
+
+	if (*slot == NULL)
+		return;
+	for (w = TAILQ_FIRST(*slot); w != NULL; w = next) {
+		next = TAILQ_NEXT(w, entry);
+		if ((events & SESSION_EV_REMOVED) ||
+		    ((events & SESSION_EV_EXITED) && w->flags != 0) ||
+		    ((w->flags & WAIT_OUTPUT) && api_ready(s, w->cursor))) {
+			if (events & SESSION_EV_REMOVED)
+				w->delete = 0;
+			remove |= api_waiter_done(w, 1);
+		}
+	}
+	if (events & SESSION_EV_REMOVED) {
+		free(*slot);
+		*slot = NULL;
+	} else if (remove)
+		session_set_remove_on_exit(s);	/* done once notified */
+}
+
+/* Answer every waiter of every session now. */
+void
+api_flush_waiters(void)
+{
+	struct session	*s, *next;
+	struct waiters	**slot;
+	struct waiter	 *w;
+	int		  remove;
+
+	for (s = session_first(); s != NULL; s = next) {
+		next = session_next(s);
+		slot = (struct waiters **)session_user(s);
+		remove = 0;
+		while (*slot != NULL && (w = TAILQ_FIRST(*slot)) != NULL)
+			remove |= api_waiter_done(w, 1);
+		if (remove)
+			session_remove(s);
+	}
+}
+
+/* POST /v1/sessions */
+static void
+api_create(struct http_req *hr)
+{
+	struct proto_create	 pc;
+	struct proto_err	 err;
+	struct proto_session	 v;
+	struct api_answer	 a;
+	struct session		*s;
+	char			*loc;
+	int			 flags = 0;
+	int64_t			 ms;
+
+	if (proto_parse_create(hr->body, hr->body_len, api_limits(), &pc,
+	    &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		return;
+	}
+	if (session_create(&pc, &s, &err) != 0) {
+		if (s != NULL)
+			session_view(s, &v);
+		http_reply_error(hr->req, &err, s != NULL ? &v : NULL);
+		proto_create_free(&pc);
+		return;
+	}
+	xasprintf(&loc, "/v1/sessions/%s", session_id(s));
+	evhttp_add_header(evhttp_request_get_output_headers(hr->req),
+	    "Location", loc);
+	free(loc);
+
+	memset(&a, 0, sizeof a);
+	a.status = 201;
+	a.window = 1;
+	a.cursor = 0;
+	a.max_bytes = pc.max_bytes;
+	a.written = -1;
+	if (pc.wait_ms > 0)
+		flags |= WAIT_OUTPUT;
+	if (pc.yield_ms > 0)
+		flags |= WAIT_EXIT;
+	ms = pc.wait_ms > pc.yield_ms ? pc.wait_ms : pc.yield_ms;
+	proto_create_free(&pc);
+	if (flags == 0 || session_exited(s) ||
+	    ((flags & WAIT_OUTPUT) && api_ready(s, 0)))
+		api_answer(hr->req, s, &a);
+	else
+		api_wait(hr->req, s, flags, ms, &a, 0);
+}
+
+/* GET /v1/sessions */
+static void
+api_list(struct http_req *hr)
+{
+	struct proto_session	*views;
+	struct proto_buf	 b = { 0 };
+	struct session		*s;
+	size_t			 n = 0;
+
+	views = xcalloc(session_count(), sizeof *views);
+	for (s = session_first(); s != NULL; s = session_next(s))
+		session_view(s, &views[n++]);
+	proto_render_session_list(&b, views, n);
+	free(views);
+	http_reply(hr->req, 200, &b);
+}
+
+/* Whether the client asked for raw output bytes. */
+static int
+api_wants_raw(struct http_req *hr)
+{
+	const char	*accept;
+
+	accept = evhttp_find_header(evhttp_request_get_input_headers(hr->req),
+	    "Accept");
+	return (accept != NULL &&
+	    strstr(accept, "application/octet-stream") != NULL &&
+	    strstr(accept, "application/json") == NULL);
+}
+
+/*
+ * Answer with the window's bytes as they are, the session's state and the
+ * window's figures in X-Agentd-* headers.
+ */
+static void
+api_answer_raw(struct evhttp_request *req, struct session *s,
+    uint64_t cursor, size_t max_bytes)
+{
+	struct evkeyvalq	*h = evhttp_request_get_output_headers(req);
+	struct proto_session	 v;
+	struct proto_window	 w;
+	struct proto_err	 err;
+	struct proto_buf	 b = { 0 };
+	char			 num[32];
+	size_t			 i;
+
+	session_view(s, &v);
+	if (api_window(s, cursor, max_bytes, &w, &err) != 0) {
+		http_reply_error(req, &err, NULL);
+		return;
+	}
+	for (i = 0; i < w.n; i++)
+		proto_buf_append(&b, w.chunks[i].data, w.chunks[i].len);
+	snprintf(num, sizeof num, "%" PRIu64, w.cursor);
+	evhttp_add_header(h, "X-Agentd-Cursor", num);
+	snprintf(num, sizeof num, "%" PRIu64, w.dropped);
+	evhttp_add_header(h, "X-Agentd-Dropped-Chunks", num);
+	snprintf(num, sizeof num, "%" PRIu64,
+	    w.n > 0 ? w.chunks[0].offset : v.bytes_out);
+	evhttp_add_header(h, "X-Agentd-Offset", num);
+	evhttp_add_header(h, "X-Agentd-More", w.more ? "true" : "false");
+	evhttp_add_header(h, "X-Agentd-Eof", w.eof ? "true" : "false");
+	evhttp_add_header(h, "X-Agentd-State", v.exited ? "exited" : "running");
+	if (v.exited) {
+		snprintf(num, sizeof num, "%d", v.exit_code);
+		evhttp_add_header(h, "X-Agentd-Exit-Code", num);
+	}
+	http_reply_raw(req, 200, "application/octet-stream", &b);
+}
+
+/* GET /v1/sessions/{id}?cursor=N&wait_ms=W&max_bytes=B */
+static void
+api_read(struct http_req *hr, struct session *s)
+{
+	struct proto_query	 q;
+	struct proto_err	 err;
+	struct api_answer	 a;
+
+	if (proto_parse_query(hr->query, &q, &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		return;
+	}
+	if (q.cursor > ring_newest(session_ring(s))) {
+		http_fail(hr->req, 400, "invalid_cursor", "cursor %" PRIu64
+		    " is after the last chunk %" PRIu64, q.cursor,
+		    ring_newest(session_ring(s)));
+		return;
+	}
+	memset(&a, 0, sizeof a);
+	a.status = 200;
+	a.window = 1;
+	a.cursor = q.cursor;
+	a.max_bytes = q.max_bytes;
+	a.written = -1;
+	if (q.wait_ms > 0 && !api_ready(s, q.cursor) && !api_wants_raw(hr)) {
+		api_wait(hr->req, s, WAIT_OUTPUT, q.wait_ms, &a, 0);
+		return;
+	}
+	if (api_wants_raw(hr))
+		api_answer_raw(hr->req, s, q.cursor, q.max_bytes);
+	else
+		api_answer(hr->req, s, &a);
+}
+
+/* POST /v1/sessions/{id}/stdin, JSON or raw bytes. */
+static void
+api_stdin(struct http_req *hr, struct session *s)
+{
+	struct proto_stdin	 in;
+	struct proto_query	 q;
+	struct proto_err	 err;
+	struct api_answer	 a;
+	ssize_t			 n;
+	int			 flags = 0;
+	int64_t			 ms;
+
+	memset(&in, 0, sizeof in);
+	if (strncasecmp(hr->content_type, "application/octet-stream", 24) == 0) {
+		if (proto_parse_query(hr->query, &q, &err) != 0) {
+			http_reply_error(hr->req, &err, NULL);
+			return;
+		}
+		in.data = (uint8_t *)hr->body;	/* not freed: evhttp's */
+		in.len = hr->body_len;
+		in.eof = q.eof;
+		in.yield_ms = q.yield_ms;
+		in.wait_ms = q.wait_ms;
+		in.max_bytes = q.max_bytes;
+	} else if (proto_parse_stdin(hr->body, hr->body_len, &in, &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		return;
+	}
+
+	memset(&a, 0, sizeof a);
+	a.status = 200;
+	a.window = 1;
+	a.cursor = ring_newest(session_ring(s));
+	a.max_bytes = in.max_bytes;
+	n = session_write_stdin(s, in.data, in.len, in.eof, &err);
+	if (in.data != (const uint8_t *)hr->body)
+		proto_stdin_free(&in);
+	if (n < 0) {
+		http_reply_error(hr->req, &err, NULL);
+		return;
+	}
+	a.written = n;
+	if (in.wait_ms > 0)
+		flags |= WAIT_OUTPUT;
+	if (in.yield_ms > 0)
+		flags |= WAIT_EXIT;
+	ms = in.wait_ms > in.yield_ms ? in.wait_ms : in.yield_ms;
+	if (flags == 0 || session_exited(s) ||
+	    ((flags & WAIT_OUTPUT) && api_ready(s, a.cursor)))
+		api_answer(hr->req, s, &a);
+	else
+		api_wait(hr->req, s, flags, ms, &a, 0);
+}
+
+/* POST /v1/sessions/{id}/resize */
+static void
+api_resize(struct http_req *hr, struct session *s)
+{
+	struct proto_err	 err;
+	struct api_answer	 a = { .status = 200, .written = -1 };
+	unsigned		 rows, cols;
+
+	if (proto_parse_resize(hr->body, hr->body_len, &rows, &cols,
+	    &err) != 0 || session_resize(s, rows, cols, &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		return;
+	}
+	api_answer(hr->req, s, &a);
+}
+
+/* POST /v1/sessions/{id}/signal */
+static void
+api_signal(struct http_req *hr, struct session *s)
+{
+	struct proto_err	 err;
+	struct api_answer	 a = { .status = 200, .written = -1 };
+	int			 signo;
+
+	if (proto_parse_signal(hr->body, hr->body_len, &signo, &err) != 0 ||
+	    session_signal(s, signo, &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		return;
+	}
+	api_answer(hr->req, s, &a);
+}
+
+/* DELETE /v1/sessions/{id}?grace_ms=G */
+static void
+api_delete(struct http_req *hr, struct session *s)
+{
+	struct proto_query	 q;
+	struct proto_err	 err;
+	struct api_answer	 a = { .status = 200, .written = -1 };
+	int64_t			 grace;
+
+	if (proto_parse_query(hr->query, &q, &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		return;
+	}
+	grace = q.grace_ms >= 0 ? q.grace_ms : API_DELETE_GRACE_MS;
+	if (session_exited(s)) {
+		api_answer(hr->req, s, &a);
+		session_remove(s);
+		return;
+	}
+	session_terminate(s, grace);
+	api_wait(hr->req, s, WAIT_EXIT, grace + SESSION_DRAIN_CAP_MS +
+	    API_DELETE_SLACK_MS, &a, 1);
+}

@@ -1,0 +1,244 @@
+/*
+ * companion.c -- a supervised service beside the API, restarted with backoff.
+ */
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "agentd.h"
+#include "companion.h"
+#include "log.h"
+#include "pty.h"
+#include "util.h"
+
+/* One output pipe of the companion, logged line by line. */
+struct companion_out {
+	int		 fd;
+	struct event	*ev;
+	struct evbuffer	*line;
+	const char	*name;
+};
+
+static char			**argv_;
+static pid_t			  pid = -1;
+static int			  stopped;
+static unsigned			  restarts;
+static int64_t			  backoff_ms = COMPANION_BACKOFF_MIN_MS;
+static int64_t			  started_ms;
+static struct event		 *restart_ev;
+static struct companion_out	  outs[2];
+
+static void	companion_spawn(void);
+static void	companion_restart_cb(evutil_socket_t, short, void *);
+static void	companion_read_cb(evutil_socket_t, short, void *);
+static void	companion_close_out(struct companion_out *);
+static void	companion_log_lines(struct companion_out *, int flush);
+
+/* Start supervising argv. */
+void
+companion_start(char **argv)
+{
+	argv_ = argv;
+	restart_ev = evtimer_new(agentd_base, companion_restart_cb, NULL);
+	if (restart_ev == NULL)
+		fatal("%s: out of memory", __func__);
+	outs[0].name = "stdout";
+	outs[1].name = "stderr";
+	outs[0].fd = outs[1].fd = -1;
+	companion_spawn();
+}
+
+/* Spawn the companion on pipes, stdin /dev/null, agentd's environment. */
+static void
+companion_spawn(void)
+{
+	extern char	**environ;
+	struct pty_spec	  spec;
+	struct pty_proc	  proc;
+	struct timeval	  tv;
+	char		  cause[PTY_CAUSE_MAX];
+	int		  i, fds[2];
+
+	memset(&spec, 0, sizeof spec);
+	spec.argv = argv_;
+	spec.envp = environ;
+	spec.stdin_null = 1;
+	if (pty_spawn(&spec, &proc, cause, sizeof cause) != 0) {
+		log_error("%s: %s; retrying in %lld ms", __func__, cause,
+		    (long long)backoff_ms);
+		tv.tv_sec = backoff_ms / 1000;
+		tv.tv_usec = (backoff_ms % 1000) * 1000;
+		evtimer_add(restart_ev, &tv);
+		backoff_ms = backoff_ms * 2 > COMPANION_BACKOFF_MAX_MS ?
+		    COMPANION_BACKOFF_MAX_MS : backoff_ms * 2;
+		return;
+	}
+	pid = proc.pid;
+	started_ms = clock_mono_ms();
+	fds[0] = proc.out;
+	fds[1] = proc.err;
+	for (i = 0; i < 2; i++) {
+		outs[i].fd = fds[i];
+		outs[i].line = evbuffer_new();
+		outs[i].ev = event_new(agentd_base, fds[i], EV_READ | EV_PERSIST,
+		    companion_read_cb, &outs[i]);
+		if (outs[i].line == NULL || outs[i].ev == NULL)
+			fatal("%s: out of memory", __func__);
+		event_add(outs[i].ev, NULL);
+	}
+	log_info("%s: companion %s started, pid %ld", __func__, argv_[0],
+	    (long)pid);
+}
+
+/* Log each whole line of o's buffer (and the rest when flushing). */
+static void
+companion_log_lines(struct companion_out *o, int flush)
+{
+	char	*line;
+	size_t	 len;
+
+	while ((line = evbuffer_readln(o->line, &len, EVBUFFER_EOL_LF)) !=
+	    NULL) {
+		log_info("companion %s: %.*s", o->name, (int)len, line);
+		free(line);
+	}
+	len = evbuffer_get_length(o->line);
+	if (len >= COMPANION_LINE_MAX || (flush && len > 0)) {
+		if (len > COMPANION_LINE_MAX)
+			len = COMPANION_LINE_MAX;
+		log_info("companion %s: %.*s", o->name, (int)len,
+		    (const char *)evbuffer_pullup(o->line, len));
+		evbuffer_drain(o->line, len);
+	}
+}
+
+/* The companion wrote something. */
+static void
+companion_read_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct companion_out	*o = arg;
+	int			 n;
+
+	n = evbuffer_read(o->line, fd, COMPANION_LINE_MAX);
+	if (n > 0) {
+		companion_log_lines(o, 0);
+		return;
+	}
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	companion_log_lines(o, 1);
+	companion_close_out(o);
+}
+
+/* Close one of the companion's pipes. */
+static void
+companion_close_out(struct companion_out *o)
+{
+	if (o->fd == -1)
+		return;
+	event_free(o->ev);
+	evbuffer_free(o->line);
+	close(o->fd);
+	o->fd = -1;
+	o->ev = NULL;
+	o->line = NULL;
+}
+
+/* The companion's status came in: restart it after the backoff. */
+int
+companion_reaped(pid_t p, int status)
+{
+	struct timeval	tv;
+
+	if (pid == -1 || p != pid)
+		return (-1);
+	pid = -1;
+	if (WIFSIGNALED(status))
+		log_warn("%s: companion killed by signal %d", __func__,
+		    WTERMSIG(status));
+	else
+		log_warn("%s: companion exited %d", __func__,
+		    WEXITSTATUS(status));
+	if (stopped)
+		return (0);
+	if (clock_mono_ms() - started_ms >= COMPANION_STABLE_MS)
+		backoff_ms = COMPANION_BACKOFF_MIN_MS;
+	log_info("%s: restarting the companion in %lld ms", __func__,
+	    (long long)backoff_ms);
+	tv.tv_sec = backoff_ms / 1000;
+	tv.tv_usec = (backoff_ms % 1000) * 1000;
+	evtimer_add(restart_ev, &tv);
+	backoff_ms = backoff_ms * 2 > COMPANION_BACKOFF_MAX_MS ?
+	    COMPANION_BACKOFF_MAX_MS : backoff_ms * 2;
+	return (0);
+}
+
+/* The backoff is over. */
+static void
+companion_restart_cb(evutil_socket_t fd, short events, void *arg)
+{
+	int	i;
+
+	if (stopped)
+		return;
+	/* Output of the last run that is still open belongs to descendants. */
+	for (i = 0; i < 2; i++)
+		companion_close_out(&outs[i]);
+	restarts++;
+	companion_spawn();
+}
+
+/* No more restarts; SIGTERM to the companion's group. */
+void
+companion_stop(void)
+{
+	stopped = 1;
+	if (restart_ev != NULL)
+		event_del(restart_ev);
+	if (pid != -1)
+		pty_kill_group(pid, SIGTERM);
+}
+
+/* SIGKILL to the companion's group. */
+void
+companion_kill(void)
+{
+	stopped = 1;
+	if (pid != -1)
+		pty_kill_group(pid, SIGKILL);
+}
+
+/* Whether the companion is alive. */
+int
+companion_running(void)
+{
+	return (pid != -1);
+}
+
+/* Restarts so far. */
+unsigned
+companion_restarts(void)
+{
+	return (restarts);
+}
+
+/* Free everything. */
+void
+companion_free(void)
+{
+	int	i;
+
+	for (i = 0; i < 2; i++)
+		companion_close_out(&outs[i]);
+	if (restart_ev != NULL)
+		event_free(restart_ev);
+	restart_ev = NULL;
+}

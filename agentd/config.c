@@ -1,0 +1,421 @@
+/*
+ * config.c -- flags, environment and kernel command line into a struct config.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "util.h"
+
+enum opt_kind {
+	OPT_STRING,	/* char * */
+	OPT_LIST,	/* char ** (repeatable) */
+	OPT_SIZE,	/* uint64_t bytes */
+	OPT_COUNT,	/* uint64_t */
+	OPT_SECONDS,	/* int64_t ms; a plain number is seconds */
+	OPT_MILLIS,	/* int64_t ms; a plain number is milliseconds */
+	OPT_SHUTDOWN,	/* int: poweroff|reboot */
+};
+
+struct opt {
+	const char	*name;		/* the flag without "--" */
+	enum opt_kind	 kind;
+	size_t		 off;		/* offset in struct config */
+	uint64_t	 min, max;	/* range of numbers */
+	const char	*arg;		/* for --help */
+	const char	*help;
+};
+
+#define OFF(f)	offsetof(struct config, f)
+static const struct opt opts[] = {
+	{ "listen", OPT_LIST, OFF(listen), 0, 0, "ADDR:PORT",
+	  "TCP address to serve (repeatable; default " CONFIG_LISTEN_DEFAULT
+	  ", [::]:PORT for IPv6)" },
+	{ "socket", OPT_STRING, OFF(socket_path), 0, 0, "PATH",
+	  "unix socket, mode 0600 (default " CONFIG_SOCKET_DEFAULT
+	  "; '' disables)" },
+	{ "token-file", OPT_STRING, OFF(token_file), 0, 0, "PATH",
+	  "file holding the bearer token for TCP requests (else AGENTD_TOKEN)" },
+	{ "workdir", OPT_STRING, OFF(workdir), 0, 0, "DIR",
+	  "default cwd of sessions (default: agentd's cwd)" },
+	{ "max-sessions", OPT_COUNT, OFF(max_sessions), 1, 1000000, "N",
+	  "running sessions at most (default 256)" },
+	{ "exited-ttl", OPT_SECONDS, OFF(exited_ttl_ms), 0, INT64_MAX, "SECONDS",
+	  "keep an exited session this long (default 600; units ms/s/m/h)" },
+	{ "max-body", OPT_SIZE, OFF(max_body), 1024, 1ull << 40, "BYTES",
+	  "largest request body (default 8MiB)" },
+	{ "ring-bytes", OPT_SIZE, OFF(ring_bytes), 4096, 64u << 20, "BYTES",
+	  "output ring of a session (default 1MiB)" },
+	{ "max-ring-bytes", OPT_SIZE, OFF(max_ring_bytes), 4096, 64u << 20, "BYTES",
+	  "largest ring_bytes a request may ask for (default 64MiB)" },
+	{ "max-total-ring-bytes", OPT_SIZE, OFF(max_total_ring_bytes), 4096,
+	  1ull << 40, "BYTES",
+	  "rings of all sessions together at most (default 1GiB)" },
+	{ "stdin-buffer", OPT_SIZE, OFF(stdin_buffer), 1, 1ull << 32, "BYTES",
+	  "stdin queued and unread per session at most (default 1MiB)" },
+	{ "shutdown-grace", OPT_MILLIS, OFF(shutdown_grace_ms), 0, 3600000, "MS",
+	  "SIGTERM to SIGKILL on shutdown (default 5000; units ms/s/m)" },
+	{ "shutdown", OPT_SHUTDOWN, OFF(shutdown_reboot), 0, 0, "poweroff|reboot",
+	  "as PID 1, how to end the machine (default poweroff)" },
+	{ "max-connections", OPT_COUNT, OFF(max_connections), 1, 1000000, "N",
+	  "HTTP connections held at most (default 10000)" },
+	{ "idle-timeout", OPT_MILLIS, OFF(idle_timeout_ms), 100, INT64_MAX, "MS",
+	  "close an idle keep-alive connection after this (default 120000)" },
+	{ "header-timeout", OPT_MILLIS, OFF(header_timeout_ms), 100, INT64_MAX, "MS",
+	  "a request must arrive whole within this (default 10000)" },
+	{ "hostname", OPT_STRING, OFF(hostname), 0, 0, "NAME",
+	  "as PID 1, set the hostname (default: keep)" },
+	{ "log-level", OPT_STRING, OFF(log_level), 0, 0, "LEVEL",
+	  "debug, info, warn or error (default info)" },
+};
+#undef OFF
+
+/* Where a setting came from, lowest precedence first. */
+enum source {
+	SOURCE_DEFAULT,
+	SOURCE_CMDLINE,
+	SOURCE_ENV,
+	SOURCE_FLAG,
+};
+
+static int	config_set(struct config *, const struct opt *, const char *,
+		    enum source, enum source *);
+static int	config_read_token(struct config *);
+static void	config_usage(FILE *);
+static void	config_defaults(struct config *);
+static char	*config_env_name(const struct opt *);
+
+/* Set the defaults. */
+static void
+config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->listen = xcalloc(2, sizeof *cfg->listen);
+	cfg->listen[0] = xstrdup(CONFIG_LISTEN_DEFAULT);
+	cfg->socket_path = xstrdup(CONFIG_SOCKET_DEFAULT);
+	cfg->log_level = xstrdup("info");
+	cfg->max_sessions = CONFIG_MAX_SESSIONS_DEFAULT;
+	cfg->exited_ttl_ms = CONFIG_EXITED_TTL_DEFAULT;
+	cfg->max_body = CONFIG_MAX_BODY_DEFAULT;
+	cfg->ring_bytes = CONFIG_RING_BYTES_DEFAULT;
+	cfg->max_ring_bytes = CONFIG_MAX_RING_BYTES_DEFAULT;
+	cfg->max_total_ring_bytes = CONFIG_MAX_TOTAL_RING_DEFAULT;
+	cfg->stdin_buffer = CONFIG_STDIN_BUFFER_DEFAULT;
+	cfg->shutdown_grace_ms = CONFIG_SHUTDOWN_GRACE_DEFAULT;
+	cfg->max_connections = CONFIG_MAX_CONNECTIONS_DEFAULT;
+	cfg->idle_timeout_ms = CONFIG_IDLE_TIMEOUT_DEFAULT;
+	cfg->header_timeout_ms = CONFIG_HEADER_TIMEOUT_DEFAULT;
+}
+
+/* "max-sessions" -> "AGENTD_MAX_SESSIONS". */
+static char *
+config_env_name(const struct opt *o)
+{
+	char	*name, *p;
+
+	xasprintf(&name, "AGENTD_%s", o->name);
+	for (p = name; *p != '\0'; p++)
+		*p = *p == '-' ? '_' : toupper((unsigned char)*p);
+	return (name);
+}
+
+/* Apply one value of o from src, unless a higher source already set it. */
+static int
+config_set(struct config *cfg, const struct opt *o, const char *value,
+    enum source src, enum source *seen)
+{
+	void		*field = (char *)cfg + o->off;
+	uint64_t	 u;
+	int64_t		 ms;
+	size_t		 n;
+	char		***list;
+
+	if (*seen > src)
+		return (0);
+	switch (o->kind) {
+	case OPT_STRING:
+		free(*(char **)field);
+		*(char **)field = xstrdup(value);
+		break;
+	case OPT_LIST:
+		list = field;
+		if (*seen < src) {
+			for (n = 0; (*list)[n] != NULL; n++)
+				free((*list)[n]);
+			(*list)[0] = NULL;
+		}
+		for (n = 0; (*list)[n] != NULL; n++)
+			;
+		*list = xrealloc(*list, (n + 2) * sizeof **list);
+		(*list)[n] = xstrdup(value);
+		(*list)[n + 1] = NULL;
+		break;
+	case OPT_SIZE:
+	case OPT_COUNT:
+		if ((o->kind == OPT_COUNT &&
+		    strspn(value, "0123456789") != strlen(value)) ||
+		    parse_size(value, &u) != 0 || u < o->min || u > o->max) {
+			fprintf(stderr, "agentd: --%s: '%s' is not a %s in "
+			    "%llu..%llu\n", o->name, value,
+			    o->kind == OPT_SIZE ? "size" : "number",
+			    (unsigned long long)o->min,
+			    (unsigned long long)o->max);
+			return (-1);
+		}
+		*(uint64_t *)field = u;
+		break;
+	case OPT_SECONDS:
+	case OPT_MILLIS:
+		if (parse_duration(value, o->kind == OPT_SECONDS ? 1000 : 1,
+		    &ms) != 0 || (uint64_t)ms < o->min ||
+		    (uint64_t)ms > o->max) {
+			fprintf(stderr, "agentd: --%s: '%s' is not a duration\n",
+			    o->name, value);
+			return (-1);
+		}
+		*(int64_t *)field = ms;
+		break;
+	case OPT_SHUTDOWN:
+		if (strcmp(value, "poweroff") == 0)
+			*(int *)field = 0;
+		else if (strcmp(value, "reboot") == 0)
+			*(int *)field = 1;
+		else {
+			fprintf(stderr, "agentd: --%s: '%s' is not poweroff or "
+			    "reboot\n", o->name, value);
+			return (-1);
+		}
+		break;
+	}
+	*seen = src;
+	return (0);
+}
+
+/* Find "key=value" in a kernel command line; a malloc'd value or NULL. */
+char *
+config_cmdline_get(const char *cmdline, const char *key)
+{
+	const char	*p = cmdline, *start;
+	size_t		 klen = strlen(key);
+	char		*value = NULL, *q;
+	int		 quoted;
+
+	while (p != NULL && *p != '\0') {
+		while (isspace((unsigned char)*p))
+			p++;
+		start = p;
+		quoted = 0;
+		while (*p != '\0' && (quoted || !isspace((unsigned char)*p))) {
+			if (*p == '"')
+				quoted = !quoted;
+			p++;
+		}
+		if ((size_t)(p - start) > klen && strncmp(start, key, klen) == 0 &&
+		    start[klen] == '=') {
+			free(value);	/* the last one wins, as for the kernel */
+			value = xmalloc(p - start);
+			q = value;
+			for (start += klen + 1; start < p; start++) {
+				if (*start != '"')
+					*q++ = *start;
+			}
+			*q = '\0';
+		}
+	}
+	return (value);
+}
+
+/* Read the token from its file, or take it from the environment. */
+static int
+config_read_token(struct config *cfg)
+{
+	char	 buf[4096];
+	ssize_t	 n;
+	size_t	 len = 0;
+	int	 fd;
+
+	if (cfg->token_file == NULL || *cfg->token_file == '\0')
+		return (0);
+	if ((fd = open(cfg->token_file, O_RDONLY | O_CLOEXEC)) == -1) {
+		fprintf(stderr, "agentd: --token-file %s: %s\n", cfg->token_file,
+		    strerror(errno));
+		return (-1);
+	}
+	while (len < sizeof buf &&
+	    (n = read(fd, buf + len, sizeof buf - len)) != 0) {
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "agentd: --token-file %s: %s\n",
+			    cfg->token_file, strerror(errno));
+			close(fd);
+			return (-1);
+		}
+		len += n;
+	}
+	close(fd);
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+		len--;
+	if (len == 0 || len == sizeof buf) {
+		fprintf(stderr, "agentd: --token-file %s: %s\n", cfg->token_file,
+		    len == 0 ? "empty" : "too long");
+		return (-1);
+	}
+	free(cfg->token);
+	cfg->token = xmalloc(len + 1);
+	memcpy(cfg->token, buf, len);
+	cfg->token[len] = '\0';
+	cfg->token_len = len;
+	explicit_bzero(buf, sizeof buf);
+	return (0);
+}
+
+/* Print the usage, one line per flag. */
+static void
+config_usage(FILE *f)
+{
+	char	flag[64];
+	size_t	i;
+
+	fprintf(f, "usage: agentd [options] [-- COMMAND ARGS...]\n"
+	    "Serves the agentd HTTP API; as PID 1 it is also the init.\n"
+	    "COMMAND, if given, runs as a supervised companion service.\n\n");
+	for (i = 0; i < nitems(opts); i++) {
+		snprintf(flag, sizeof flag, "--%s %s", opts[i].name, opts[i].arg);
+		fprintf(f, "  %-34s %s\n", flag, opts[i].help);
+	}
+	fprintf(f, "  %-34s %s\n  %-34s %s\n", "--version", "print the version",
+	    "--help", "print this help");
+	fprintf(f, "\nEach flag can also be set as AGENTD_<FLAG> in the "
+	    "environment (AGENTD_MAX_SESSIONS=...),\nor as PID 1 as "
+	    "agentd.<flag>= on the kernel command line; flags win, then the "
+	    "environment.\nThe token: --token-file, else AGENTD_TOKEN, else "
+	    "agentd.token= (PID 1).\n");
+}
+
+/* Load the configuration from every source. */
+int
+config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
+{
+	struct option	 longopts[nitems(opts) + 3];
+	enum source	 seen[nitems(opts)];
+	char		*env, *name, *v;
+	size_t		 i;
+	int		 c, idx;
+
+	config_defaults(cfg);
+	cfg->pid1 = getpid() == 1;
+	for (i = 0; i < nitems(opts); i++)
+		seen[i] = SOURCE_DEFAULT;
+
+	/* The kernel command line, lowest of the explicit sources. */
+	if (cmdline != NULL) {
+		for (i = 0; i < nitems(opts); i++) {
+			xasprintf(&name, "agentd.%s", opts[i].name);
+			v = config_cmdline_get(cmdline, name);
+			free(name);
+			if (v != NULL && config_set(cfg, &opts[i], v,
+			    SOURCE_CMDLINE, &seen[i]) != 0) {
+				free(v);
+				return (-1);
+			}
+			free(v);
+		}
+		cfg->token = config_cmdline_get(cmdline, "agentd.token");
+	}
+
+	/* The environment. */
+	for (i = 0; i < nitems(opts); i++) {
+		name = config_env_name(&opts[i]);
+		env = getenv(name);
+		free(name);
+		if (env != NULL && config_set(cfg, &opts[i], env, SOURCE_ENV,
+		    &seen[i]) != 0)
+			return (-1);
+	}
+	if ((env = getenv("AGENTD_TOKEN")) != NULL && *env != '\0') {
+		free(cfg->token);
+		cfg->token = xstrdup(env);
+	}
+	/* Sessions never see it; they get a clean environment anyway. */
+	unsetenv("AGENTD_TOKEN");
+
+	/* The flags. */
+	for (i = 0; i < nitems(opts); i++) {
+		longopts[i].name = opts[i].name;
+		longopts[i].has_arg = required_argument;
+		longopts[i].flag = NULL;
+		longopts[i].val = 0;
+	}
+	longopts[i++] = (struct option){ "version", no_argument, NULL, 'V' };
+	longopts[i++] = (struct option){ "help", no_argument, NULL, 'h' };
+	longopts[i] = (struct option){ NULL, 0, NULL, 0 };
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+hV", longopts, &idx)) != -1) {
+		switch (c) {
+		case 0:
+			if (config_set(cfg, &opts[idx], optarg, SOURCE_FLAG,
+			    &seen[idx]) != 0)
+				return (-1);
+			break;
+		case 'V':
+			printf("agentd %s\n", AGENTD_VERSION);
+			return (1);
+		case 'h':
+			config_usage(stdout);
+			return (1);
+		default:
+			config_usage(stderr);
+			return (-1);
+		}
+	}
+	if (optind < argc)
+		cfg->companion = &argv[optind];
+
+	if (config_read_token(cfg) != 0)
+		return (-1);
+	if (cfg->token != NULL) {
+		cfg->token_len = strlen(cfg->token);
+		if (cfg->token_len == 0) {
+			free(cfg->token);
+			cfg->token = NULL;
+		}
+	}
+	if (cfg->ring_bytes > cfg->max_ring_bytes) {
+		fprintf(stderr, "agentd: --ring-bytes is larger than "
+		    "--max-ring-bytes\n");
+		return (-1);
+	}
+	if (cfg->listen[0] == NULL && *cfg->socket_path == '\0') {
+		fprintf(stderr, "agentd: nothing to listen on\n");
+		return (-1);
+	}
+	return (0);
+}
+
+/* Free the configuration's allocations. */
+void
+config_free(struct config *cfg)
+{
+	size_t	i;
+
+	for (i = 0; cfg->listen != NULL && cfg->listen[i] != NULL; i++)
+		free(cfg->listen[i]);
+	free(cfg->listen);
+	free(cfg->socket_path);
+	free(cfg->token_file);
+	if (cfg->token != NULL)
+		explicit_bzero(cfg->token, cfg->token_len);
+	free(cfg->token);
+	free(cfg->workdir);
+	free(cfg->log_level);
+	free(cfg->hostname);
+	memset(cfg, 0, sizeof *cfg);
+}

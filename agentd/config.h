@@ -1,0 +1,71 @@
+/*
+ * config.h -- agentd's settings, from flags, the environment and the kernel
+ * command line.
+ *
+ * Precedence: flags > environment (AGENTD_<FLAG>, AGENTD_TOKEN) > kernel
+ * command line (agentd.<flag>=, agentd.token=; only when PID 1) > defaults.
+ * A list (--listen) given by a source replaces the lists of the sources below.
+ */
+#ifndef AGENTD_CONFIG_H
+#define AGENTD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_LISTEN_DEFAULT		"0.0.0.0:49984"
+#define CONFIG_SOCKET_DEFAULT		"/run/agentd.sock"
+#define CONFIG_MAX_SESSIONS_DEFAULT	256
+#define CONFIG_EXITED_TTL_DEFAULT	(600 * 1000)	/* ms */
+#define CONFIG_MAX_BODY_DEFAULT		(8u << 20)	/* bytes */
+#define CONFIG_RING_BYTES_DEFAULT	(1u << 20)	/* bytes */
+#define CONFIG_MAX_RING_BYTES_DEFAULT	(64u << 20)	/* bytes */
+#define CONFIG_MAX_TOTAL_RING_DEFAULT	(1ull << 30)	/* bytes */
+#define CONFIG_STDIN_BUFFER_DEFAULT	(1u << 20)	/* bytes */
+#define CONFIG_SHUTDOWN_GRACE_DEFAULT	5000		/* ms */
+#define CONFIG_MAX_CONNECTIONS_DEFAULT	10000
+#define CONFIG_IDLE_TIMEOUT_DEFAULT	(120 * 1000)	/* ms */
+#define CONFIG_HEADER_TIMEOUT_DEFAULT	(10 * 1000)	/* ms */
+
+struct config {
+	char		**listen;		/* ADDR:PORT, NULL-terminated */
+	char		 *socket_path;		/* "" disables */
+	char		 *token_file;
+	char		 *token;		/* NULL: no auth */
+	size_t		  token_len;
+	char		 *workdir;
+	char		 *log_level;
+	uint64_t	  max_sessions;
+	int64_t		  exited_ttl_ms;
+	uint64_t	  max_body;
+	uint64_t	  ring_bytes;
+	uint64_t	  max_ring_bytes;
+	uint64_t	  max_total_ring_bytes;
+	uint64_t	  stdin_buffer;
+	int64_t		  shutdown_grace_ms;
+	int		  shutdown_reboot;	/* --shutdown=reboot */
+	uint64_t	  max_connections;
+	int64_t		  idle_timeout_ms;
+	int64_t		  header_timeout_ms;
+	char		 *hostname;		/* PID 1: set this hostname */
+	char		**companion;		/* argv after "--", or NULL */
+	int		  pid1;			/* getpid() == 1 */
+};
+
+/*
+ * Fill cfg from argv, the environment and (as PID 1) cmdline, the kernel
+ * command line's text.  Returns 0; 1 when --help or --version was answered
+ * on stdout; -1 after printing the reason for a bad setting on stderr.
+ */
+int	config_load(struct config *cfg, int argc, char **argv,
+	    const char *cmdline);
+
+/* Free what config_load() allocated. */
+void	config_free(struct config *cfg);
+
+/*
+ * Find "key=value" for key in a kernel command line (quotes removed); NULL
+ * when absent.  The result is malloc'd.
+ */
+char	*config_cmdline_get(const char *cmdline, const char *key);
+
+#endif /* AGENTD_CONFIG_H */

@@ -1,0 +1,59 @@
+/*
+ * http.h -- the HTTP side of agentd: listeners (TCP and the unix socket),
+ * auth, routing, and the one shape of answers.
+ *
+ * Both transports serve the same routes.  TCP requests carry the token when
+ * one is configured; unix-socket requests are checked by the peer's uid
+ * (SO_PEERCRED: root or agentd's own uid) and need no token.
+ * Event loop thread only.
+ */
+#ifndef AGENTD_HTTP_H
+#define AGENTD_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+struct evhttp_request;
+struct config;
+
+/* A request on its way through a handler. */
+struct http_req {
+	struct evhttp_request	*req;
+	int			 method;	/* EVHTTP_REQ_* */
+	int			 unix_peer;	/* came over the unix socket */
+	const char		*path;
+	const char		*query;		/* raw, "" when none */
+	const char		*body;		/* contiguous, NUL-terminated */
+	size_t			 body_len;
+	const char		*content_type;	/* "" when none */
+};
+
+/* Open the listeners and serve.  Returns 0, or -1 after logging why. */
+int	http_start(const struct config *);
+/* Stop accepting and close the listeners (shutdown). */
+void	http_stop_accepting(void);
+/* Free everything (after shutdown). */
+void	http_free(void);
+
+/* Answer with a JSON body; takes the buffer's memory. */
+void	http_reply(struct evhttp_request *, int status, struct proto_buf *);
+/* Answer with an error, and the session beside it if s is set. */
+void	http_reply_error(struct evhttp_request *, const struct proto_err *,
+	    const struct proto_session *s);
+/* Answer with an error built here. */
+void	http_fail(struct evhttp_request *, int status, const char *code,
+	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Answer with raw bytes of a content type; takes the buffer's memory. */
+void	http_reply_raw(struct evhttp_request *, int status, const char *type,
+	    struct proto_buf *);
+
+/* Requests answered, by status code, for /metrics. */
+struct http_code_count {
+	int		 code;
+	uint64_t	 count;
+};
+size_t	http_code_counts(const struct http_code_count **);
+
+#endif /* AGENTD_HTTP_H */

@@ -1,0 +1,365 @@
+/*
+ * main.c -- agentd's start, its signals, the reaper and the shutdown.
+ *
+ * Signals are blocked and read from a signalfd in the event loop: no handler
+ * does any work.  Every child and orphan is reaped in one place,
+ * agentd_reap().  As PID 1 nothing here returns from main: the end is a
+ * power-off (or a reboot), also after a fatal error.
+ */
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "agentd.h"
+#include "api.h"
+#include "companion.h"
+#include "config.h"
+#include "http.h"
+#include "log.h"
+#include "pid1.h"
+#include "session.h"
+#include "util.h"
+
+#define AGENTD_FINAL_WAIT_MS	1000	/* after SIGKILL, wait this for the reaping */
+
+struct event_base	*agentd_base;
+struct config		*agentd_cfg;
+int64_t			 agentd_start_ms;
+struct agentd_stats	 agentd_stats;
+
+static struct config	 config;
+static int		 stopping;	/* a shutdown is under way */
+static int		 killed;	/* SIGKILL sent to what remained */
+static struct event	*signal_ev;
+static struct event	*grace_ev;	/* end of the shutdown grace */
+static struct event	*final_ev;	/* end of the wait after SIGKILL */
+static int		 signal_fd = -1;
+
+static void	agentd_signals(void);
+static void	agentd_signal_cb(evutil_socket_t, short, void *);
+static void	agentd_reap(void);
+static void	agentd_grace_cb(evutil_socket_t, short, void *);
+static void	agentd_final_cb(evutil_socket_t, short, void *);
+static void	agentd_maybe_done(void);
+static void	agentd_libevent_fatal(int);
+static void	agentd_libevent_log(int, const char *);
+static void	agentd_seed_json(void);
+static void	agentd_raise_nofile(void);
+
+/* Whether a shutdown is under way. */
+int
+agentd_stopping(void)
+{
+	return (stopping);
+}
+
+/* Block the signals agentd acts on and read them from a signalfd. */
+static void
+agentd_signals(void)
+{
+	sigset_t	set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGPWR);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
+		fatal("%s: sigprocmask: %s", __func__, strerror(errno));
+	signal(SIGPIPE, SIG_IGN);
+	if ((signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
+		fatal("%s: signalfd: %s", __func__, strerror(errno));
+	signal_ev = event_new(agentd_base, signal_fd, EV_READ | EV_PERSIST,
+	    agentd_signal_cb, NULL);
+	if (signal_ev == NULL || event_add(signal_ev, NULL) != 0)
+		fatal("%s: event_new failed", __func__);
+}
+
+/* A signal arrived: reap, or begin the shutdown. */
+static void
+agentd_signal_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct signalfd_siginfo	si;
+	ssize_t			n;
+	int			chld = 0;
+
+	while ((n = read(fd, &si, sizeof si)) == (ssize_t)sizeof si) {
+		switch (si.ssi_signo) {
+		case SIGCHLD:
+			chld = 1;
+			break;
+		case SIGTERM:
+		case SIGINT:
+		case SIGPWR:
+		case SIGQUIT:
+			log_info("%s: signal %d from pid %u", __func__,
+			    (int)si.ssi_signo, si.ssi_pid);
+			agentd_shutdown(si.ssi_signo == SIGINT && config.pid1 ?
+			    "ctrl-alt-del" : "signal");
+			break;
+		default:
+			log_debug("%s: signal %d ignored", __func__,
+			    (int)si.ssi_signo);
+			break;
+		}
+	}
+	if (chld)
+		agentd_reap();
+}
+
+/* Reap every child and orphan whose status is in. */
+static void
+agentd_reap(void)
+{
+	pid_t	pid;
+	int	status;
+
+	for (;;) {
+		pid = waitpid(-1, &status, WNOHANG);
+		if (pid == -1 && errno == EINTR)
+			continue;
+		if (pid <= 0)
+			break;
+		if (session_reaped(pid, status) == 0)
+			continue;
+		if (companion_reaped(pid, status) == 0)
+			continue;
+		agentd_stats.zombies_reaped++;
+		log_debug("%s: reaped orphan %ld", __func__, (long)pid);
+	}
+	if (stopping)
+		agentd_maybe_done();
+}
+
+/* Begin the graceful shutdown. */
+void
+agentd_shutdown(const char *why)
+{
+	struct timeval	tv;
+
+	if (stopping)
+		return;
+	stopping = 1;
+	log_info("%s: shutting down (%s), grace %lld ms", __func__, why,
+	    (long long)config.shutdown_grace_ms);
+	http_stop_accepting();
+	companion_stop();
+	session_signal_all(1);
+	if (config.pid1)
+		kill(-1, SIGTERM);
+	grace_ev = evtimer_new(agentd_base, agentd_grace_cb, NULL);
+	final_ev = evtimer_new(agentd_base, agentd_final_cb, NULL);
+	tv.tv_sec = config.shutdown_grace_ms / 1000;
+	tv.tv_usec = (config.shutdown_grace_ms % 1000) * 1000;
+	evtimer_add(grace_ev, &tv);
+	agentd_maybe_done();
+}
+
+/* The grace is over: kill what remains. */
+static void
+agentd_grace_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct timeval	tv = { AGENTD_FINAL_WAIT_MS / 1000,
+			    (AGENTD_FINAL_WAIT_MS % 1000) * 1000 };
+
+	log_info("%s: grace over, killing what remains", __func__);
+	killed = 1;
+	session_signal_all(0);
+	companion_kill();
+	if (config.pid1)
+		kill(-1, SIGKILL);
+	evtimer_add(final_ev, &tv);
+	agentd_maybe_done();
+}
+
+/* Give up waiting for the last children. */
+static void
+agentd_final_cb(evutil_socket_t fd, short events, void *arg)
+{
+	log_warn("%s: children remain after SIGKILL; stopping anyway",
+	    __func__);
+	event_base_loopbreak(agentd_base);
+}
+
+/* End the loop once no session runs and no child remains. */
+static void
+agentd_maybe_done(void)
+{
+	siginfo_t	si;
+
+	if (session_count_running() > 0 || companion_running())
+		return;
+	/* Orphans too: as PID 1 or subreaper they are ours to wait for. */
+	memset(&si, 0, sizeof si);
+	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == -1 &&
+	    errno == ECHILD)
+		event_base_loopbreak(agentd_base);
+}
+
+/* libevent hit a fatal error: take agentd's fatal path, never exit(). */
+static void
+agentd_libevent_fatal(int err)
+{
+	log_error("%s: libevent fatal error %d", __func__, err);
+	agentd_panic();
+}
+
+/* Route libevent's own messages into agentd's log. */
+static void
+agentd_libevent_log(int severity, const char *msg)
+{
+	if (severity >= EVENT_LOG_WARN)
+		log_warn("libevent: %s", msg);
+	else
+		log_debug("libevent: %s", msg);
+}
+
+/* Seed jansson's hash from the kernel's AT_RANDOM, not /dev/urandom. */
+static void
+agentd_seed_json(void)
+{
+	const unsigned char	*r = (const unsigned char *)getauxval(AT_RANDOM);
+	uint32_t		 seed = 0;
+
+	if (r != NULL)
+		memcpy(&seed, r, sizeof seed);
+	if (seed == 0)
+		seed = (uint32_t)clock_mono_ms() ^ (uint32_t)getpid();
+	json_object_seed(seed);
+}
+
+/* Allow as many fds as the kernel lets us: connections and sessions. */
+static void
+agentd_raise_nofile(void)
+{
+	struct rlimit	rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* The fatal path: never returns; as PID 1 never exits. */
+void
+agentd_panic(void)
+{
+	static int	panicking;
+
+	if (!panicking) {
+		panicking = 1;
+		session_signal_all(0);
+		companion_kill();
+	}
+	if (config.pid1)
+		pid1_poweroff(config.shutdown_reboot);
+	_exit(1);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct session_limits	 limits;
+	struct event_config	*ecfg;
+	char			*cmdline = NULL;
+	int			 error;
+
+	agentd_start_ms = clock_mono_ms();
+	if (getpid() == 1) {
+		pid1_early();
+		cmdline = pid1_cmdline();
+	}
+	agentd_cfg = &config;
+	error = config_load(&config, argc, argv, cmdline);
+	free(cmdline);
+	if (error != 0) {
+		if (getpid() == 1) {
+			log_error("%s: bad configuration; using defaults",
+			    __func__);
+			config_free(&config);
+			if (config_load(&config, 1, argv, NULL) != 0)
+				agentd_panic();
+		} else
+			exit(error > 0 ? 0 : 2);
+	}
+	if (log_set_level(config.log_level) != 0)
+		log_warn("%s: unknown --log-level %s", __func__,
+		    config.log_level);
+	if (config.workdir == NULL && (config.workdir = getcwd(NULL, 0)) == NULL)
+		config.workdir = xstrdup("/");
+	agentd_seed_json();
+	agentd_raise_nofile();
+	if (config.pid1)
+		pid1_setup(&config);
+	else if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
+		log_warn("%s: PR_SET_CHILD_SUBREAPER: %s", __func__,
+		    strerror(errno));
+
+	event_set_fatal_callback(agentd_libevent_fatal);
+	event_set_log_callback(agentd_libevent_log);
+	if ((ecfg = event_config_new()) == NULL)
+		fatal("%s: out of memory", __func__);
+	event_config_require_features(ecfg, EV_FEATURE_EARLY_CLOSE);
+	agentd_base = event_base_new_with_config(ecfg);
+	event_config_free(ecfg);
+	if (agentd_base == NULL)
+		fatal("%s: no event backend with EV_CLOSED", __func__);
+
+	agentd_signals();
+	limits.max_sessions = config.max_sessions;
+	limits.max_total_ring_bytes = config.max_total_ring_bytes;
+	limits.stdin_buffer = config.stdin_buffer;
+	limits.exited_ttl_ms = config.exited_ttl_ms;
+	limits.workdir = config.workdir;
+	session_init(&limits, api_session_event);
+
+	if (http_start(&config) != 0) {
+		if (!config.pid1)
+			exit(1);
+		fatal("%s: cannot listen", __func__);
+	}
+	if (config.companion != NULL)
+		companion_start(config.companion);
+	log_info("%s: agentd %s ready (pid %ld)", __func__, AGENTD_VERSION,
+	    (long)getpid());
+
+	event_base_dispatch(agentd_base);
+
+	/* The loop ended: the shutdown is over, or it broke on its own. */
+	api_flush_waiters();
+	session_signal_all(0);
+	session_remove_all();
+	http_free();
+	companion_free();
+	event_free(signal_ev);
+	if (grace_ev != NULL)
+		event_free(grace_ev);
+	if (final_ev != NULL)
+		event_free(final_ev);
+	close(signal_fd);
+	event_base_free(agentd_base);
+	log_info("%s: stopped", __func__);
+	if (config.pid1)
+		pid1_poweroff(config.shutdown_reboot);
+	config_free(&config);
+	libevent_global_shutdown();
+	return (0);
+}

@@ -1,0 +1,115 @@
+/*
+ * session.h -- the session table: one command in its own process group, its
+ * output captured into a ring, its stdin queue, its timers and its exit.
+ *
+ * A session is "exited" once its process's status is in and its output is
+ * drained (every output fd at EOF, or EIO on a PTY master), or
+ * SESSION_DRAIN_CAP_MS after the status when descendants hold the output
+ * open; in that case whatever is readable is captured first, and later
+ * output is still captured until the output closes (eof).
+ *
+ * Everything here runs on the event loop thread.
+ */
+#ifndef AGENTD_SESSION_H
+#define AGENTD_SESSION_H
+
+#include <sys/types.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+#define SESSION_DRAIN_CAP_MS	250	/* exited at most this long after the status */
+#define SESSION_KILL_AFTER_MS	2000	/* timeout_ms: SIGTERM, then SIGKILL after this */
+#define SESSION_READ_MAX	65536	/* bytes of one read(2) of output */
+#define SESSION_READ_BUDGET	(256 * 1024) /* bytes read per fd per loop turn */
+#define SESSION_WINDOW_CHUNKS	4096	/* chunks in one output window at most */
+
+struct session;
+struct ring;
+
+/* What happened to a session, for its observer. */
+#define SESSION_EV_OUTPUT	0x1	/* new chunks */
+#define SESSION_EV_EXITED	0x2	/* state became exited */
+#define SESSION_EV_CLOSED	0x4	/* output closed (eof possible) */
+#define SESSION_EV_REMOVED	0x8	/* about to be freed */
+
+/* Called on each event; the session is valid during the call. */
+typedef void (*session_observer_fn)(struct session *, int events);
+
+/* Limits taken from the configuration. */
+struct session_limits {
+	uint64_t	 max_sessions;		/* running */
+	uint64_t	 max_total_ring_bytes;	/* all sessions' rings */
+	uint64_t	 stdin_buffer;		/* bytes queued per session */
+	int64_t		 exited_ttl_ms;
+	const char	*workdir;		/* default cwd, or NULL */
+};
+
+/* Set the limits and the observer (once, before any session). */
+void	 session_init(const struct session_limits *, session_observer_fn);
+
+/*
+ * Start a session.  Returns 0 with *out set; or -1 with err filled:
+ * 409 session_exists (*out is the existing session), 429
+ * too_many_sessions/ring_budget_exceeded, 422 spawn_failed, 503
+ * shutting_down.
+ */
+int	 session_create(const struct proto_create *, struct session **out,
+	    struct proto_err *err);
+
+struct session	*session_find(const char *id);
+/* Iterate: the first session, then the next one (NULL at the end). */
+struct session	*session_first(void);
+struct session	*session_next(struct session *);
+
+/* Running sessions, all sessions, bytes of all rings. */
+size_t	 session_count_running(void);
+size_t	 session_count(void);
+uint64_t session_ring_bytes_total(void);
+
+const char	*session_id(const struct session *);
+struct ring	*session_ring(const struct session *);
+int	 session_exited(const struct session *);
+/* Output closed and every chunk published: nothing more will come. */
+int	 session_output_closed(const struct session *);
+/* The observer's per-session slot (the waiters of the API layer). */
+void	**session_user(struct session *);
+
+/* Fill a view for rendering; valid until the session changes. */
+void	 session_view(const struct session *, struct proto_session *);
+
+/*
+ * Queue input.  Returns the bytes accepted (all of len) or -1 with err:
+ * 409 session_exited/stdin_closed, 429 stdin_backpressure (nothing queued).
+ */
+ssize_t	 session_write_stdin(struct session *, const void *, size_t len,
+	    int eof, struct proto_err *);
+int	 session_resize(struct session *, unsigned rows, unsigned cols,
+	    struct proto_err *);
+int	 session_signal(struct session *, int signo, struct proto_err *);
+
+/*
+ * Begin a DELETE: SIGHUP (tty) and SIGTERM to the group, SIGKILL after
+ * grace_ms.  The observer sees SESSION_EV_EXITED when it is over; then call
+ * session_remove().  Exited sessions need no kill.
+ */
+void	 session_terminate(struct session *, int64_t grace_ms);
+/*
+ * Remove the session right after the observer has seen it exit: a DELETE
+ * whose client went away, or one answered from the observer.  Call it only
+ * before the session exits, or from the observer during SESSION_EV_EXITED.
+ */
+void	 session_set_remove_on_exit(struct session *);
+/* Kill what remains of the group, close everything and free the session. */
+void	 session_remove(struct session *);
+
+/* Called by the reaper for every child status; 0 when pid is a session. */
+int	 session_reaped(pid_t pid, int status);
+
+/* Shutdown: SIGHUP/SIGTERM every running group (1) or SIGKILL it (0). */
+void	 session_signal_all(int gentle);
+/* Remove every session (after shutdown). */
+void	 session_remove_all(void);
+
+#endif /* AGENTD_SESSION_H */
