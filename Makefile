@@ -1,0 +1,30 @@
+# agentd -- the two commands for people: `make run` and `make test`.
+# Everything else lives in meson.build and build-aux/.
+
+ADDR	?= 127.0.0.1:49984
+SOCKET	?= $(if $(filter 0,$(shell id -u)),/run/agentd.sock,/tmp/agentd-$(shell id -u).sock)
+
+.PHONY: all build run test static initramfs e2e bench fuzz soak clean
+
+all: build
+
+build:
+	@build-aux/deps.sh build
+	@test -f build/build.ninja || meson setup build
+	@meson compile -C build
+
+# Serve in the foreground on $(ADDR) (not as PID 1), ready for curl.
+run: build
+	exec build/agentd/agentd --listen $(ADDR) --socket $(SOCKET)
+
+# Every test: unit, integration (dev and static), sanitizers, PID 1, e2e.
+test:
+	@build-aux/test.sh
+
+# The release binary: build-static/agentd/agentd (static musl, stripped).
+static:
+	@build-aux/static.sh build
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz
+	@build-aux/static.sh clean 2>/dev/null || true

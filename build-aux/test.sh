@@ -1,0 +1,89 @@
+#!/bin/bash
+# build-aux/test.sh -- what `make test` runs: every suite, on the dev build,
+# the static release build and the sanitizer builds, then one summary line.
+#
+# Environment: TEST_QUICK=1 skips the slow suites (sanitizers, e2e).
+set -uo pipefail
+
+here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)
+root=$(dirname "$here")
+cd "$root" || exit 1
+
+failed_steps=()
+logs=()
+
+step() {
+	local name=$1; shift
+	printf '\n==> %s\n' "$name"
+	if "$@"; then
+		return 0
+	fi
+	failed_steps+=("$name")
+	return 1
+}
+
+# meson test in a build dir, its log remembered for the summary.
+mtest() {
+	local dir=$1; shift
+	logs+=("$dir/meson-logs/testlog.json")
+	rm -f "$dir/meson-logs/testlog.json"
+	meson test -C "$dir" --print-errorlogs "$@"
+}
+
+setup() {
+	local dir=$1; shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$@" || return 1
+	fi
+	meson compile -C "$dir"
+}
+
+step "dependencies" "$here/deps.sh" build static test || exit 1
+
+# 1. The dev build: unit tests and the integration suite.
+step "dev build" setup build && step "dev tests" mtest build
+
+# 2. The release build, and the integration suite against it.
+step "static build" "$here/static.sh" build &&
+	step "static tests" mtest build-static --suite integration
+
+# 3. Sanitizers: ASan+UBSan on everything, TSan on the ring.
+if [ "${TEST_QUICK:-0}" != 1 ]; then
+	step "asan build" setup build-asan -Db_sanitize=address,undefined \
+		-Db_lundef=false --buildtype=debug &&
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		step "asan tests" mtest build-asan
+	step "tsan build" env CC=clang setup build-tsan -Db_sanitize=thread \
+		-Db_lundef=false --buildtype=debugoptimized &&
+		step "tsan tests" mtest build-tsan --suite ring
+fi
+
+# 4. More suites register their steps here (PID 1, e2e, fuzz, bench smoke).
+# -- steps --
+# -- end of steps --
+
+# The summary, over every meson test run above.
+/usr/bin/python3 - "${logs[@]}" <<'PY'
+import json, os, sys
+passed = failed = skipped = 0
+for path in sys.argv[1:]:
+    if not os.path.exists(path):
+        continue
+    for line in open(path):
+        r = json.loads(line)
+        res = r.get("result")
+        if res in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif res == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+            print("FAILED:", os.path.dirname(os.path.dirname(path)), r.get("name"))
+print()
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+PY
+if [ ${#failed_steps[@]} -gt 0 ]; then
+	printf 'failed steps: %s\n' "${failed_steps[*]}"
+	exit 1
+fi
