@@ -425,6 +425,9 @@ class WindowChecker:
         else:
             tc.assertEqual(w['cursor'], self.cursor,
                            'cursor moved without chunks: %r' % short(w))
+            tc.assertEqual(dropped, 0, 'a gap reported without the chunks after it: %r'
+                           % short(w))
+            tc.assertFalse(w['more'], 'more without chunks: %r' % short(w))
         total = 0
         prev_id = None
         for i, ch in enumerate(out):
@@ -703,6 +706,7 @@ class AgentdTestCase(unittest.TestCase):
         if start is not None:
             ck.feed(start, max_bytes=max_bytes)
         deadline = time.monotonic() + timeout
+        stuck = 0
         while not ck.eof:
             if time.monotonic() > deadline:
                 self.fail('no eof within %.0fs for %s; last: %s'
@@ -710,6 +714,11 @@ class AgentdTestCase(unittest.TestCase):
             w = self.get(sid, cursor=ck.cursor, wait_ms=wait_ms, max_bytes=max_bytes,
                          client=client)
             ck.feed(w, max_bytes=max_bytes)
+            # chunks exist after the cursor, yet none come back
+            stuck = stuck + 1 if (not w['output'] and w['last_chunk'] > w['cursor']) else 0
+            if stuck >= 20:
+                self.fail('20 reads returned no chunk although last_chunk %d > cursor %d: %s'
+                          % (w['last_chunk'], w['cursor'], short(w)))
         return ck
 
     def read_until(self, sid, needle, ck=None, timeout=30.0, client=None, tty=None):

@@ -150,14 +150,14 @@ class TtyTest(AgentdTestCase):
         self.assertEqual(ck.data(), b'dumb\r\n')
 
     def test_tty_is_controlling_terminal(self):
-        last, ck = self.run_cmd('tty; exec 3</dev/tty && echo ctty', tty=True)
+        last, ck = self.run_cmd('tty; (exec 3</dev/tty) && echo ctty', tty=True)
         out = ck.data().decode()
         self.assertIn('/dev/pts/', out)
         self.assertIn('ctty', out)
 
     def test_pipes_are_not_a_tty(self):
         last, ck = self.run_cmd('test -t 0 || test -t 1 || test -t 2 || echo notty; '
-                                'exec 3</dev/tty 2>/dev/null || echo noctty')
+                                '(exec 3</dev/tty) 2>/dev/null || echo noctty')
         self.assertEqual(ck.data('stdout'), b'notty\nnoctty\n')
         self.assertFalse(last['tty'])
 
