@@ -10,6 +10,19 @@
  *
  * JSON bodies are parsed by jansson with duplicate keys rejected; unknown
  * fields, wrong types and values out of range are 400 invalid_request.
+ *
+ * Request rules common to every JSON parser:
+ *  - Bytes that are not JSON, duplicate keys, "\u0000" in a string and
+ *    integers beyond 64 bits: 400 invalid_json, jansson's message with the
+ *    line and column.  A top level that is not an object: 400
+ *    invalid_request "body must be a JSON object".
+ *  - An unknown field: 400 invalid_request "unknown field 'x'".
+ *  - An optional field whose value is null counts as not given.
+ *  - Integers must be JSON integers: 1.0, "1" and true are 400
+ *    invalid_request naming the field.
+ *  - Running out of memory: 500 internal_error (not in API.md's table).
+ * All parsers are thread-safe and leave their output structs safe to free
+ * (or untouched, for scalars) when they fail.
  */
 #ifndef PROTO_H
 #define PROTO_H
@@ -25,6 +38,12 @@
 #define PROTO_COLS_DEFAULT	80
 #define PROTO_SHELL_DEFAULT	"/bin/sh"
 #define PROTO_MESSAGE_MAX	256		/* bytes of an error message */
+#define PROTO_SIGNAL_MAX	64		/* highest signal number accepted */
+
+/* Output streams of a chunk (struct proto_chunk's stream). */
+#define PROTO_STREAM_PTY	0
+#define PROTO_STREAM_STDOUT	1
+#define PROTO_STREAM_STDERR	2
 
 /* An error answer: status, code (a static string) and message. */
 struct proto_err {
@@ -37,7 +56,12 @@ struct proto_err {
 int	proto_fail(struct proto_err *, int status, const char *code,
 	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* A growable output buffer.  Free data with free(). */
+/*
+ * A growable output buffer; start from all zeros.  Capacity starts at 256
+ * bytes and doubles.  After an allocation failure oom is set and every
+ * later append is ignored.  Free data with free() or proto_buf_free().  To
+ * reuse the memory for another answer, set len and oom to 0.
+ */
 struct proto_buf {
 	char		*data;
 	size_t		 len;
@@ -48,16 +72,31 @@ struct proto_buf {
 void	proto_buf_append(struct proto_buf *, const void *, size_t);
 void	proto_buf_printf(struct proto_buf *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
-/* Append a JSON string literal (quotes included) of s[0..len). */
+/*
+ * Append a JSON string literal (quotes included) of s[0..len): '"', '\\'
+ * and control bytes escaped, each byte that is not part of valid UTF-8
+ * written as \ufffd.
+ */
 void	proto_buf_json_string(struct proto_buf *, const char *s, size_t len);
-/* Make room for n more bytes; returns the place to write or NULL (oom set). */
+/*
+ * Make room for n more bytes; returns the place to write (data + len) or
+ * NULL (oom set).  len is not changed: after writing k <= n bytes there,
+ * add k to len.
+ */
 char	*proto_buf_space(struct proto_buf *, size_t n);
 void	proto_buf_free(struct proto_buf *);
 
 /* Base64 (standard alphabet, padded). */
 size_t	proto_b64_encoded_len(size_t len);
+/* Append the padded encoding, written in place (no quotes). */
 void	proto_b64_encode(struct proto_buf *, const void *, size_t);
-/* Decode into a malloc'd buffer; -1 on bad input or no memory. */
+/*
+ * Decode into a malloc'd buffer; -1 on bad input or no memory.  Accepts the
+ * standard alphabet, padded or unpadded (a partial padding such as "QQ=" is
+ * refused); whitespace and any other byte are refused; nonzero bits after
+ * the last byte are ignored (as most decoders do).  Empty input gives 0,
+ * *out NULL and *outlen 0.
+ */
 int	proto_b64_decode(const char *, size_t, uint8_t **out, size_t *outlen);
 
 /* Values the parsers check against, taken from agentd's flags. */
@@ -67,7 +106,15 @@ struct proto_limits {
 	size_t		 ring_bytes_max;	/* --max-ring-bytes */
 };
 
-/* POST /v1/sessions */
+/*
+ * POST /v1/sessions.  Exactly one of cmd and argv (a non-empty array of
+ * strings).  shell is read only with cmd (ignored, but type-checked, with
+ * argv).  cwd, user and shell: non-empty strings.  env: an object of strings,
+ * keys non-empty and without '='; an empty object gives env NULL.
+ * timeout_ms >= 0; yield_ms, wait_ms >= 0, clamped to PROTO_WAIT_MAX_MS;
+ * max_bytes >= 0, clamped to PROTO_MAX_BYTES_MAX; ring_bytes in the limits'
+ * min..max (not clamped).  All owned strings are malloc'd.
+ */
 struct proto_create {
 	char		**argv;		/* NULL-terminated; cmd becomes [shell, "-c", cmd] */
 	char		**env;		/* NULL-terminated "KEY=VALUE", or NULL */
@@ -85,12 +132,18 @@ struct proto_create {
 };
 int	proto_parse_create(const char *body, size_t len,
 	    const struct proto_limits *, struct proto_create *, struct proto_err *);
+/* Free what the struct owns and NULL it; safe after a failed parse. */
 void	proto_create_free(struct proto_create *);
 
 /* Whether id matches [A-Za-z0-9._-]{1,64}. */
 int	proto_id_valid(const char *id);
 
-/* POST /v1/sessions/{id}/stdin, as JSON or as a raw body plus a query. */
+/*
+ * POST /v1/sessions/{id}/stdin, as JSON or as a raw body plus a query.
+ * proto_parse_stdin reads the JSON form: at most one of "data" (base64) and
+ * "text" (a string, sent as its UTF-8 bytes); neither is 0 bytes (useful
+ * with eof).  eof bool; yield_ms, wait_ms, max_bytes as in create.
+ */
 struct proto_stdin {
 	uint8_t		*data;		/* malloc'd, or NULL when len is 0 */
 	size_t		 len;
@@ -103,17 +156,28 @@ int	proto_parse_stdin(const char *body, size_t len, struct proto_stdin *,
 	    struct proto_err *);
 void	proto_stdin_free(struct proto_stdin *);
 
-/* POST /v1/sessions/{id}/resize */
+/* POST /v1/sessions/{id}/resize: rows and cols both required, 1..65535. */
 int	proto_parse_resize(const char *body, size_t len, unsigned *rows,
 	    unsigned *cols, struct proto_err *);
 
-/* POST /v1/sessions/{id}/signal: "SIGINT", "INT" or 2. */
+/*
+ * POST /v1/sessions/{id}/signal: "SIGINT", "INT" or 2; any string
+ * proto_signal_number() knows, or an integer 1..PROTO_SIGNAL_MAX.
+ */
 int	proto_parse_signal(const char *body, size_t len, int *signo,
 	    struct proto_err *);
 
-/* "SIGKILL" for 9; NULL for a number with no name. */
+/*
+ * "SIGKILL" for 9; NULL for a number with no name.  Named: the Linux
+ * signals SIGHUP..SIGSYS (1..31); realtime signals have no name here
+ * (their SIGRTMIN offset depends on the C library).
+ */
 const char *proto_signal_name(int signo);
-/* 9 for "SIGKILL", "KILL" or "9" (case-sensitive names); -1 when unknown. */
+/*
+ * 9 for "SIGKILL", "KILL" or "9" (case-sensitive names); -1 when unknown.
+ * Also knows the aliases IOT, POLL and CLD, and "SIG<n>" / "<n>" for any
+ * n in 1..PROTO_SIGNAL_MAX (so a rendered "SIG40" reads back).
+ */
 int	proto_signal_number(const char *);
 
 /* The query string options of the session endpoints. */
@@ -125,11 +189,26 @@ struct proto_query {
 	int64_t		 grace_ms;	/* default -1: not given */
 	int		 eof;		/* eof=true|1 */
 };
-/* Parse a raw query string (no '?'); unknown keys are ignored. */
+/*
+ * Parse a raw query string (no '?'; NULL or "" gives the defaults).  Keys
+ * and values are percent-decoded ('+' is a space); bad percent-encoding is
+ * 400 invalid_request.  Unknown keys are ignored; a repeated key: the last
+ * one wins.  cursor: decimal digits fitting 64 bits, else 400
+ * invalid_cursor.  wait_ms, yield_ms, max_bytes, grace_ms: decimal digits,
+ * else 400 invalid_request naming the key; values beyond 64 bits saturate,
+ * then wait_ms and yield_ms are clamped to PROTO_WAIT_MAX_MS and max_bytes
+ * to PROTO_MAX_BYTES_MAX.  A value of ours longer than 32 bytes (decoded) is
+ * refused like a non-number.  eof: true, false, 1 or 0; a bare "eof" is
+ * true.
+ */
 int	proto_parse_query(const char *query, struct proto_query *,
 	    struct proto_err *);
 
-/* A session, as the renderer sees it. */
+/*
+ * A session, as the renderer sees it.  NULL strings render as null, a NULL
+ * argv as [].  exit_code, signo and ended_ms are read only when exited: a
+ * running session renders exit_code, signal and ended_at as null.
+ */
 struct proto_session {
 	const char	*id;
 	long		 pid;
@@ -154,7 +233,7 @@ struct proto_chunk {
 	uint64_t	 offset;
 	const uint8_t	*data;
 	uint32_t	 len;
-	int		 stream;	/* 0 pty, 1 stdout, 2 stderr */
+	int		 stream;	/* PROTO_STREAM_*; others: "unknown" */
 };
 
 /* An output window to render after a session's fields. */
@@ -169,7 +248,12 @@ struct proto_window {
 
 /*
  * Render a session object; with w, the output window's fields follow in the
- * same object; with written >= 0, a "written" field leads it.
+ * same object; with written >= 0, a "written" field leads it.  Field order
+ * is API.md's: id, pid, tty, rows, cols, argv, cwd, user, state, exit_code,
+ * signal, timed_out, started_at, ended_at, last_chunk, bytes_out; then
+ * output, cursor, dropped_chunks, more, eof.  A signal with no name renders
+ * as "SIG<n>" (e.g. "SIG40").  Compact JSON, no trailing newline.  Strings
+ * are escaped as JSON; bytes that are not valid UTF-8 become \ufffd.
  */
 void	proto_render_session(struct proto_buf *, const struct proto_session *,
 	    const struct proto_window *w, int64_t written);
@@ -179,7 +263,10 @@ void	proto_render_session_list(struct proto_buf *,
 /* {"error": {...}}, and with s a "session" member beside it. */
 void	proto_render_error(struct proto_buf *, const struct proto_err *,
 	    const struct proto_session *s);
-/* "2026-12-02T11:00:00.000Z" into a 25-byte buffer. */
+/*
+ * "2026-12-02T11:00:00.000Z" into a 25-byte buffer (UTC; years outside
+ * 0000..9999 are clamped to that range's ends).
+ */
 void	proto_format_time(int64_t unix_ms, char out[25]);
 
 #endif /* PROTO_H */
