@@ -281,7 +281,7 @@ api_window(struct session *s, uint64_t cursor, size_t max_bytes,
 		    "cursor %" PRIu64 " is after the last chunk %" PRIu64,
 		    cursor, ring_newest(r)));
 	if (error != 0)
-		return (proto_fail(err, 500, "internal", "ring_read: %s",
+		return (proto_fail(err, 500, "internal_error", "ring_read: %s",
 		    strerror(-error)));
 	for (i = 0; i < res.nchunks; i++) {
 		pchunks[i].id = rchunks[i].id;

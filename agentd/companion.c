@@ -34,7 +34,10 @@ static unsigned			  restarts;
 static int64_t			  backoff_ms = COMPANION_BACKOFF_MIN_MS;
 static int64_t			  started_ms;
 static struct event		 *restart_ev;
-static struct companion_out	  outs[2];
+static struct companion_out	  outs[2] = {
+	{ .fd = -1, .name = "stdout" },
+	{ .fd = -1, .name = "stderr" },
+};
 
 static void	companion_spawn(void);
 static void	companion_restart_cb(evutil_socket_t, short, void *);
@@ -50,9 +53,6 @@ companion_start(char **argv)
 	restart_ev = evtimer_new(agentd_base, companion_restart_cb, NULL);
 	if (restart_ev == NULL)
 		fatal("%s: out of memory", __func__);
-	outs[0].name = "stdout";
-	outs[1].name = "stderr";
-	outs[0].fd = outs[1].fd = -1;
 	companion_spawn();
 }
 

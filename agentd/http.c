@@ -33,6 +33,7 @@
 #define HTTP_BACKLOG		1024	/* connections waiting for accept */
 #define HTTP_ACCEPT_PAUSE_MS	100	/* accept rests this long on EMFILE */
 #define HTTP_CODES_MAX		32	/* distinct status codes counted */
+#define HTTP_BODY_SLACK		65536	/* bytes evhttp reads past --max-body */
 
 /* One listening socket. */
 struct http_listener {
@@ -78,7 +79,13 @@ http_new(int unix_socket)
 	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
 	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT |
 	    EVHTTP_REQ_PATCH);
-	evhttp_set_max_body_size(h, (ev_ssize_t)cfg->max_body);
+	/*
+	 * evhttp answers bodies over its own limit with an HTML page; agentd
+	 * checks --max-body itself to answer in the API's shape, and leaves
+	 * evhttp a limit twice as high as the memory bound.
+	 */
+	evhttp_set_max_body_size(h, (ev_ssize_t)(2 * cfg->max_body +
+	    HTTP_BODY_SLACK));
 	evhttp_set_timeout(h, (int)((cfg->idle_timeout_ms + 999) / 1000));
 	evhttp_set_flags(h, EVHTTP_SERVER_LINGERING_CLOSE);
 	evhttp_set_default_content_type(h, "application/json");
@@ -348,8 +355,13 @@ http_dispatch(struct evhttp_request *req, void *arg)
 	    "Content-Type");
 	hr.content_type = ct != NULL ? ct : "";
 
-	/* A NUL after the body, so parsers may treat it as a string. */
 	len = evbuffer_get_length(in);
+	if (len > cfg->max_body) {
+		http_fail(req, 413, "body_too_large", "the body has %zu bytes; "
+		    "--max-body is %llu", len, (unsigned long long)cfg->max_body);
+		return;
+	}
+	/* A NUL after the body, so parsers may treat it as a string. */
 	evbuffer_add(in, "", 1);
 	hr.body = (const char *)evbuffer_pullup(in, -1);
 	hr.body_len = len;
