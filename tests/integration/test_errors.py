@@ -1,5 +1,6 @@
 """Errors: every error code sessions can produce, and the error body shape."""
 
+import os
 import unittest
 
 from harness import AgentdTestCase
@@ -196,7 +197,11 @@ class SpawnFailedTest(AgentdTestCase):
         self.assertIn('/nonexistent/program', err['message'])
         r = self.create_raw(argv=['no-such-command-in-path-xyz'], id='e2')
         self.assertError(r, 422, 'spawn_failed')
-        r = self.create_raw(argv=['/etc/hostname'], id='e3')      # not executable
+        plain = os.path.join(self.agentd.dir, 'not-executable')
+        with open(plain, 'w') as f:
+            f.write('echo should not run\n')
+        os.chmod(plain, 0o644)
+        r = self.create_raw(argv=[plain], id='e3')
         self.assertError(r, 422, 'spawn_failed')
         r = self.create_raw(cmd='true', shell='/nonexistent/sh', id='e4')
         self.assertError(r, 422, 'spawn_failed')

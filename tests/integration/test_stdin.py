@@ -7,6 +7,14 @@ import unittest
 from harness import AgentdTestCase, WindowChecker, b64, unb64
 
 
+def pid_comm(pid):
+    try:
+        with open('/proc/%d/comm' % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def window_data(w):
     return b''.join(unb64(c['data']) for c in w['output'])
 
@@ -190,8 +198,11 @@ class PtyStdinTest(AgentdTestCase):
         del r
 
     def test_ctrl_c_through_stdin(self):
-        w = self.create(cmd='echo ready; sleep 30; echo never', tty=True)
-        self.read_until(w['id'], b'ready', tty=True)
+        # No shell in between: dash defers a SIGINT that lands between two
+        # commands until the next foreground child ends.
+        w = self.create(argv=['sleep', '30'], tty=True)
+        pid = w['pid']
+        self.wait_until(lambda: pid_comm(pid) == 'sleep', 10, 'sleep exec')
         self.stdin(w['id'], data=b'\x03')
         s = self.wait_state(w['id'], timeout=10)
         self.assertEqual(s['signal'], 'SIGINT')
