@@ -222,6 +222,34 @@ class LongPollTest(AgentdTestCase):
             self.assertEqual(b''.join(unb64(c['data']) for c in g['output']), b'got all\n')
         self.expect(self.delete(w['id']), 200)
 
+    def test_abandoned_long_polls_are_freed(self):
+        # Clients that give up on a long-poll must not leave connections behind
+        # until the poll's deadline (libevent does not notice the close by itself).
+        import http.client
+        import os
+        w = self.create(cmd='sleep 1000')
+        pid = self.agentd.proc.pid
+
+        def nfds():
+            return len(os.listdir('/proc/%d/fd' % pid))
+        base = nfds()
+        conns = []
+        for _ in range(40):
+            c = http.client.HTTPConnection('127.0.0.1', self.agentd.port, timeout=30)
+            c.putrequest('GET', '/v1/sessions/%s?cursor=0&wait_ms=60000' % w['id'])
+            for k, v in self.agentd.auth_headers().items():
+                c.putheader(k, v)
+            c.endheaders()
+            conns.append(c)
+        self.wait_until(lambda: nfds() >= base + 40, 10, '40 long-polls accepted')
+        for c in conns:
+            c.close()
+        self.wait_until(lambda: nfds() <= base + 2, 15,
+                        'connections of abandoned long-polls closed (fds %d before closing, base %d)'
+                        % (nfds(), base))
+        self.healthz()
+        self.expect(self.delete(w['id']), 200)
+
     def test_two_readers_see_the_same_bytes(self):
         cmd = ('i=0; while [ $i -lt 200 ]; do echo "line $i"; echo "err $i" >&2; '
                'i=$((i+1)); [ $((i % 20)) = 0 ] && sleep 0.05; done')

@@ -302,6 +302,42 @@ class ListAndHealthTest(AgentdTestCase):
         self.assertEqual([s['id'] for s in self.list_sessions(client=u)], [w['id']])
 
 
+class LoadTest(AgentdTestCase):
+
+    def test_output_flood_does_not_starve_the_api(self):
+        w = self.create(cmd='cat /dev/zero', ring_bytes=1 << 20)
+        try:
+            worst = 0.0
+            for _ in range(20):
+                r = self.req('GET', '/healthz', auth=False)
+                self.expect(r, 200)
+                worst = max(worst, r.elapsed)
+                g = self.get(w['id'], max_bytes=4096)
+                worst = max(worst, 0)
+                self.assertEqual(g['state'], 'running')
+            self.assertLess(worst, 2.0, 'healthz took %.2fs during an output flood' % worst)
+            self.assertGreater(self.get(w['id'])['bytes_out'], 1 << 20)
+        finally:
+            self.expect(self.delete(w['id'], grace_ms=500), 200)
+
+    def test_many_sessions_at_once(self):
+        ids = []
+        for i in range(60):
+            w = self.create(cmd='echo "session %d"; echo "err %d" >&2' % (i, i),
+                            tty=(i % 3 == 0))
+            ids.append((i, w['id'], i % 3 == 0))
+        for i, sid, tty in ids:
+            ck = self.read_all(sid, tty=tty, timeout=30)
+            if tty:
+                self.assertEqual(ck.data(), b'session %d\r\nerr %d\r\n' % (i, i))
+            else:
+                self.assertEqual(ck.streams(), {'stdout': b'session %d\n' % i,
+                                                'stderr': b'err %d\n' % i})
+            self.assertEqual(ck.last['exit_code'], 0)
+        self.assertEqual(len(self.list_sessions()), 60)
+        self.assertEqual(self.healthz()['sessions'], 0)
+
+
 class ExitedAfterOutputTest(AgentdTestCase):
     """`exited` is reported only once all output written before exit is captured."""
 
