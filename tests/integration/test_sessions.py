@@ -307,16 +307,19 @@ class LoadTest(AgentdTestCase):
     def test_output_flood_does_not_starve_the_api(self):
         w = self.create(cmd='cat /dev/zero', ring_bytes=1 << 20)
         try:
+            self.wait_until(lambda: self.get(w['id'])['bytes_out'] > (1 << 20), 10,
+                            'the flood started')
             worst = 0.0
-            for _ in range(20):
+            t0 = time.monotonic()
+            n = 0
+            while time.monotonic() - t0 < 2.0 or n < 20:
                 r = self.req('GET', '/healthz', auth=False)
                 self.expect(r, 200)
                 worst = max(worst, r.elapsed)
                 g = self.get(w['id'], max_bytes=4096)
-                worst = max(worst, 0)
                 self.assertEqual(g['state'], 'running')
+                n += 1
             self.assertLess(worst, 2.0, 'healthz took %.2fs during an output flood' % worst)
-            self.assertGreater(self.get(w['id'])['bytes_out'], 1 << 20)
         finally:
             self.expect(self.delete(w['id'], grace_ms=500), 200)
 
