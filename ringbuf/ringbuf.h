@@ -9,7 +9,8 @@
  *
  * Ids start at the ring's first id (1 outside tests), grow by 1 per chunk and
  * are never reused; 0 means "no chunk".  A chunk's offset is the number of
- * bytes appended before it.
+ * bytes appended before it.  Ids never wrap: once id UINT64_MAX is used (only
+ * tests get there), appends fail with EOVERFLOW.
  *
  * Capacity.  The byte arena holds `capacity` bytes (RING_CAPACITY_MIN ..
  * RING_CAPACITY_MAX, rounded up to 8).  Each chunk is stored contiguously,
@@ -75,7 +76,8 @@ struct ring_read_result {
 /* A snapshot of the ring's counters. [any] */
 struct ring_stats {
 	uint64_t	 newest;	/* newest id appended, 0 when none */
-	uint64_t	 oldest;	/* oldest id still held; newest + 1 when empty */
+	uint64_t	 oldest;	/* oldest id still held; newest + 1 when empty
+					   (first_id before the first chunk) */
 	uint64_t	 bytes_held;	/* data bytes of the chunks held */
 	uint64_t	 bytes_total;	/* every byte ever appended */
 	uint64_t	 bytes_dropped;	/* bytes of evicted chunks */
@@ -84,7 +86,11 @@ struct ring_stats {
 	size_t		 slots;		/* index entries */
 };
 
-/* Called by the producer after every commit (and on ring_close()). */
+/*
+ * Called by the producer, on the producer's thread, after every ring_commit(),
+ * once after each ring_append() (however many chunks it made), and on
+ * ring_close().  It must not call producer functions.
+ */
 typedef void (*ring_notify_fn)(struct ring *, void *arg);
 
 /*
@@ -109,23 +115,35 @@ size_t		 ring_slots(const struct ring *);
 /*
  * Zero-copy append, step 1: return a pointer to *len contiguous writable
  * bytes for the next chunk; *len is capped to ring_chunk_max().  Room is made
- * by evicting the oldest chunks now, so the caller may read(2) straight into
- * the returned memory.  Only the producer writes there; readers never see it
- * before ring_commit().  A reserve without a commit is abandoned by the next
- * reserve. [producer]
+ * by evicting the oldest chunks now (for all of *len, however little is
+ * committed), so the caller may read(2) straight into the returned memory.
+ * Only the producer writes there; readers never see it before ring_commit().
+ * A reserve without a commit is abandoned by the next reserve or append.
+ * Returns NULL with errno EOVERFLOW when the ids are used up.
+ *
+ * Write the reservation with read(2) (the kernel's writes are outside the C
+ * memory model) or with relaxed atomic 8-byte stores: a plain C store there
+ * formally races with a lapped reader still copying the evicted chunk (the
+ * reader discards what it copied, but TSan reports it).  Built with TSan, the
+ * pointer is a private bounce buffer that ring_commit() copies in, so
+ * read(2)'s interceptor stays quiet; otherwise it points into the arena.
+ * [producer]
  */
 void		*ring_reserve(struct ring *, size_t *len);
 
 /*
  * Zero-copy append, step 2: publish the first len bytes of the last
- * reservation as the next chunk (len may be 0).  Returns the chunk's id, or
- * 0 if len exceeds the reservation (nothing is published). [producer]
+ * reservation as the next chunk (len may be 0), then notify.  Returns the
+ * chunk's id, or 0 if len exceeds the reservation (nothing is published and
+ * the reservation stays pending) or no reservation is pending. [producer]
  */
 uint64_t	 ring_commit(struct ring *, size_t len, enum ring_stream);
 
 /*
- * Copy data into the ring as one chunk, or several when len exceeds
- * ring_chunk_max().  Returns the id of the last chunk appended. [producer]
+ * Copy data into the ring as one chunk (len 0 makes one empty chunk), or
+ * several when len exceeds ring_chunk_max(), then notify once.  Returns the
+ * id of the last chunk appended, or 0 with errno EOVERFLOW when the ids
+ * left are too few (nothing is appended then). [producer]
  */
 uint64_t	 ring_append(struct ring *, const void *data, size_t len,
 		     enum ring_stream);
@@ -154,9 +172,21 @@ uint64_t	 ring_newest(const struct ring *);
  * dropped whenever a chunk is returned.  res->more says chunks after the
  * window exist.
  *
- * A cursor greater than the newest id returns -ERANGE.  -EMSGSIZE: the first
- * chunk does not fit in bufsize (give at least ring_chunk_max() to avoid it).
- * Returns 0 otherwise, also when no chunk is returned. [any]
+ * The chunks' bytes lie back to back from buf[0]: chunks[i].data points
+ * into buf and res->nbytes is their total, so buf can be sent as is.
+ *
+ * When no chunk is returned, res->dropped is 0 and the cursor stays good.
+ * That happens when nothing follows cursor, when maxchunks is 0 (res->more
+ * still tells whether chunks follow), and when the producer evicted every
+ * chunk of the window while it was being copied, several times in a row (a
+ * reader much slower than the producer on a small ring): then res->more is 1
+ * and the caller should read again rather than wait for a notification.
+ *
+ * A cursor greater than the newest id (first_id - 1 before the first chunk)
+ * returns -ERANGE; a cursor below first_id - 1 (tests only) counts the ids
+ * below first_id as dropped.  -EMSGSIZE: the first chunk does not fit in
+ * bufsize (give at least ring_chunk_max() to avoid it).  Returns 0
+ * otherwise, also when no chunk is returned.  res must not be NULL. [any]
  */
 int		 ring_read(const struct ring *, uint64_t cursor, uint8_t *buf,
 		     size_t bufsize, size_t max_bytes, struct ring_chunk *chunks,
