@@ -6,6 +6,10 @@ a random token in a token file. tearDown stops it with SIGTERM and fails the
 test when it does not exit 0 within the shutdown grace (plus slack), when it
 died on its own during the test, or when session processes outlive it.
 agentd's stderr goes to a file that is printed when a test fails.
+AGENTD_IT_KEEP=1 keeps each test's temporary directory (token, socket, stderr).
+
+Run: AGENTD=build/agentd/agentd /usr/bin/python3 -m unittest discover -s tests/integration -v
+ or: meson test -C build --suite integration
 
 Only the Python standard library is used. Written from API.md alone.
 """
@@ -574,9 +578,13 @@ class AgentdTestCase(unittest.TestCase):
             for a in self._all_agentd:
                 sys.stderr.write('\n--- agentd stderr (%s) ---\n%s--- end ---\n'
                                  % (' '.join(a.args), a.stderr()))
+        # The temporary directory goes unless AGENTD_IT_KEEP=1 (its stderr
+        # was printed above when the test failed).
         for a in self._all_agentd:
-            if not problems:
+            if os.environ.get('AGENTD_IT_KEEP') != '1':
                 a.cleanup_dir()
+            else:
+                sys.stderr.write('kept %s\n' % a.dir)
         if problems:
             self.fail('\n'.join(problems))
 
