@@ -57,8 +57,10 @@ struct pty_proc {
 
 /*
  * Resolve a user given by name or numeric uid (a uid with no passwd entry is
- * taken as uid = gid = that number, no groups).  Returns 0, or -ENOENT with a
- * cause for an unknown name.
+ * taken as uid = gid = that number, no groups, name the number, home "/").
+ * groups holds the primary gid too; past PTY_GROUPS_MAX the rest are
+ * dropped.  Returns 0, or -ENOENT with a cause for an unknown name, -EINVAL
+ * for an empty spec, or the passwd lookup's error.
  */
 int	pty_user_lookup(const char *spec, struct pty_user *out, char *cause,
 	    size_t causelen);
@@ -67,8 +69,14 @@ int	pty_user_lookup(const char *spec, struct pty_user *out, char *cause,
  * Start a child.  Signals are blocked in the parent across the fork and
  * restored before return.  Returns 0 and fills *proc, or -errno and writes the
  * reason to cause ("exec 'nope': No such file or directory", "cwd '/x': ...",
- * "user 1000: setgid: ..."); on failure no fd is leaked and the child, if one
- * was forked, has been reaped.
+ * "user 'bob': setgid: ..."); on failure no fd is leaked, *proc is all -1 and
+ * the child, if one was forked, has been reaped (a blocking waitpid on its
+ * pid).  A bad spec (no argv[0], no envp, a 0 row/col with tty, ngroups
+ * outside 0..PTY_GROUPS_MAX) is -EINVAL.
+ *
+ * Blocks until the child has exec'd or failed.  The child switches user
+ * (groups, gid, uid) before chdir, so the cwd is entered with the user's own
+ * permissions; with a PTY and a user, the slave is chowned to that uid.
  */
 int	pty_spawn(const struct pty_spec *, struct pty_proc *proc, char *cause,
 	    size_t causelen);
@@ -76,13 +84,16 @@ int	pty_spawn(const struct pty_spec *, struct pty_proc *proc, char *cause,
 /* Close every fd of proc that is open and set it to -1. */
 void	pty_close(struct pty_proc *);
 
-/* Set the window size of a PTY master (the kernel sends SIGWINCH). */
+/* Set a PTY master's window size (the kernel sends SIGWINCH); 0: -EINVAL. */
 int	pty_resize(int master, unsigned short rows, unsigned short cols);
 
 /* The terminal's EOF character (VEOF) of a PTY master, or 4 (^D). */
 int	pty_veof(int master);
 
-/* Send sig to the process group pgid.  Returns 0 or -errno (-ESRCH: gone). */
+/*
+ * Send sig to the process group pgid.  Returns 0 or -errno (-ESRCH: gone);
+ * pgid <= 1 is -EINVAL (kill(-1) would reach every process).
+ */
 int	pty_kill_group(pid_t pgid, int sig);
 
 #endif /* PTY_H */

@@ -1,0 +1,874 @@
+/*
+ * pty.c -- spawning a session's process, on a PTY or on pipes.
+ *
+ * The parent prepares everything that can allocate or look things up (the
+ * PTY master and the slave's name, pipes, /dev/null, the resolved user);
+ * the child, between fork and exec, makes only async-signal-safe system
+ * calls: it may run in a copy of a multithreaded process whose locks are
+ * held by threads that no longer exist.
+ *
+ * A child that fails before exec writes a struct child_report {stage, errno}
+ * to an O_CLOEXEC pipe and exits; a successful exec closes the pipe, so the
+ * parent reads either EOF (success) or the report (failure).
+ */
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "pty.h"
+
+/*
+ * close_range(2) is Linux 5.9; older headers (and some musl builds) lack the
+ * number.  It is 436 in the unified syscall table every modern architecture
+ * shares.
+ */
+#ifndef SYS_close_range
+#if defined(__x86_64__) || defined(__aarch64__) || defined(__riscv)
+#define SYS_close_range	436
+#endif
+#endif
+
+/*
+ * Test hook: 1 skips close_range, 2 also skips /proc/self/fd, so the unit
+ * tests can exercise the fallbacks an old kernel or a bare VM would take.
+ */
+#ifndef PTY_CLOSE_FALLBACK
+#define PTY_CLOSE_FALLBACK	0
+#endif
+
+#define PTY_VEOF_DEFAULT	4		/* ^D */
+#define PTY_EXIT_NOTFOUND	127		/* exit status: command not found */
+#define PTY_EXIT_NOEXEC		126		/* exit status: found, cannot run */
+#define PTY_PWBUF_START		4096		/* bytes, first getpw*_r buffer */
+#define PTY_PWBUF_MAX		(1024 * 1024)	/* bytes, largest getpw*_r buffer */
+#define PTY_DIRENT_BUF		4096		/* bytes, getdents64 buffer */
+#define PTY_NOFILE_CAP		(1024 * 1024)	/* fds, close loop bound */
+
+/* The step of the child that failed. */
+enum child_stage {
+	STAGE_SIGNALS = 1,
+	STAGE_SETSID,
+	STAGE_FDS,
+	STAGE_TTY_OPEN,
+	STAGE_TTY_CTTY,
+	STAGE_TTY_CHOWN,
+	STAGE_DUP,
+	STAGE_CLOSE,
+	STAGE_SETGROUPS,
+	STAGE_SETGID,
+	STAGE_SETUID,
+	STAGE_CWD,
+	STAGE_EXEC,
+};
+
+/* What a failing child writes to the report pipe (well under PIPE_BUF). */
+struct child_report {
+	int	stage;
+	int	err;
+};
+
+/* The fds of one spawn while it is being set up; -1 where there is none. */
+struct spawn_fds {
+	int	master;		/* parent: PTY master */
+	int	in_r, in_w;	/* stdin pipe, or in_r is /dev/null */
+	int	out_r, out_w;	/* stdout pipe */
+	int	err_r, err_w;	/* stderr pipe */
+	int	rep_r, rep_w;	/* report pipe */
+};
+
+static void	 cause_set(char *, size_t, const char *, ...)
+		     __attribute__((format(printf, 3, 4)));
+static int	 spec_check(const struct pty_spec *, char *, size_t);
+static void	 fds_init(struct spawn_fds *);
+static void	 fds_close(struct spawn_fds *);
+static void	 fd_close(int *);
+static int	 fd_nonblock(int);
+static int	 fd_lift(int *);
+static int	 open_master(struct spawn_fds *, const struct pty_spec *,
+		     char *, size_t, char *, size_t);
+static int	 open_pipes(struct spawn_fds *, const struct pty_spec *,
+		     char *, size_t);
+static int	 report_read(int, struct child_report *);
+static void	 report_cause(const struct child_report *,
+		     const struct pty_spec *, const char *, char *, size_t);
+static pid_t	 wait_child(pid_t);
+static int	 uid_parse(const char *, uid_t *);
+static int	 user_fill(struct pty_user *, const struct passwd *, char *,
+		     size_t, const char *);
+static void	 child_fail(int, int, int) __attribute__((noreturn));
+static void	 child_run(const struct pty_spec *, struct spawn_fds *,
+		     const char *) __attribute__((noreturn));
+static int	 child_signals(void);
+static int	 child_dup(int, int);
+static int	 child_close_fds(int);
+static int	 child_close_range(unsigned int, unsigned int);
+static int	 child_close_proc(int);
+static void	 child_close_loop(int);
+
+/* Write a message into a caller's cause buffer, if there is one. */
+static void
+cause_set(char *cause, size_t causelen, const char *fmt, ...)
+{
+	va_list	ap;
+
+	if (cause == NULL || causelen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(cause, causelen, fmt, ap);
+	va_end(ap);
+}
+
+/* Check a spec before anything is opened. */
+static int
+spec_check(const struct pty_spec *spec, char *cause, size_t causelen)
+{
+	if (spec == NULL || spec->argv == NULL || spec->argv[0] == NULL) {
+		cause_set(cause, causelen, "no command");
+		return -EINVAL;
+	}
+	if (spec->envp == NULL) {
+		cause_set(cause, causelen, "no environment");
+		return -EINVAL;
+	}
+	if (spec->user != NULL && (spec->user->ngroups < 0 ||
+	    spec->user->ngroups > PTY_GROUPS_MAX)) {
+		cause_set(cause, causelen, "user '%s': %d groups",
+		    spec->user->name, spec->user->ngroups);
+		return -EINVAL;
+	}
+	if (spec->tty && (spec->rows == 0 || spec->cols == 0)) {
+		cause_set(cause, causelen, "window size %ux%u out of range",
+		    spec->rows, spec->cols);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Mark every fd of a spawn as absent. */
+static void
+fds_init(struct spawn_fds *f)
+{
+	f->master = -1;
+	f->in_r = f->in_w = -1;
+	f->out_r = f->out_w = -1;
+	f->err_r = f->err_w = -1;
+	f->rep_r = f->rep_w = -1;
+}
+
+/* Close every fd of a spawn that is open. */
+static void
+fds_close(struct spawn_fds *f)
+{
+	fd_close(&f->master);
+	fd_close(&f->in_r);
+	fd_close(&f->in_w);
+	fd_close(&f->out_r);
+	fd_close(&f->out_w);
+	fd_close(&f->err_r);
+	fd_close(&f->err_w);
+	fd_close(&f->rep_r);
+	fd_close(&f->rep_w);
+}
+
+/* Close *fd if open and set it to -1 (EINTR on close: the fd is gone). */
+static void
+fd_close(int *fd)
+{
+	if (*fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+/* Add O_NONBLOCK to an fd's file status flags. */
+static int
+fd_nonblock(int fd)
+{
+	int	flags;
+
+	if ((flags = fcntl(fd, F_GETFL)) == -1)
+		return -errno;
+	if (fcntl(fd, F_SETFL, flags | O_NONBLOCK) == -1)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Move *fd to 3 or above (O_CLOEXEC), closing the old one, so that the
+ * child's dup2 onto 0-2 never lands on it.  Only needed when the caller
+ * runs with some of 0-2 closed.
+ */
+static int
+fd_lift(int *fd)
+{
+	int	nfd;
+
+	if (*fd < 0 || *fd > STDERR_FILENO)
+		return 0;
+	if ((nfd = fcntl(*fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1)) == -1)
+		return -errno;
+	close(*fd);
+	*fd = nfd;
+	return 0;
+}
+
+/* Open a PTY master, name its slave and set the window size. */
+static int
+open_master(struct spawn_fds *f, const struct pty_spec *spec, char *slave,
+    size_t slavelen, char *cause, size_t causelen)
+{
+	struct winsize	ws;
+	int		error;
+
+	if ((f->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)) == -1) {
+		error = -errno;
+		cause_set(cause, causelen, "posix_openpt: %s", strerror(-error));
+		return error;
+	}
+	if (grantpt(f->master) == -1 || unlockpt(f->master) == -1) {
+		error = -errno;
+		cause_set(cause, causelen, "unlockpt: %s", strerror(-error));
+		return error;
+	}
+	if ((error = ptsname_r(f->master, slave, slavelen)) != 0) {
+		/* glibc returns the error; older versions return -1. */
+		error = error > 0 ? -error : -errno;
+		cause_set(cause, causelen, "ptsname_r: %s", strerror(-error));
+		return error;
+	}
+	memset(&ws, 0, sizeof ws);
+	ws.ws_row = spec->rows;
+	ws.ws_col = spec->cols;
+	if (ioctl(f->master, TIOCSWINSZ, &ws) == -1) {
+		error = -errno;
+		cause_set(cause, causelen, "TIOCSWINSZ: %s", strerror(-error));
+		return error;
+	}
+	if ((error = fd_nonblock(f->master)) != 0) {
+		cause_set(cause, causelen, "O_NONBLOCK: %s", strerror(-error));
+		return error;
+	}
+	return 0;
+}
+
+/* Open the three pipes (or /dev/null for stdin) of a pipes-mode child. */
+static int
+open_pipes(struct spawn_fds *f, const struct pty_spec *spec, char *cause,
+    size_t causelen)
+{
+	int	p[2], error;
+
+	if (spec->stdin_null) {
+		f->in_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (f->in_r == -1) {
+			error = -errno;
+			cause_set(cause, causelen, "/dev/null: %s",
+			    strerror(-error));
+			return error;
+		}
+	} else {
+		if (pipe2(p, O_CLOEXEC) == -1)
+			goto fail;
+		f->in_r = p[0];
+		f->in_w = p[1];
+	}
+	if (pipe2(p, O_CLOEXEC) == -1)
+		goto fail;
+	f->out_r = p[0];
+	f->out_w = p[1];
+	if (pipe2(p, O_CLOEXEC) == -1)
+		goto fail;
+	f->err_r = p[0];
+	f->err_w = p[1];
+
+	/* O_NONBLOCK is per open file: the child's ends stay blocking. */
+	if ((f->in_w >= 0 && (error = fd_nonblock(f->in_w)) != 0) ||
+	    (error = fd_nonblock(f->out_r)) != 0 ||
+	    (error = fd_nonblock(f->err_r)) != 0) {
+		cause_set(cause, causelen, "O_NONBLOCK: %s", strerror(-error));
+		return error;
+	}
+	return 0;
+
+fail:
+	error = -errno;
+	cause_set(cause, causelen, "pipe2: %s", strerror(-error));
+	return error;
+}
+
+/* Read the child's report: 0 on EOF (exec succeeded), 1 on a report. */
+static int
+report_read(int fd, struct child_report *rep)
+{
+	char	*p = (char *)rep;
+	size_t	 got = 0;
+	ssize_t	 n;
+
+	while (got < sizeof *rep) {
+		n = read(fd, p + got, sizeof *rep - got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			/* Cannot happen on a blocking pipe; count it a failure. */
+			rep->stage = 0;
+			rep->err = errno;
+			return 1;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got == 0)
+		return 0;
+	if (got < sizeof *rep) {
+		/* The child died mid-write: it did not exec. */
+		rep->stage = 0;
+		rep->err = EPIPE;
+	}
+	return 1;
+}
+
+/* Turn a child's report into a cause a user can read. */
+static void
+report_cause(const struct child_report *rep, const struct pty_spec *spec,
+    const char *slave, char *cause, size_t causelen)
+{
+	const char	*what = NULL, *err = strerror(rep->err);
+	const char	*uname = "?";
+
+	if (spec->user != NULL && spec->user->name[0] != '\0')
+		uname = spec->user->name;
+	switch (rep->stage) {
+	case STAGE_SIGNALS:
+		what = "reset signals";
+		break;
+	case STAGE_SETSID:
+		what = "setsid";
+		break;
+	case STAGE_FDS:
+		what = "move fds";
+		break;
+	case STAGE_TTY_OPEN:
+		cause_set(cause, causelen, "tty '%s': open: %s", slave, err);
+		return;
+	case STAGE_TTY_CTTY:
+		cause_set(cause, causelen, "tty '%s': TIOCSCTTY: %s", slave,
+		    err);
+		return;
+	case STAGE_TTY_CHOWN:
+		cause_set(cause, causelen, "tty '%s': chown: %s", slave, err);
+		return;
+	case STAGE_DUP:
+		what = "dup2";
+		break;
+	case STAGE_CLOSE:
+		what = "close fds";
+		break;
+	case STAGE_SETGROUPS:
+		cause_set(cause, causelen, "user '%s': setgroups: %s", uname,
+		    err);
+		return;
+	case STAGE_SETGID:
+		cause_set(cause, causelen, "user '%s': setgid: %s", uname, err);
+		return;
+	case STAGE_SETUID:
+		cause_set(cause, causelen, "user '%s': setuid: %s", uname, err);
+		return;
+	case STAGE_CWD:
+		cause_set(cause, causelen, "cwd '%s': %s", spec->cwd, err);
+		return;
+	case STAGE_EXEC:
+		cause_set(cause, causelen, "exec '%s': %s", spec->argv[0], err);
+		return;
+	default:
+		what = "child";
+		break;
+	}
+	cause_set(cause, causelen, "%s: %s", what, err);
+}
+
+/* Reap a child that is known to be exiting; -1 if someone else did. */
+static pid_t
+wait_child(pid_t pid)
+{
+	pid_t	r;
+	int	status;
+
+	do
+		r = waitpid(pid, &status, 0);
+	while (r == -1 && errno == EINTR);
+	return r;
+}
+
+/* Parse a numeric uid ("0".."4294967294"); 1 if spec is one. */
+static int
+uid_parse(const char *spec, uid_t *uid)
+{
+	unsigned long long	 v;
+	char			*end;
+
+	if (*spec < '0' || *spec > '9')
+		return 0;
+	errno = 0;
+	v = strtoull(spec, &end, 10);
+	if (*end != '\0' || errno != 0 || v >= (uid_t)-1)
+		return 0;
+	*uid = (uid_t)v;
+	return 1;
+}
+
+/* Fill a pty_user from a passwd entry, groups included. */
+static int
+user_fill(struct pty_user *out, const struct passwd *pw, char *cause,
+    size_t causelen, const char *spec)
+{
+	int	n = PTY_GROUPS_MAX;
+
+	if (strlen(pw->pw_name) >= sizeof out->name) {
+		cause_set(cause, causelen, "user '%s': name too long", spec);
+		return -ENAMETOOLONG;
+	}
+	if (strlen(pw->pw_dir) >= sizeof out->home) {
+		cause_set(cause, causelen, "user '%s': home too long", spec);
+		return -ENAMETOOLONG;
+	}
+	out->uid = pw->pw_uid;
+	out->gid = pw->pw_gid;
+	strcpy(out->name, pw->pw_name);
+	strcpy(out->home, pw->pw_dir);
+
+	/*
+	 * The list includes the primary gid.  Beyond PTY_GROUPS_MAX both
+	 * libcs return -1 with the first PTY_GROUPS_MAX filled in: keep those.
+	 */
+	if (getgrouplist(pw->pw_name, pw->pw_gid, out->groups, &n) == -1 ||
+	    n > PTY_GROUPS_MAX)
+		n = PTY_GROUPS_MAX;
+	out->ngroups = n < 0 ? 0 : n;
+	return 0;
+}
+
+/* Resolve a user by name or numeric uid. */
+int
+pty_user_lookup(const char *spec, struct pty_user *out, char *cause,
+    size_t causelen)
+{
+	struct passwd	 pw, *res = NULL;
+	char		 stackbuf[PTY_PWBUF_START], *buf = stackbuf, *nbuf;
+	size_t		 buflen = sizeof stackbuf;
+	uid_t		 uid = 0;
+	int		 numeric, error;
+
+	if (spec == NULL || *spec == '\0') {
+		cause_set(cause, causelen, "invalid user ''");
+		return -EINVAL;
+	}
+	memset(out, 0, sizeof *out);
+	numeric = uid_parse(spec, &uid);
+	for (;;) {
+		if (numeric)
+			error = getpwuid_r(uid, &pw, buf, buflen, &res);
+		else
+			error = getpwnam_r(spec, &pw, buf, buflen, &res);
+		if (error == EINTR)
+			continue;
+		if (error != ERANGE || buflen >= PTY_PWBUF_MAX)
+			break;
+		buflen *= 2;
+		nbuf = buf == stackbuf ? malloc(buflen) : realloc(buf, buflen);
+		if (nbuf == NULL) {
+			error = ENOMEM;
+			break;
+		}
+		buf = nbuf;
+	}
+
+	/* POSIX lets "not found" be 0, ENOENT, ESRCH, EBADF or EPERM. */
+	if (res == NULL && (error == 0 || error == ENOENT || error == ESRCH ||
+	    error == EBADF || error == EPERM)) {
+		if (buf != stackbuf)
+			free(buf);
+		if (!numeric) {
+			cause_set(cause, causelen, "unknown user '%s'", spec);
+			return -ENOENT;
+		}
+		out->uid = uid;
+		out->gid = (gid_t)uid;
+		out->ngroups = 0;
+		snprintf(out->name, sizeof out->name, "%lu",
+		    (unsigned long)uid);
+		strcpy(out->home, "/");
+		return 0;
+	}
+	if (res == NULL) {
+		if (buf != stackbuf)
+			free(buf);
+		cause_set(cause, causelen, "user '%s': %s: %s", spec,
+		    numeric ? "getpwuid" : "getpwnam", strerror(error));
+		return -error;
+	}
+	error = user_fill(out, res, cause, causelen, spec);
+	if (buf != stackbuf)
+		free(buf);
+	return error;
+}
+
+/* Start a child on a PTY or pipes; see pty.h. */
+int
+pty_spawn(const struct pty_spec *spec, struct pty_proc *proc, char *cause,
+    size_t causelen)
+{
+	struct spawn_fds	f;
+	struct child_report	rep;
+	sigset_t		all, old;
+	char			slave[PATH_MAX] = "";
+	pid_t			pid;
+	int			p[2], error, ferrno;
+
+	proc->pid = -1;
+	proc->master = proc->in = proc->out = proc->err = -1;
+	if ((error = spec_check(spec, cause, causelen)) != 0)
+		return error;
+
+	fds_init(&f);
+	if (spec->tty)
+		error = open_master(&f, spec, slave, sizeof slave, cause,
+		    causelen);
+	else
+		error = open_pipes(&f, spec, cause, causelen);
+	if (error != 0)
+		goto fail;
+	if (pipe2(p, O_CLOEXEC) == -1) {
+		error = -errno;
+		cause_set(cause, causelen, "pipe2: %s", strerror(-error));
+		goto fail;
+	}
+	f.rep_r = p[0];
+	f.rep_w = p[1];
+	/* The child keeps rep_w through its dup2 onto 0-2 and close_range. */
+	if ((error = fd_lift(&f.rep_w)) != 0) {
+		cause_set(cause, causelen, "F_DUPFD: %s", strerror(-error));
+		goto fail;
+	}
+
+	/*
+	 * With every signal blocked, no handler of ours runs in the child
+	 * before it has reset the dispositions.
+	 */
+	sigfillset(&all);
+	if ((error = pthread_sigmask(SIG_SETMASK, &all, &old)) != 0) {
+		error = -error;
+		cause_set(cause, causelen, "sigmask: %s", strerror(-error));
+		goto fail;
+	}
+	pid = fork();
+	if (pid == 0)
+		child_run(spec, &f, slave);
+	ferrno = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid == -1) {
+		error = -ferrno;
+		cause_set(cause, causelen, "fork: %s", strerror(ferrno));
+		goto fail;
+	}
+
+	/* Drop the child's ends: no slave, no pipe end stays in the parent. */
+	fd_close(&f.rep_w);
+	fd_close(&f.in_r);
+	fd_close(&f.out_w);
+	fd_close(&f.err_w);
+
+	if (report_read(f.rep_r, &rep)) {
+		wait_child(pid);
+		report_cause(&rep, spec, slave, cause, causelen);
+		error = rep.err > 0 ? -rep.err : -ECHILD;
+		goto fail;
+	}
+	fd_close(&f.rep_r);
+
+	proc->pid = pid;
+	proc->master = f.master;
+	proc->in = f.in_w;
+	proc->out = f.out_r;
+	proc->err = f.err_r;
+	return 0;
+
+fail:
+	fds_close(&f);
+	return error;
+}
+
+/* Close every fd of proc that is open. */
+void
+pty_close(struct pty_proc *proc)
+{
+	fd_close(&proc->master);
+	fd_close(&proc->in);
+	fd_close(&proc->out);
+	fd_close(&proc->err);
+}
+
+/* Set a PTY master's window size. */
+int
+pty_resize(int master, unsigned short rows, unsigned short cols)
+{
+	struct winsize	ws;
+
+	if (rows == 0 || cols == 0)
+		return -EINVAL;
+	memset(&ws, 0, sizeof ws);
+	ws.ws_row = rows;
+	ws.ws_col = cols;
+	if (ioctl(master, TIOCSWINSZ, &ws) == -1)
+		return -errno;
+	return 0;
+}
+
+/* The EOF character of the terminal behind a PTY master. */
+int
+pty_veof(int master)
+{
+	struct termios	t;
+
+	/* On Linux, termios of a master are those of its slave. */
+	if (tcgetattr(master, &t) == -1 || t.c_cc[VEOF] == _POSIX_VDISABLE)
+		return PTY_VEOF_DEFAULT;
+	return t.c_cc[VEOF];
+}
+
+/* Signal a process group. */
+int
+pty_kill_group(pid_t pgid, int sig)
+{
+	/* kill(-1) would reach every process, kill(0) our own group. */
+	if (pgid <= 1)
+		return -EINVAL;
+	if (kill(-pgid, sig) == -1)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Everything below runs in the child between fork and exec: system calls
+ * and plain stores only.
+ */
+
+/* Report a failed stage to the parent and exit. */
+static void
+child_fail(int rep, int stage, int err)
+{
+	struct child_report	r;
+	ssize_t			n;
+
+	r.stage = stage;
+	r.err = err;
+	do
+		n = write(rep, &r, sizeof r);
+	while (n == -1 && errno == EINTR);
+	if (stage == STAGE_EXEC && err != ENOENT && err != ENOTDIR)
+		_exit(PTY_EXIT_NOEXEC);
+	_exit(PTY_EXIT_NOTFOUND);
+}
+
+/* Set up the child and exec; never returns. */
+static void
+child_run(const struct pty_spec *spec, struct spawn_fds *f, const char *slave)
+{
+	const struct pty_user	*u = spec->user;
+	int			 rep = f->rep_w, fd0, fd1, fd2, tty;
+
+	if (child_signals() != 0)
+		child_fail(rep, STAGE_SIGNALS, errno);
+	if (setsid() == -1)
+		child_fail(rep, STAGE_SETSID, errno);
+
+	if (spec->tty) {
+		/* As session leader without a tty, this one becomes ours. */
+		if ((tty = open(slave, O_RDWR | O_NOCTTY)) == -1)
+			child_fail(rep, STAGE_TTY_OPEN, errno);
+		if (ioctl(tty, TIOCSCTTY, 0) == -1)
+			child_fail(rep, STAGE_TTY_CTTY, errno);
+		if (fd_lift(&tty) != 0)
+			child_fail(rep, STAGE_FDS, errno);
+		fd0 = fd1 = fd2 = tty;
+	} else {
+		if (fd_lift(&f->in_r) != 0 || fd_lift(&f->out_w) != 0 ||
+		    fd_lift(&f->err_w) != 0)
+			child_fail(rep, STAGE_FDS, errno);
+		fd0 = f->in_r;
+		fd1 = f->out_w;
+		fd2 = f->err_w;
+	}
+	/* Sources are all >= 3 now, so dup2 always clears FD_CLOEXEC. */
+	if (child_dup(fd0, STDIN_FILENO) != 0 ||
+	    child_dup(fd1, STDOUT_FILENO) != 0 ||
+	    child_dup(fd2, STDERR_FILENO) != 0)
+		child_fail(rep, STAGE_DUP, errno);
+	if (child_close_fds(rep) != 0)
+		child_fail(rep, STAGE_CLOSE, errno);
+
+	/* Groups and gid while still privileged, uid last. */
+	if (u != NULL) {
+		if (setgroups((size_t)u->ngroups, u->groups) == -1)
+			child_fail(rep, STAGE_SETGROUPS, errno);
+		if (setgid(u->gid) == -1)
+			child_fail(rep, STAGE_SETGID, errno);
+		/* The user owns its terminal, as after a login. */
+		if (spec->tty && fchown(STDIN_FILENO, u->uid, (gid_t)-1) == -1)
+			child_fail(rep, STAGE_TTY_CHOWN, errno);
+		if (setuid(u->uid) == -1)
+			child_fail(rep, STAGE_SETUID, errno);
+	}
+	/* After the switch, so the user's own permissions decide. */
+	if (spec->cwd != NULL && chdir(spec->cwd) == -1)
+		child_fail(rep, STAGE_CWD, errno);
+
+	/* execvp searches the PATH of environ: make it the session's. */
+	environ = (char **)spec->envp;
+	execvp(spec->argv[0], spec->argv);
+	child_fail(rep, STAGE_EXEC, errno);
+}
+
+/* Reset every disposition to SIG_DFL, then unblock every signal. */
+static int
+child_signals(void)
+{
+	struct sigaction	sa;
+	sigset_t		none;
+	int			sig, error;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	for (sig = 1; sig < _NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		/* The libc keeps a few real-time signals: EINVAL. */
+		if (sigaction(sig, &sa, NULL) == -1 && errno != EINVAL)
+			return -1;
+	}
+	sigemptyset(&none);
+	if ((error = pthread_sigmask(SIG_SETMASK, &none, NULL)) != 0) {
+		errno = error;
+		return -1;
+	}
+	return 0;
+}
+
+/* dup2 that retries EINTR. */
+static int
+child_dup(int from, int to)
+{
+	while (dup2(from, to) == -1) {
+		if (errno != EINTR)
+			return -1;
+	}
+	return 0;
+}
+
+/* Close every fd from 3 up except keep (which is >= 3). */
+static int
+child_close_fds(int keep)
+{
+	if (PTY_CLOSE_FALLBACK < 1 &&
+	    (keep == 3 || child_close_range(3, (unsigned int)keep - 1) == 0) &&
+	    child_close_range((unsigned int)keep + 1, ~0U) == 0)
+		return 0;
+	/* Linux < 5.9 (ENOSYS), or a seccomp filter. */
+	if (PTY_CLOSE_FALLBACK < 2 && child_close_proc(keep) == 0)
+		return 0;
+	/* No /proc (a bare VM before agentd mounts it). */
+	child_close_loop(keep);
+	return 0;
+}
+
+/* close_range(2) by number, as musl may not wrap it. */
+static int
+child_close_range(unsigned int first, unsigned int last)
+{
+#ifdef SYS_close_range
+	return (int)syscall(SYS_close_range, first, last, 0U);
+#else
+	(void)first;
+	(void)last;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* Close fds listed in /proc/self/fd with raw getdents64 (no malloc). */
+static int
+child_close_proc(int keep)
+{
+	/* The kernel's struct linux_dirent64. */
+	struct dirent64_raw {
+		uint64_t	d_ino;
+		int64_t		d_off;
+		unsigned short	d_reclen;
+		unsigned char	d_type;
+		char		d_name[];
+	};
+	union {
+		char			buf[PTY_DIRENT_BUF];
+		struct dirent64_raw	align;
+	} u;
+	struct dirent64_raw	*d;
+	long			 n, pos;
+	int			 dir, fd;
+	const char		*c;
+
+	dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir == -1)
+		return -1;
+	/* Closing while reading is safe: the offset is the fd number. */
+	while ((n = syscall(SYS_getdents64, dir, u.buf, sizeof u.buf)) > 0) {
+		for (pos = 0; pos < n; pos += d->d_reclen) {
+			d = (struct dirent64_raw *)(void *)(u.buf + pos);
+			fd = 0;
+			for (c = d->d_name; *c >= '0' && *c <= '9'; c++)
+				fd = fd * 10 + (*c - '0');
+			if (*c != '\0' || c == d->d_name)
+				continue;
+			if (fd > STDERR_FILENO && fd != keep && fd != dir)
+				close(fd);
+		}
+	}
+	close(dir);
+	return n == 0 ? 0 : -1;
+}
+
+/* Close every possible fd up to RLIMIT_NOFILE, the last resort. */
+static void
+child_close_loop(int keep)
+{
+	struct rlimit	rl;
+	rlim_t		max = PTY_NOFILE_CAP, fd;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY)
+		max = rl.rlim_max;
+	/* An fd above the soft limit may remain from before a lowering. */
+	if (max > PTY_NOFILE_CAP)
+		max = PTY_NOFILE_CAP;
+	for (fd = STDERR_FILENO + 1; fd < max; fd++) {
+		if (fd != (rlim_t)keep)
+			close((int)fd);
+	}
+}
