@@ -63,7 +63,6 @@ struct session {
 
 	int		 in;		/* stdin fd (the master for a tty), or -1 */
 	int		 in_eof;	/* pipes: close stdin once the queue drains */
-	int		 veof;		/* the terminal's EOF character */
 	struct evbuffer	*inq;
 	struct event	*in_ev;
 
@@ -317,7 +316,6 @@ session_create(const struct proto_create *pc, struct session **out,
 		s->out[0].fd = proc.master;
 		s->out[0].stream = RING_STREAM_PTY;
 		s->in = proc.master;
-		s->veof = pty_veof(proc.master);
 	} else {
 		s->out[0].fd = proc.out;
 		s->out[0].stream = RING_STREAM_STDOUT;
@@ -714,7 +712,7 @@ session_write_stdin(struct session *s, const void *data, size_t len,
 	if (len > 0 && evbuffer_add(s->inq, data, len) != 0)
 		fatal("%s: out of memory", __func__);
 	if (eof && s->tty) {
-		c = (char)s->veof;
+		c = (char)pty_veof(s->in);	/* the program may have changed it */
 		evbuffer_add(s->inq, &c, 1);
 	} else if (eof)
 		s->in_eof = 1;
