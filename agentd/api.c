@@ -22,6 +22,7 @@
 #include "agentd.h"
 #include "api.h"
 #include "config.h"
+#include "files.h"
 #include "http.h"
 #include "log.h"
 #include "proto.h"
@@ -139,6 +140,8 @@ api_route(struct http_req *hr)
 			api_list(hr);
 	} else if (strncmp(p, "/v1/sessions/", 13) == 0)
 		api_sessions_route(hr, p + 13);
+	else if (strncmp(p, "/v1/files", 9) == 0)
+		files_route(hr);
 	else
 		http_fail(hr->req, 404, "not_found", "no route %s", p);
 }

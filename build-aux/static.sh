@@ -67,6 +67,62 @@ JANSSON_OPTS=(
 	-DJANSSON_EXAMPLES=OFF
 	-DJANSSON_BUILD_DOCS=OFF
 )
+# mbedTLS: the TLS and SHA-256 of files/fetch. Only the static libraries; its
+# config.h is upstream's (as in Debian's source package) minus what a TLS 1.2
+# client does not use (MBEDTLS_UNSET, applied by mbedtls_configure), so that
+# the binary stays small. The dev build uses Debian's libmbedtls-dev as is.
+MBEDTLS_OPTS=(
+	-DENABLE_PROGRAMS=OFF
+	-DENABLE_TESTING=OFF
+	-DUSE_STATIC_MBEDTLS_LIBRARY=ON
+	-DUSE_SHARED_MBEDTLS_LIBRARY=OFF
+	-DMBEDTLS_FATAL_WARNINGS=OFF
+	-DINSTALL_MBEDTLS_HEADERS=ON
+)
+# Off: the server side, DTLS, TLS 1.0/1.1, PSK and (EC)DH-static key exchanges,
+# renegotiation, tickets, ALPN, legacy ciphers (ARC4, DES, Blowfish, XTEA,
+# Camellia, CCM), rare curves, PSA, writers (PEM, PK, X.509), CRL/CSR, debug,
+# self tests and the test certificates. Left: TLS 1.2 client, ECDHE-ECDSA,
+# ECDHE-RSA and RSA key exchange, AES-GCM/CBC, ChaCha20-Poly1305, P-256/384/521
+# and X25519, X.509 verification, SHA-1/2, error strings.
+MBEDTLS_UNSET=(
+	MBEDTLS_CIPHER_MODE_CFB MBEDTLS_CIPHER_MODE_CTR
+	MBEDTLS_CIPHER_MODE_OFB MBEDTLS_CIPHER_MODE_XTS
+	MBEDTLS_CIPHER_PADDING_ONE_AND_ZEROS
+	MBEDTLS_CIPHER_PADDING_ZEROS_AND_LEN MBEDTLS_CIPHER_PADDING_ZEROS
+	MBEDTLS_ECP_DP_SECP192R1_ENABLED MBEDTLS_ECP_DP_SECP224R1_ENABLED
+	MBEDTLS_ECP_DP_SECP192K1_ENABLED MBEDTLS_ECP_DP_SECP224K1_ENABLED
+	MBEDTLS_ECP_DP_SECP256K1_ENABLED MBEDTLS_ECP_DP_BP256R1_ENABLED
+	MBEDTLS_ECP_DP_BP384R1_ENABLED MBEDTLS_ECP_DP_BP512R1_ENABLED
+	MBEDTLS_ECP_DP_CURVE448_ENABLED MBEDTLS_ECDSA_DETERMINISTIC
+	MBEDTLS_HMAC_DRBG_C MBEDTLS_KEY_EXCHANGE_PSK_ENABLED
+	MBEDTLS_KEY_EXCHANGE_DHE_PSK_ENABLED
+	MBEDTLS_KEY_EXCHANGE_ECDHE_PSK_ENABLED
+	MBEDTLS_KEY_EXCHANGE_RSA_PSK_ENABLED
+	MBEDTLS_KEY_EXCHANGE_DHE_RSA_ENABLED
+	MBEDTLS_KEY_EXCHANGE_ECDH_ECDSA_ENABLED
+	MBEDTLS_KEY_EXCHANGE_ECDH_RSA_ENABLED MBEDTLS_GENPRIME
+	MBEDTLS_PK_RSA_ALT_SUPPORT MBEDTLS_SELF_TEST
+	MBEDTLS_SSL_CONTEXT_SERIALIZATION MBEDTLS_SSL_FALLBACK_SCSV
+	MBEDTLS_SSL_CBC_RECORD_SPLITTING MBEDTLS_SSL_RENEGOTIATION
+	MBEDTLS_SSL_MAX_FRAGMENT_LENGTH MBEDTLS_SSL_PROTO_TLS1
+	MBEDTLS_SSL_PROTO_TLS1_1 MBEDTLS_SSL_PROTO_DTLS MBEDTLS_SSL_ALPN
+	MBEDTLS_SSL_DTLS_ANTI_REPLAY MBEDTLS_SSL_DTLS_HELLO_VERIFY
+	MBEDTLS_SSL_DTLS_CLIENT_PORT_REUSE MBEDTLS_SSL_DTLS_BADMAC_LIMIT
+	MBEDTLS_SSL_SESSION_TICKETS MBEDTLS_SSL_EXPORT_KEYS
+	MBEDTLS_SSL_TRUNCATED_HMAC MBEDTLS_SSL_RECORD_CHECKING
+	MBEDTLS_VERSION_FEATURES MBEDTLS_ARC4_C MBEDTLS_BLOWFISH_C
+	MBEDTLS_CAMELLIA_C MBEDTLS_CCM_C MBEDTLS_CERTS_C MBEDTLS_DEBUG_C
+	MBEDTLS_DES_C MBEDTLS_DHM_C MBEDTLS_HKDF_C MBEDTLS_MD5_C MBEDTLS_NET_C
+	MBEDTLS_PADLOCK_C MBEDTLS_PEM_WRITE_C MBEDTLS_PK_WRITE_C
+	MBEDTLS_PKCS5_C MBEDTLS_PKCS12_C MBEDTLS_PSA_CRYPTO_C
+	MBEDTLS_PSA_CRYPTO_STORAGE_C MBEDTLS_PSA_ITS_FILE_C
+	MBEDTLS_RIPEMD160_C MBEDTLS_SSL_CACHE_C MBEDTLS_SSL_COOKIE_C
+	MBEDTLS_SSL_TICKET_C MBEDTLS_SSL_SRV_C MBEDTLS_TIMING_C
+	MBEDTLS_X509_CRL_PARSE_C MBEDTLS_X509_CSR_PARSE_C
+	MBEDTLS_X509_CREATE_C MBEDTLS_X509_CRT_WRITE_C
+	MBEDTLS_X509_CSR_WRITE_C MBEDTLS_XTEA_C
+)
 CHECK_OPTS=(
 	-DCHECK_ENABLE_TESTS=OFF
 	-DBUILD_TESTING=OFF
@@ -78,10 +134,10 @@ CHECK_OPTS=(
 # Version of the source package that `apt-get source` would fetch now, read from
 # the local Sources index (no download). apt takes ~1 s to answer, so the answers
 # are kept in $DEPS_DIR/versions until an `apt-get update` touches the index.
-SRC_PKGS="libevent jansson check"
+SRC_PKGS="libevent jansson mbedtls check"
 src_version() {
 	local cache=$DEPS_DIR/versions
-	if [ ! -s "$cache" ] || [ -n "$(find /var/lib/apt/lists -maxdepth 1 -name '*_Sources*' -newer "$cache" 2>/dev/null)" ]; then
+	if [ ! -s "$cache" ] || ! grep -q "^$1 " "$cache" || [ -n "$(find /var/lib/apt/lists -maxdepth 1 -name '*_Sources*' -newer "$cache" 2>/dev/null)" ]; then
 		mkdir -p "$DEPS_DIR"
 		apt-get source --only-source --print-uris $SRC_PKGS 2>/dev/null |
 			awk '$2 ~ /\.dsc$/ { f = $2; sub(/\.dsc$/, "", f); i = index(f, "_"); print substr(f, 1, i - 1), substr(f, i + 1) }' \
@@ -102,16 +158,18 @@ ensure_deps() {
 resolve_prefix() {
 	LIBEVENT_VER=$(src_version libevent)
 	JANSSON_VER=$(src_version jansson)
+	MBEDTLS_VER=$(src_version mbedtls)
 	local key
 	key=$({
 		echo "recipe 1"
 		echo "$DEP_CFLAGS"
 		printf '%s\n' "${CMAKE_COMMON[@]}" "${LIBEVENT_OPTS[@]}" "${JANSSON_OPTS[@]}"
+		printf '%s\n' "${MBEDTLS_OPTS[@]}" "unset ${MBEDTLS_UNSET[*]}"
 		cat "$here/musl-gcc.specs" "$here/musl-cc"
 		dpkg-query -W -f='${Package} ${Version}\n' musl-dev gcc-12 binutils linux-libc-dev cmake 2>/dev/null
 		"${REALGCC:-x86_64-linux-gnu-gcc}" --version | head -1
 	} | sha256sum | cut -c1-10)
-	PREFIX=$DEPS_DIR/libevent-${LIBEVENT_VER#*:}_jansson-${JANSSON_VER#*:}_$key
+	PREFIX=$DEPS_DIR/libevent-${LIBEVENT_VER#*:}_jansson-${JANSSON_VER#*:}_mbedtls-${MBEDTLS_VER#*:}_$key
 }
 
 # Fetch (once) and unpack Debian's source package $1=$2 into $DEPS_DIR/src/$1_$2;
@@ -199,13 +257,50 @@ write_cross() {
 	mv "$tmp" "$CROSS"
 }
 
+# mbedTLS's config.h: the source tree's pristine copy minus MBEDTLS_UNSET.
+# Idempotent; a no-op once mbedtls is built into the prefix.
+mbedtls_configure() {
+	[ "$(cat "$PREFIX/.stamp-mbedtls" 2>/dev/null)" = "$(stamp_line mbedtls "$MBEDTLS_VER" "${MBEDTLS_OPTS[@]}" "${MBEDTLS_UNSET[@]}")" ] &&
+		return 0
+	fetch_source mbedtls "$MBEDTLS_VER"
+	local cfg=$PKGSRC/include/mbedtls/config.h o
+	[ -f "$cfg.orig" ] || cp "$cfg" "$cfg.orig"
+	cp "$cfg.orig" "$cfg"
+	for o in "${MBEDTLS_UNSET[@]}"; do
+		sed -i -E "s|^#define $o( .*)?\$|//#define $o\\1|" "$cfg"
+		if grep -qE "^#define $o( |\$)" "$cfg"; then die "mbedtls: cannot unset $o"; fi
+	done
+	return 0
+}
+
+# mbedTLS 2.28 installs no .pc file: write one (relative, like the others).
+mbedtls_pc() {
+	local pc=$PREFIX/lib/pkgconfig/mbedtls.pc
+	grep -qxF "Version: ${MBEDTLS_VER#*:}" "$pc" 2>/dev/null && return 0
+	mkdir -p "$PREFIX/lib/pkgconfig"
+	cat >"$pc" <<EOF
+prefix=\${pcfiledir}/../..
+includedir=\${prefix}/include
+libdir=\${prefix}/lib
+
+Name: mbedtls
+Description: mbed TLS (TLS, X.509 and crypto), static
+Version: ${MBEDTLS_VER#*:}
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -lmbedtls -lmbedx509 -lmbedcrypto
+EOF
+}
+
 build_deps() {
 	resolve_prefix
 	make_kinc
 	cmake_build libevent "$LIBEVENT_VER" "${LIBEVENT_OPTS[@]}"
 	cmake_build jansson "$JANSSON_VER" "${JANSSON_OPTS[@]}"
+	mbedtls_configure
+	cmake_build mbedtls "$MBEDTLS_VER" "${MBEDTLS_OPTS[@]}"
+	mbedtls_pc
 	local pc
-	for pc in libevent_core libevent_extra libevent_pthreads jansson; do
+	for pc in libevent_core libevent_extra libevent_pthreads jansson mbedtls; do
 		[ -f "$PREFIX/lib/pkgconfig/$pc.pc" ] || die "$pc.pc missing from $PREFIX"
 	done
 	relocatable_pc

@@ -269,4 +269,99 @@ void	proto_render_error(struct proto_buf *, const struct proto_err *,
  */
 void	proto_format_time(int64_t unix_ms, char out[25]);
 
+/* ---- files (files.c) ---------------------------------------------------- */
+
+#define PROTO_PATH_MAX			4095	/* bytes of a path */
+#define PROTO_URL_MAX			8192	/* bytes of a fetch url */
+#define PROTO_STAT_MAX			1000	/* paths in one stat request */
+#define PROTO_FETCH_TIMEOUT_DEFAULT_MS	60000
+#define PROTO_FETCH_TIMEOUT_MAX_MS	86400000	/* 0: no deadline */
+
+/*
+ * Whether path[0..len) is a usable path: non-empty, absolute, without NUL,
+ * at most PROTO_PATH_MAX bytes.  0, or -1 with 400 invalid_request naming
+ * field.
+ */
+int	proto_path_check(const char *path, size_t len, const char *field,
+	    struct proto_err *);
+/* Octal permission bits ("0644", "644", "4755"; at most 07777); 0 or -1. */
+int	proto_mode_parse(const char *, size_t, int *mode);
+
+/*
+ * The query of GET and PUT /v1/files: path (required, percent-decoded,
+ * checked with proto_path_check), offset and length (decimal bytes),
+ * mode (octal), mkdir (true, false, 1, 0, or bare: true).  Unknown keys
+ * are ignored; a repeated key: the last one wins.
+ */
+struct proto_files_query {
+	char		*path;		/* malloc'd */
+	size_t		 path_len;
+	uint64_t	 offset;	/* default 0 */
+	uint64_t	 length;	/* default UINT64_MAX: to the end */
+	int		 mode;		/* -1: not given */
+	int		 mkdir;		/* default 0 */
+};
+int	proto_parse_files_query(const char *query, struct proto_files_query *,
+	    struct proto_err *);
+void	proto_files_query_free(struct proto_files_query *);
+
+/* POST /v1/files/stat: {"paths": [absolute path, ...]}, at most 1000. */
+struct proto_stat_req {
+	char		**paths;	/* malloc'd */
+	size_t		  n;
+};
+int	proto_parse_stat(const char *body, size_t len, struct proto_stat_req *,
+	    struct proto_err *);
+void	proto_stat_req_free(struct proto_stat_req *);
+
+/* One result of a stat, as the renderer sees it. */
+struct proto_stat {
+	const char	*path;
+	int		 exists;
+	const char	*error;		/* "ENOENT" etc., when !exists */
+	int		 type;		/* PROTO_FTYPE_* */
+	uint64_t	 size;
+	unsigned	 mode;		/* rendered as "%04o" of mode & 07777 */
+	int64_t		 mtime_ms;	/* unix ms */
+	unsigned long	 uid, gid;
+	const char	*target;	/* a symlink's target, or NULL */
+};
+#define PROTO_FTYPE_FILE	0
+#define PROTO_FTYPE_DIR		1
+#define PROTO_FTYPE_SYMLINK	2
+#define PROTO_FTYPE_OTHER	3
+/*
+ * {"results": [{"path", "exists": true, "type", "size", "mode", "mtime",
+ * "uid", "gid"[, "target"]} | {"path", "exists": false, "error"}, ...]}
+ */
+void	proto_render_stat(struct proto_buf *, const struct proto_stat *,
+	    size_t n);
+
+/*
+ * POST /v1/files/fetch.  url (required): http:// or https://, at most
+ * PROTO_URL_MAX bytes, no spaces or control bytes; path (required,
+ * absolute); mode: "0644" or an integer 0..07777; sha256: 64 hex digits;
+ * timeout_ms: 0..PROTO_FETCH_TIMEOUT_MAX_MS (0: no deadline), default
+ * PROTO_FETCH_TIMEOUT_DEFAULT_MS; ca_file: an absolute path; mkdir: bool.
+ */
+struct proto_fetch {
+	char		*url;		/* malloc'd */
+	char		*path;		/* malloc'd */
+	char		*ca_file;	/* malloc'd, or NULL: the system's */
+	int		 mode;		/* -1: not given */
+	int		 mkdir;
+	int		 have_sha256;
+	uint8_t		 sha256[32];
+	int64_t		 timeout_ms;
+};
+int	proto_parse_fetch(const char *body, size_t len, struct proto_fetch *,
+	    struct proto_err *);
+void	proto_fetch_free(struct proto_fetch *);
+
+/* {"path": P, "size": N, "sha256": "<hex>"} */
+void	proto_render_file(struct proto_buf *, const char *path, uint64_t size,
+	    const uint8_t sha256[32]);
+/* 64 lowercase hex digits and a NUL. */
+void	proto_sha256_hex(const uint8_t sha256[32], char out[65]);
+
 #endif /* PROTO_H */
