@@ -3,7 +3,7 @@
 #
 # The release build: agentd linked static-pie against musl, stripped, reproducible.
 #
-#   build      (default) ensure the static deps, build libevent + jansson for musl
+#   build      (default) ensure the static deps, build libevent, jansson, mbedTLS for musl
 #              into the cached prefix if not there yet, meson setup (first time) and
 #              meson compile; checks that build-static/agentd/agentd is static.
 #              Re-running is incremental: only `meson compile`.
@@ -12,14 +12,19 @@
 #              tests on musl: see `info`). Not part of `build`.
 #   clean      delete everything in build-static except the deps cache.
 #   distclean  delete build-static.
+#   repro      build twice from a clean build-static (deps cache kept) and
+#              compare the two binaries' sha256; exit 1 if they differ.
 #   info       print the prefix and the cross file paths.
 #
 # Environment: STATIC_DIR (default <source root>/build-static), DEPS_DIR (default
-# $STATIC_DIR/deps), JOBS (default nproc).
+# $STATIC_DIR/deps), JOBS (default nproc), MESON_ARGS (extra meson options, e.g.
+# -Dwerror=false; given to setup, or to meson configure once set up).
 #
-# The prefix is $DEPS_DIR/<libevent version>_<jansson version>_<hash>, the hash
-# covering the recipe below, this script, the specs file and the versions of musl,
-# gcc and the kernel headers: a change of any of them builds a new prefix.
+# The prefix is $DEPS_DIR/musl-<hash>, the hash covering the shared recipe (flags,
+# cmake options), the specs file and the versions of musl, gcc, binutils, cmake
+# and the kernel headers: a change of any of them builds a new prefix. In it,
+# .stamp-<package> holds the Debian source version and the hash of the package's
+# options: a new version (apt-get update) or new options rebuild that package only.
 # Sources are Debian's source packages (apt-get source, Debian's patches applied).
 #
 # Never run `meson setup --wipe build-static`: it deletes the deps cache too.
@@ -154,23 +159,34 @@ ensure_deps() {
 	"$here/deps.sh" build static
 }
 
-# Sets LIBEVENT_VER JANSSON_VER PREFIX.
+# Sets LIBEVENT_VER JANSSON_VER MBEDTLS_VER PREFIX. The prefix is keyed by what
+# every package shares (toolchain, musl, flags); each package's own stamp in it
+# holds its Debian source version and the hash of its options (stamp_line).
 resolve_prefix() {
 	LIBEVENT_VER=$(src_version libevent)
 	JANSSON_VER=$(src_version jansson)
 	MBEDTLS_VER=$(src_version mbedtls)
 	local key
 	key=$({
-		echo "recipe 1"
+		echo "recipe 2"
 		echo "$DEP_CFLAGS"
-		printf '%s\n' "${CMAKE_COMMON[@]}" "${LIBEVENT_OPTS[@]}" "${JANSSON_OPTS[@]}"
-		printf '%s\n' "${MBEDTLS_OPTS[@]}" "unset ${MBEDTLS_UNSET[*]}"
+		printf '%s\n' "${CMAKE_COMMON[@]}"
 		cat "$here/musl-gcc.specs" "$here/musl-cc"
 		dpkg-query -W -f='${Package} ${Version}\n' musl-dev gcc-12 binutils linux-libc-dev cmake 2>/dev/null
 		"${REALGCC:-x86_64-linux-gnu-gcc}" --version | head -1
 	} | sha256sum | cut -c1-10)
-	PREFIX=$DEPS_DIR/libevent-${LIBEVENT_VER#*:}_jansson-${JANSSON_VER#*:}_mbedtls-${MBEDTLS_VER#*:}_$key
+	PREFIX=$DEPS_DIR/musl-$key
 }
+
+# stamp_line NAME VERSION OPTS...: what $PREFIX/.stamp-NAME holds once built.
+stamp_line() {
+	local name=$1 ver=$2; shift 2
+	printf '%s %s %s\n' "$name" "$ver" "$(printf '%s\n' "$@" | sha256sum | cut -c1-10)"
+}
+
+# Set when a package was (re)built in this run: the agentd build is then redone
+# from scratch, since ninja does not see the libraries change.
+DEPS_CHANGED=no
 
 # Fetch (once) and unpack Debian's source package $1=$2 into $DEPS_DIR/src/$1_$2;
 # sets PKGSRC to the unpacked tree.
@@ -194,8 +210,9 @@ fetch_source() {
 # cmake_build NAME VERSION OPTS...: configure, build, install into $PREFIX.
 cmake_build() {
 	local name=$1 ver=$2; shift 2
-	local stamp=$PREFIX/.stamp-$name
-	[ -f "$stamp" ] && return 0
+	local stamp=$PREFIX/.stamp-$name want
+	want=$(stamp_line "$name" "$ver" "$@" ${STAMP_EXTRA:-})
+	[ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
 	fetch_source "$name" "$ver"
 	local bdir=$DEPS_DIR/build/${name}_${ver#*:}
 	rm -rf "$bdir"
@@ -216,19 +233,22 @@ cmake_build() {
 		cmake --build "$bdir" -j "$JOBS"
 		cmake --install "$bdir"
 	) >"$bdir.log" 2>&1 || { tail -40 "$bdir.log" >&2; die "$name: build failed (log: $bdir.log)"; }
-	echo "$name $ver" >"$stamp"
+	echo "$want" >"$stamp"
+	DEPS_CHANGED=yes
 	log "$name done in $((SECONDS - t0)) s"
 }
 
 make_kinc() {
 	# linux/, asm/ and asm-generic/ of the kernel headers, and nothing else: never
 	# -idirafter /usr/include (it drags glibc's headers in silently).
+	# Plus sys/queue.h, which musl does not have (Alpine ships it separately, in
+	# bsd-compat-headers): glibc's copy is macros only and includes nothing.
 	local k=$PREFIX/kinc
-	[ -L "$k/asm" ] && return 0
-	mkdir -p "$k"
+	mkdir -p "$k/sys"
 	ln -sfn /usr/include/linux "$k/linux"
 	ln -sfn /usr/include/x86_64-linux-gnu/asm "$k/asm"
 	ln -sfn /usr/include/asm-generic "$k/asm-generic"
+	ln -sfn /usr/include/x86_64-linux-gnu/sys/queue.h "$k/sys/queue.h"
 }
 
 # The .pc files name the prefix relative to themselves, so that the cache still
@@ -242,11 +262,9 @@ relocatable_pc() {
 }
 
 write_cross() {
-	local tmp=$CROSS.tmp
-	mkdir -p "$STATIC_DIR"
-	sed -e "s|@MUSL_CC@|$MUSL_CC|g" -e "s|@PREFIX@|$PREFIX|g" "$here/musl-cross.ini.in" >"$tmp"
-	if [ -f "$CROSS" ] && cmp -s "$tmp" "$CROSS"; then
-		rm -f "$tmp"
+	local want
+	want=$(sed -e "s|@MUSL_CC@|$MUSL_CC|g" -e "s|@PREFIX@|$PREFIX|g" "$here/musl-cross.ini.in")
+	if [ -f "$CROSS" ] && [ "$(cat "$CROSS")" = "$want" ]; then
 		return 0
 	fi
 	# A new cross file (new prefix, new flags): the old configuration is stale.
@@ -254,7 +272,8 @@ write_cross() {
 		log "cross file changed: reconfiguring from scratch (deps cache kept)"
 		clean_build
 	fi
-	mv "$tmp" "$CROSS"
+	mkdir -p "$STATIC_DIR"
+	printf '%s\n' "$want" >"$CROSS"
 }
 
 # mbedTLS's config.h: the source tree's pristine copy minus MBEDTLS_UNSET.
@@ -297,7 +316,7 @@ build_deps() {
 	cmake_build libevent "$LIBEVENT_VER" "${LIBEVENT_OPTS[@]}"
 	cmake_build jansson "$JANSSON_VER" "${JANSSON_OPTS[@]}"
 	mbedtls_configure
-	cmake_build mbedtls "$MBEDTLS_VER" "${MBEDTLS_OPTS[@]}"
+	STAMP_EXTRA="${MBEDTLS_UNSET[*]}" cmake_build mbedtls "$MBEDTLS_VER" "${MBEDTLS_OPTS[@]}"
 	mbedtls_pc
 	local pc
 	for pc in libevent_core libevent_extra libevent_pthreads jansson mbedtls; do
@@ -305,11 +324,16 @@ build_deps() {
 	done
 	relocatable_pc
 	write_cross
+	if [ "$DEPS_CHANGED" = yes ] && [ -f "$STATIC_DIR/meson-private/coredata.dat" ]; then
+		log "dependencies rebuilt: reconfiguring from scratch"
+		clean_build
+		write_cross
+	fi
 }
 
 build_check() {
 	resolve_prefix
-	[ -f "$PREFIX/.stamp-libevent" ] || build_deps
+	build_deps
 	local ver
 	ver=$(src_version check)
 	cmake_build check "$ver" "${CHECK_OPTS[@]}"
@@ -328,9 +352,12 @@ clean_build() {
 }
 
 build_agentd() {
+	# MESON_ARGS: extra options (say -Dwerror=false), word-split.
 	if [ ! -f "$STATIC_DIR/meson-private/coredata.dat" ]; then
 		meson setup "$STATIC_DIR" "$SRCROOT" --cross-file "$CROSS" \
-			-Dstatic=true -Dtests=disabled --buildtype=release -Db_pie=true
+			-Dstatic=true -Dtests=disabled --buildtype=release -Db_pie=true ${MESON_ARGS:-}
+	elif [ -n "${MESON_ARGS:-}" ]; then
+		meson configure "$STATIC_DIR" $MESON_ARGS
 	fi
 	# Reproducible: __DATE__ and friends follow the commit, not the clock.
 	SOURCE_DATE_EPOCH=$(git -C "$SRCROOT" log -1 --format=%ct 2>/dev/null || echo 0)
@@ -354,8 +381,8 @@ cmd=${1:-build}
 case $cmd in
 distclean) rm -rf "$STATIC_DIR"; exit 0 ;;
 clean)     clean_build; exit 0 ;;
-build | deps | check | info) ;;
-*) echo "usage: $0 [build|deps|check|clean|distclean|info]" >&2; exit 2 ;;
+build | deps | check | repro | info) ;;
+*) echo "usage: $0 [build|deps|check|repro|clean|distclean|info]" >&2; exit 2 ;;
 esac
 
 mkdir -p "$STATIC_DIR"
@@ -371,4 +398,17 @@ info)
 deps)  ensure_deps; build_deps ;;
 check) ensure_deps; build_deps; build_check ;;
 build) ensure_deps; build_deps; build_agentd ;;
+repro)
+	ensure_deps
+	sums=()
+	for i in 1 2; do
+		clean_build
+		build_deps
+		build_agentd >&2
+		sums+=("$(sha256sum "$STATIC_DIR/agentd/agentd" | cut -d' ' -f1)")
+		log "run $i: ${sums[-1]}"
+	done
+	[ "${sums[0]}" = "${sums[1]}" ] || die "not reproducible: ${sums[0]} != ${sums[1]}"
+	log "reproducible: ${sums[0]}"
+	;;
 esac
