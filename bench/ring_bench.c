@@ -14,7 +14,17 @@
  * Ratios use the CPU-time rates, which hold up on a shared machine; each
  * line is the best of BENCH_RUNS runs (one with --quick).
  *
- * usage: ring_bench [--quick] [--capacity BYTES] [--seconds S]
+ * Readers that have caught up call sched_yield() and read again (the worst
+ * case for the producer: they poll its cache lines non-stop), or with
+ * --poll-us N sleep N microseconds first, like long-poll waiters woken by a
+ * coalesced notification.
+ *
+ * --rate R caps the producer at R GB/s (it sleeps when ahead), which is what
+ * a PTY or a pipe does to agentd's producer: readers keep up, and "cpu GB/s"
+ * then shows what sharing the ring costs the producer per byte.
+ *
+ * usage: ring_bench [--quick] [--capacity BYTES] [--seconds S] [--poll-us N]
+ *	  [--rate GBPS]
  */
 
 #include <errno.h>
@@ -56,10 +66,13 @@ struct result {
 
 static double		 seconds = BENCH_SECONDS;
 static int		 runs = BENCH_RUNS;
+static long		 poll_us;		/* 0: sched_yield() */
+static double		 rate;			/* producer cap, GB/s; 0: none */
 static size_t		 capacity = BENCH_CAPACITY;
 static _Atomic int	 running;
 
 static double	wall(void);
+static void	pace(uint64_t, double);
 static double	cpu(void);
 static void	sink(void *);
 static struct result bench_memcpy_in(const uint8_t *, uint8_t *, size_t);
@@ -80,6 +93,23 @@ wall(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Sleep while bytes since t0 are ahead of --rate. */
+static void
+pace(uint64_t bytes, double t0)
+{
+	struct timespec	ts;
+	double		ahead;
+
+	if (rate <= 0)
+		return;
+	ahead = (double)bytes / rate - (wall() - t0);
+	if (ahead < 20e3)
+		return;
+	ts.tv_sec = (time_t)(ahead / 1e9);
+	ts.tv_nsec = (long)(ahead - (double)ts.tv_sec * 1e9);
+	nanosleep(&ts, NULL);
 }
 
 /* This thread's CPU time in ns. */
@@ -167,7 +197,13 @@ reader_loop(void *arg)
 		    chunks, BENCH_MAXCHUNKS, &res) != 0)
 			abort();
 		if (res.nchunks == 0) {
-			sched_yield();
+			if (poll_us > 0) {
+				struct timespec	ts = { poll_us / 1000000,
+						    poll_us % 1000000 * 1000 };
+
+				nanosleep(&ts, NULL);
+			} else
+				sched_yield();
 			continue;
 		}
 		sink(buf);
@@ -219,6 +255,8 @@ bench_append(const uint8_t *src, size_t chunk, int nreaders)
 		ring_append(ring, src, chunk, RING_STREAM_PTY);
 		bytes += chunk;
 		n++;
+		if (n % BENCH_CLOCK_EVERY == 0)
+			pace(bytes, t0);
 	} while (n % BENCH_CLOCK_EVERY != 0 || (t = wall()) - t0 < seconds * 1e9);
 	r.gbps = (double)bytes / (t - t0);
 	r.cpu_gbps = (double)bytes / (cpu() - c0);
@@ -309,7 +347,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: ring_bench [--quick] [--capacity BYTES] "
-	    "[--seconds S]\n");
+	    "[--seconds S] [--poll-us N] [--rate GBPS]\n");
 	exit(2);
 }
 
@@ -338,11 +376,15 @@ main(int argc, char **argv)
 			capacity = strtoull(argv[++k], NULL, 0);
 		else if (strcmp(argv[k], "--seconds") == 0 && k + 1 < argc)
 			seconds = strtod(argv[++k], NULL);
+		else if (strcmp(argv[k], "--poll-us") == 0 && k + 1 < argc)
+			poll_us = strtol(argv[++k], NULL, 0);
+		else if (strcmp(argv[k], "--rate") == 0 && k + 1 < argc)
+			rate = strtod(argv[++k], NULL);
 		else
 			usage();
 	}
 	if (capacity < RING_CAPACITY_MIN || capacity > RING_CAPACITY_MAX ||
-	    seconds <= 0)
+	    seconds <= 0 || poll_us < 0 || rate < 0)
 		usage();
 
 	src = malloc(65536);
@@ -360,9 +402,11 @@ main(int argc, char **argv)
 			load[0] = -1;
 		fclose(f);
 	}
-	printf("ring %zu bytes, best of %d x %.2f s per line, %ld cpus, "
-	    "load %.2f; GB/s = 10^9 bytes/s, ratio by cpu GB/s\n", capacity,
-	    runs, seconds, sysconf(_SC_NPROCESSORS_ONLN), load[0]);
+	printf("ring %zu bytes, best of %d x %.2f s per line, idle readers "
+	    "sleep %ld us, producer cap %.2f GB/s (0: none), %ld cpus, "
+	    "load %.2f\nGB/s = 10^9 bytes/s; ratio by cpu GB/s; missed: "
+	    "chunks the readers saw as dropped\n", capacity, runs, seconds,
+	    poll_us, rate, sysconf(_SC_NPROCESSORS_ONLN), load[0]);
 	printf("%7s  %-20s %7s %7s %6s   %7s %7s\n", "chunk", "test", "GB/s",
 	    "cpuGB/s", "ratio", "readers", "missed");
 	for (i = 0; i < nsizes; i++) {
