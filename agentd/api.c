@@ -23,6 +23,7 @@
 #include "api.h"
 #include "config.h"
 #include "files.h"
+#include "debug.h"
 #include "http.h"
 #include "log.h"
 #include "proto.h"
@@ -142,6 +143,8 @@ api_route(struct http_req *hr)
 		api_sessions_route(hr, p + 13);
 	else if (strncmp(p, "/v1/files", 9) == 0)
 		files_route(hr);
+	else if (hr->unix_peer && strncmp(p, "/debug/", 7) == 0)
+		debug_route(hr);	/* the unix socket only */
 	else
 		http_fail(hr->req, 404, "not_found", "no route %s", p);
 }
@@ -472,6 +475,21 @@ api_session_event(struct session *s, int events)
 		*slot = NULL;
 	} else if (remove)
 		session_set_remove_on_exit(s);	/* done once notified */
+}
+
+/* Requests parked on a session (long-polls, yields, DELETEs). */
+size_t
+api_waiter_count(struct session *s)
+{
+	struct waiters	**slot = (struct waiters **)session_user(s);
+	struct waiter	 *w;
+	size_t		  n = 0;
+
+	if (*slot != NULL) {
+		TAILQ_FOREACH(w, *slot, entry)
+			n++;
+	}
+	return (n);
 }
 
 /* Answer every waiter of every session now. */

@@ -10,6 +10,8 @@
 #ifndef AGENTD_API_H
 #define AGENTD_API_H
 
+#include <stddef.h>
+
 struct http_req;
 struct session;
 
@@ -18,6 +20,9 @@ void	api_route(struct http_req *);
 
 /* The session observer (see session_init()). */
 void	api_session_event(struct session *, int events);
+
+/* Requests waiting on a session now, for GET /debug/stat. */
+size_t	api_waiter_count(struct session *);
 
 /* Answer every waiter now (shutdown). */
 void	api_flush_waiters(void);

@@ -1,0 +1,22 @@
+/*
+ * term.h -- the local terminal: raw mode that is always undone, and its size.
+ *
+ * term_raw() saves the terminal's settings and registers their restoration
+ * for every way out that can be caught: ctl_exit() (normal ends, errors and
+ * the signal thread's exits) and the fatal signals (SIGSEGV, SIGBUS, SIGFPE,
+ * SIGILL, SIGABRT), whose handler only calls tcsetattr() (async-signal-safe)
+ * before dying as it would have.  Any thread may call term_restore().
+ */
+#ifndef AGENTCTL_TERM_H
+#define AGENTCTL_TERM_H
+
+/* Put fd (a terminal) in raw mode.  Returns 0, or -1 with errno. */
+int	term_raw(int fd);
+/* Undo term_raw() (idempotent; async-signal-safe). */
+void	term_restore(void);
+/* Whether term_raw() is in effect. */
+int	term_is_raw(void);
+/* The size of the first of fds 0, 1, 2 that is a terminal; 0 or -1. */
+int	term_size(unsigned *rows, unsigned *cols);
+
+#endif /* AGENTCTL_TERM_H */
