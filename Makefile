@@ -25,6 +25,14 @@ test:
 static:
 	@build-aux/static.sh build
 
+# build-static/initramfs.cpio.gz: the static agentd as /init of a bare VM.
+initramfs:
+	@initramfs/build.sh
+
+# Boot it in qemu (TCG) and test it from the host (tests/e2e/e2e.py).
+e2e: initramfs
+	@AGENTD=build-static/agentd/agentd /usr/bin/python3 tests/e2e/e2e.py
+
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 	@build-aux/static.sh clean 2>/dev/null || true

@@ -61,6 +61,12 @@ fi
 
 # 4. More suites register their steps here (PID 1, e2e, fuzz, bench smoke).
 # -- steps --
+# e2e: the initramfs of the static build booted in qemu (TCG), tested from the host.
+if [ "${TEST_QUICK:-0}" != 1 ]; then
+	step "e2e deps" "$here/deps.sh" e2e &&
+		step "initramfs" "$root/initramfs/build.sh" &&
+		step "e2e tests" mtest build-static --suite e2e --verbose
+fi
 # -- end of steps --
 
 # The summary, over every meson test run above.

@@ -1,0 +1,430 @@
+#!/usr/bin/python3
+"""tests/e2e/e2e.py -- agentd as the init of a real VM, tested from the host.
+
+Boots Debian's kernel with build-static/initramfs.cpio.gz in qemu-system-x86_64
+(TCG; -no-reboot, serial console to a file, the monitor on a unix socket, user
+networking with a host forward to the guest's 49984), the token and the address
+on the kernel command line:
+
+    console=ttyS0 panic=-1 agentd.token=TOKEN ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off
+
+then, over HTTP from the host: healthz (pid 1), auth enforced, a short command's
+output and exit code, a PTY session and its size, the mounts, the NIC's modules and
+the routes, a resize; then Ctrl-Alt-Del through the monitor (sendkey
+ctrl-alt-delete): a graceful shutdown, the VM powers off, qemu exits by itself,
+and the console shows no kernel panic. Prints the boot-to-healthz time.
+
+Environment (all optional):
+  INITRAMFS   the initramfs (default: build-static/initramfs.cpio.gz)
+  AGENTD      the agentd it must hold: when the initramfs is missing or older than
+              this binary (or than initramfs/mkinitramfs.py), it is rebuilt first
+  KERNEL      the kernel to boot (default: the uncompressed vmlinux extracted, once,
+              from /boot/vmlinuz-KVER, KVER being the modules' version in the
+              initramfs; qemu boots it through PVH, much faster under TCG)
+  E2E_BZIMAGE=1  boot /boot/vmlinuz-KVER itself instead
+  QEMU        default qemu-system-x86_64
+  E2E_DIR     where the console log and the monitor socket go
+              (default: e2e/ next to the initramfs)
+  E2E_BOOT_TIMEOUT  seconds to wait for healthz (default 240)
+  E2E_QEMU_EXTRA    more qemu arguments, appended (e.g. "-machine q35 -smp 2")
+
+Exit status: 0 all passed, 1 a check failed, 77 skipped (qemu or the kernel missing).
+"""
+import base64
+import gzip
+import http.client
+import json
+import os
+import re
+import secrets
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+GUEST_PORT = 49984
+IP_ARG = "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off"
+
+failures = []
+t_start = time.monotonic()
+
+
+def log(msg):
+    print(f"[{time.monotonic() - t_start:6.1f}s] {msg}", flush=True)
+
+
+def check(name, ok, detail=""):
+    if ok:
+        log(f"PASS {name}")
+    else:
+        failures.append(name)
+        log(f"FAIL {name}" + (f": {detail}" if detail else ""))
+    return ok
+
+
+def skip(msg):
+    print(f"SKIP: {msg}", flush=True)
+    sys.exit(77)
+
+
+# ---- inputs -------------------------------------------------------------------
+
+def initramfs_path():
+    path = os.environ.get("INITRAMFS") or os.path.join(ROOT, "build-static", "initramfs.cpio.gz")
+    agentd = os.environ.get("AGENTD")
+    script = os.path.join(ROOT, "initramfs", "mkinitramfs.py")
+    stale = not os.path.exists(path)
+    if not stale:
+        mtime = os.path.getmtime(path)
+        stale = any(os.path.exists(p) and os.path.getmtime(p) > mtime
+                    for p in (agentd, script) if p)
+    if stale:
+        if not agentd:
+            skip(f"{path} is {'stale' if os.path.exists(path) else 'missing'}: run `make initramfs`")
+        log(f"building {path} from {agentd}")
+        env = dict(os.environ, NO_DEPS="1", AGENTD=agentd, OUT=path)
+        r = subprocess.run([os.path.join(ROOT, "initramfs", "build.sh")], env=env)
+        if r.returncode != 0:
+            skip("initramfs/build.sh failed (kernel or busybox-static missing? build-aux/deps.sh e2e)")
+    return path
+
+
+def initramfs_kver(path):
+    """The version of the kernel whose modules the initramfs holds."""
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    m = re.search(rb"lib/modules/([^/\0]+)/modules\.dep\0", data)
+    if not m:
+        sys.exit(f"e2e: {path}: no lib/modules/*/modules.dep inside")
+    return m.group(1).decode()
+
+
+def kernel_path(kver, workdir):
+    if os.environ.get("KERNEL"):
+        return os.environ["KERNEL"]
+    bz = f"/boot/vmlinuz-{kver}"
+    if not os.path.exists(bz):
+        skip(f"{bz} is missing: install linux-image-amd64 (build-aux/deps.sh e2e)")
+    if os.environ.get("E2E_BZIMAGE") == "1":
+        return bz
+    vmlinux = os.path.join(os.path.dirname(workdir), f"vmlinux-{kver}")
+    if not os.path.exists(vmlinux) or os.path.getmtime(vmlinux) < os.path.getmtime(bz):
+        log(f"extracting {vmlinux} from {bz}")
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "initramfs", "extract-vmlinux.py"),
+                            bz, vmlinux])
+        if r.returncode != 0:
+            log("no vmlinux: booting the bzImage")
+            return bz
+    return vmlinux
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---- HTTP ---------------------------------------------------------------------
+
+class Agent:
+    def __init__(self, port, token):
+        self.port, self.token = port, token
+
+    def request(self, method, path, body=None, auth=True, headers=None, timeout=30):
+        h = dict(headers or {})
+        if auth is True:
+            h["Authorization"] = f"Bearer {self.token}"
+        elif isinstance(auth, dict):
+            h.update(auth)
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            h["Content-Type"] = "application/json"
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=data, headers=h)
+            r = c.getresponse()
+            raw = r.read()
+            try:
+                doc = json.loads(raw) if raw else None
+            except ValueError:
+                doc = raw
+            return r.status, r.headers, doc
+        finally:
+            c.close()
+
+    def run(self, body, timeout=60):
+        """Create a session; return (status, session doc with output decoded)."""
+        st, _, doc = self.request("POST", "/v1/sessions", body, timeout=timeout)
+        if isinstance(doc, dict):
+            doc["text"] = output_text(doc)
+        return st, doc
+
+    def read_until(self, sid, pattern, cursor, deadline_s=30):
+        """Read a session's output until pattern matches; (match or None, text)."""
+        text = ""
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            st, _, doc = self.request("GET", f"/v1/sessions/{sid}?cursor={cursor}&wait_ms=2000")
+            if st != 200:
+                return None, text + f" [GET {st}: {doc}]"
+            text += output_text(doc)
+            cursor = doc.get("cursor", cursor)
+            m = re.search(pattern, text)
+            if m or doc.get("eof"):
+                return m, text
+        return None, text
+
+
+def output_text(doc):
+    if not isinstance(doc, dict):
+        return ""
+    return b"".join(base64.b64decode(c["data"]) for c in doc.get("output") or []).decode(
+        "utf-8", "replace")
+
+
+# ---- the VM -------------------------------------------------------------------
+
+def boot(kernel, initrd, port, token, workdir, monitor):
+    console = os.path.join(workdir, "console.log")
+    for p in (console, monitor):
+        if os.path.exists(p):
+            os.unlink(p)
+    qemu = os.environ.get("QEMU", "qemu-system-x86_64")
+    append = f"console=ttyS0 panic=-1 agentd.token={token} {IP_ARG}"
+    cmd = [qemu, "-nodefaults", "-no-user-config",
+           "-machine", "pc,accel=tcg", "-m", "512", "-smp", "1",
+           "-display", "none", "-serial", f"file:{console}",
+           "-monitor", f"unix:{monitor},server=on,wait=off",
+           "-no-reboot",
+           "-kernel", kernel, "-initrd", initrd, "-append", append,
+           "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{GUEST_PORT}",
+           "-device", "virtio-net-pci,netdev=n0"]
+    cmd += shlex.split(os.environ.get("E2E_QEMU_EXTRA", ""))
+    log("boot: " + " ".join(c if "agentd.token=" not in c else c.replace(token, "<token>")
+                             for c in cmd))
+    with open(os.path.join(workdir, "qemu.log"), "wb") as out:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT)
+    return proc, console
+
+
+def wait_healthz(agent, proc, timeout):
+    """Poll healthz with short timeouts (the forward hangs while the guest boots)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if proc.poll() is not None:
+            return None, time.monotonic() - t0
+        try:
+            st, _, doc = agent.request("GET", "/healthz", auth=False, timeout=0.5)
+            if st == 200:
+                return doc, time.monotonic() - t0
+        except (OSError, http.client.HTTPException):
+            pass
+        time.sleep(0.05)
+    return None, time.monotonic() - t0
+
+
+def cpu_seconds(pid):
+    """CPU time (user + system) a process used so far: less noisy than wall time
+    on a loaded machine."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def monitor_cmd(path, line):
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(path)
+        s.recv(4096)				# the banner and the prompt
+        s.sendall(line.encode() + b"\n")
+        time.sleep(0.2)
+        try:
+            s.recv(4096)
+        except socket.timeout:
+            pass
+
+
+def console_text(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
+
+
+def dump_console(path, lines=60):
+    text = console_text(path).splitlines()
+    print(f"---- last {min(lines, len(text))} lines of {path} ----")
+    for l in text[-lines:]:
+        print("  " + l)
+    print("----")
+
+
+# ---- the checks ---------------------------------------------------------------
+
+def checks(agent):
+    # Auth: only healthz goes without the token.
+    st, hdr, doc = agent.request("GET", "/v1/sessions", auth=False)
+    check("auth: no token -> 401 Bearer",
+          st == 401 and (hdr.get("WWW-Authenticate") or "").startswith("Bearer")
+          and isinstance(doc, dict) and doc.get("error", {}).get("code") == "unauthorized",
+          f"{st} {hdr.get('WWW-Authenticate')} {doc}")
+    st, _, _ = agent.request("GET", "/v1/sessions", auth={"Authorization": "Bearer wrong"})
+    check("auth: wrong token -> 401", st == 401, f"{st}")
+    st, _, doc = agent.request("GET", "/v1/sessions")
+    check("auth: bearer token -> 200", st == 200 and "sessions" in doc, f"{st} {doc}")
+    st, _, _ = agent.request("GET", "/v1/sessions", auth={"X-Access-Token": agent.token})
+    check("auth: X-Access-Token -> 200", st == 200, f"{st}")
+
+    # A short command: its output and its exit code, in one answer.
+    st, doc = agent.run({"cmd": "echo hello from $(cat /proc/sys/kernel/hostname 2>/dev/null || echo vm); "
+                                "echo to-stderr >&2; exit 3", "yield_ms": 20000})
+    check("command: output and exit code",
+          st == 201 and doc.get("state") == "exited" and doc.get("exit_code") == 3
+          and "hello from" in doc["text"] and "to-stderr" in doc["text"],
+          f"{st} state={doc.get('state')} exit_code={doc.get('exit_code')} text={doc.get('text')!r}")
+
+    # A PTY session: the size it asked for, a terminal on fds 0-2.
+    st, doc = agent.run({"cmd": "stty size; tty", "tty": True, "rows": 33, "cols": 101,
+                         "yield_ms": 20000})
+    check("pty: stty size is 33 101",
+          st == 201 and doc.get("exit_code") == 0 and re.search(r"\b33 101\b", doc["text"])
+          and "/dev/pts/" in doc["text"],
+          f"{st} exit_code={doc.get('exit_code')} text={doc.get('text')!r}")
+
+    # The mounts agentd made as PID 1.
+    st, doc = agent.run({"argv": ["cat", "/proc/mounts"], "yield_ms": 20000})
+    mounts = {(l.split()[1], l.split()[2]) for l in doc.get("text", "").splitlines() if len(l.split()) > 2}
+    want = {("/proc", "proc"), ("/sys", "sysfs"), ("/dev", "devtmpfs"), ("/dev/pts", "devpts"),
+            ("/tmp", "tmpfs"), ("/run", "tmpfs"), ("/dev/shm", "tmpfs")}
+    check("mounts: /proc /sys /dev /dev/pts /dev/shm /run /tmp",
+          st == 201 and want <= mounts, f"missing {sorted(want - mounts)}; have {sorted(mounts)}")
+
+    # The NIC: its modules loaded, the address and the default route of ip=.
+    st, doc = agent.run({"cmd": "cut -d' ' -f1 /proc/modules; ip -4 addr show dev eth0; ip route",
+                         "yield_ms": 20000})
+    text = doc.get("text", "")
+    check("network: virtio_net loaded, eth0 10.0.2.15/24, default via 10.0.2.2",
+          st == 201 and "virtio_net" in text and "10.0.2.15/24" in text
+          and re.search(r"default via 10\.0\.2\.2 dev eth0", text), repr(text))
+
+    # Who is PID 1, and what a session sees of the token.
+    st, doc = agent.run({"cmd": "cat /proc/1/comm; cat /proc/cmdline; env", "yield_ms": 20000})
+    text = doc.get("text", "")
+    check("pid 1 is /init; the token is not visible to sessions",
+          st == 201 and text.split("\n", 1)[0].strip() == "init" and agent.token not in text,
+          "token visible" if agent.token in text else repr(text[:200]))
+
+    # Resize a running shell's PTY and see the new size from inside.
+    st, doc = agent.run({"argv": ["/bin/sh"], "tty": True, "rows": 24, "cols": 80,
+                         "id": "shell"})
+    ok = st == 201 and doc.get("state") == "running"
+    if check("pty: interactive shell started", ok, f"{st} {doc}"):
+        st, _, r = agent.request("POST", "/v1/sessions/shell/resize", {"rows": 50, "cols": 132})
+        check("resize: 200 with the new size",
+              st == 200 and r.get("rows") == 50 and r.get("cols") == 132, f"{st} {r}")
+        st, _, r = agent.request("POST", "/v1/sessions/shell/stdin",
+                                 {"text": "stty size\n", "wait_ms": 5000})
+        cursor = 0
+        m, text = agent.read_until("shell", r"\b50 132\b", cursor)
+        check("resize: stty size inside is 50 132", st == 200 and m, f"{st} {text!r}")
+
+    # Something still running at shutdown: it must get its SIGTERM.
+    st, doc = agent.run({"argv": ["sleep", "600"], "id": "sleeper"})
+    check("a session left running for the shutdown", st == 201 and doc.get("state") == "running",
+          f"{st} {doc}")
+
+
+def main():
+    qemu = shutil.which(os.environ.get("QEMU", "qemu-system-x86_64"))
+    if not qemu:
+        skip("qemu-system-x86_64 is missing: build-aux/deps.sh e2e")
+    initrd = initramfs_path()
+    workdir = os.environ.get("E2E_DIR") or os.path.join(os.path.dirname(os.path.abspath(initrd)), "e2e")
+    os.makedirs(workdir, exist_ok=True)
+    kver = initramfs_kver(initrd)
+    kernel = kernel_path(kver, workdir)
+    port = int(os.environ.get("E2E_PORT") or free_port())
+    token = secrets.token_hex(16)
+    agent = Agent(port, token)
+    # A unix socket path must fit in sun_path: keep the monitor short.
+    sockdir = None
+    monitor = os.path.join(workdir, "monitor.sock")
+    if len(monitor) > 100:
+        sockdir = tempfile.mkdtemp(prefix="agentd-e2e-")
+        monitor = os.path.join(sockdir, "monitor.sock")
+    proc, console = boot(kernel, initrd, port, token, workdir, monitor)
+    try:
+        health, secs = wait_healthz(agent, proc, float(os.environ.get("E2E_BOOT_TIMEOUT", "240")))
+        ok = check("healthz: 200, status ok, pid 1",
+                   health is not None and health.get("status") == "ok" and health.get("pid") == 1,
+                   f"{health} after {secs:.1f}s (qemu {'exited ' + str(proc.returncode) if proc.poll() is not None else 'running'})")
+        if not ok:
+            dump_console(console)
+            return 1
+        uptime = health.get("uptime_ms", 0) / 1000
+        log(f"boot-to-healthz: {secs:.2f} s (qemu start to the first 200; agentd's own "
+            f"uptime then {uptime:.2f} s; qemu used {cpu_seconds(proc.pid):.2f} s of CPU) "
+            f"kernel={os.path.basename(kernel)} load={os.getloadavg()[0]:.1f}")
+
+        try:
+            checks(agent)
+        except (OSError, http.client.HTTPException, ValueError, KeyError, TypeError) as e:
+            check("the API checks ran to the end", False, repr(e))
+
+        # Ctrl-Alt-Del: agentd's graceful shutdown, then the power-off.
+        t0 = time.monotonic()
+        try:
+            monitor_cmd(monitor, "sendkey ctrl-alt-delete")
+            sent = True
+        except OSError as e:
+            sent = check("monitor: sendkey ctrl-alt-delete", False, repr(e))
+        rc = None
+        if sent:
+            try:
+                rc = proc.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                pass
+        secs = time.monotonic() - t0
+        check("ctrl-alt-del: qemu exits by itself", rc is not None,
+              f"still running after {secs:.0f} s")
+        if rc is not None:
+            log(f"ctrl-alt-del to qemu's exit: {secs:.2f} s, exit status {rc}")
+        text = console_text(console)
+        check("ctrl-alt-del: agentd shut down gracefully",
+              re.search(r"ctrl-alt-del", text, re.I) is not None, "no ctrl-alt-del in agentd's log")
+        check("ctrl-alt-del: the kernel powered off", "reboot: Power down" in text,
+              "no 'reboot: Power down' on the console")
+        check("console: no kernel panic", "Kernel panic" not in text,
+              next((l for l in text.splitlines() if "Kernel panic" in l), ""))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        with open(os.path.join(workdir, "qemu.log"), "rb") as f:
+            out = f.read().decode("utf-8", "replace").strip()
+        if out:
+            log("qemu said: " + out)
+        if sockdir:
+            shutil.rmtree(sockdir, ignore_errors=True)
+
+    if failures:
+        dump_console(console)
+        log(f"e2e: FAIL ({len(failures)}): " + ", ".join(failures))
+        return 1
+    log(f"e2e: PASS, console log in {console}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
