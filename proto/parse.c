@@ -229,7 +229,7 @@ static int
 proto_create_argv(json_t *o, struct proto_create *c, struct proto_err *err)
 {
 	json_t		*cmd, *argv, *v;
-	const char	*shell = PROTO_SHELL_DEFAULT, *s;
+	const char	*shell = PROTO_SHELL_DEFAULT, *s = NULL;
 	size_t		 i, n;
 
 	cmd = proto_field(o, "cmd");
