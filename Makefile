@@ -4,7 +4,7 @@
 ADDR	?= 127.0.0.1:49984
 SOCKET	?= $(if $(filter 0,$(shell id -u)),/run/agentd.sock,/tmp/agentd-$(shell id -u).sock)
 
-.PHONY: all build run test static initramfs e2e bench fuzz soak clean
+.PHONY: all build run test static repro initramfs e2e bench fuzz soak clean distclean
 
 all: build
 
@@ -33,6 +33,14 @@ initramfs:
 e2e: initramfs
 	@AGENTD=build-static/agentd/agentd /usr/bin/python3 tests/e2e/e2e.py
 
+# Two release builds from scratch (the deps cache kept) must be identical.
+repro:
+	@build-aux/static.sh repro
+
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 	@build-aux/static.sh clean 2>/dev/null || true
+
+# Also the cached musl builds of libevent, jansson and mbedTLS.
+distclean: clean
+	@build-aux/static.sh distclean
