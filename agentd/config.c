@@ -340,9 +340,17 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 		    &seen[i]) != 0)
 			return (-1);
 	}
-	if ((env = getenv("AGENTD_TOKEN")) != NULL && *env != '\0') {
-		free(cfg->token);
-		cfg->token = xstrdup(env);
+	if ((env = getenv("AGENTD_TOKEN")) != NULL) {
+		if (*env != '\0') {
+			free(cfg->token);
+			cfg->token = xstrdup(env);
+		}
+		/*
+		 * /proc/<pid>/environ shows the block agentd started with, not
+		 * environ: blank the value where it lies (a session running as
+		 * root could read it there, as PID 1 above all).
+		 */
+		explicit_bzero(env, strlen(env));
 	}
 	/* Sessions never see it; they get a clean environment anyway. */
 	unsetenv("AGENTD_TOKEN");

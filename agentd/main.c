@@ -31,10 +31,12 @@
 #include "http.h"
 #include "log.h"
 #include "pid1.h"
+#include "pty.h"
 #include "session.h"
 #include "util.h"
 
 #define AGENTD_FINAL_WAIT_MS	1000	/* after SIGKILL, wait this for the reaping */
+#define AGENTD_HUP_DELAY_MS	500	/* shutdown: SIGTERM first, SIGHUP (ttys) then */
 
 struct event_base	*agentd_base;
 struct config		*agentd_cfg;
@@ -47,6 +49,7 @@ static int		 killed;	/* SIGKILL sent to what remained */
 static struct event	*signal_ev;
 static struct event	*grace_ev;	/* end of the shutdown grace */
 static struct event	*final_ev;	/* end of the wait after SIGKILL */
+static struct event	*hup_ev;	/* SIGHUP to the tty sessions */
 static int		 signal_fd = -1;
 
 static void	agentd_signals(void);
@@ -54,6 +57,9 @@ static void	agentd_signal_cb(evutil_socket_t, short, void *);
 static void	agentd_reap(void);
 static void	agentd_grace_cb(evutil_socket_t, short, void *);
 static void	agentd_final_cb(evutil_socket_t, short, void *);
+static void	agentd_hup_cb(evutil_socket_t, short, void *);
+static void	agentd_session_event(struct session *, int);
+static void	agentd_signal_sessions(int sig, int tty_only);
 static void	agentd_maybe_done(void);
 static void	agentd_libevent_fatal(int);
 static void	agentd_libevent_log(int, const char *);
@@ -154,6 +160,7 @@ void
 agentd_shutdown(const char *why)
 {
 	struct timeval	tv;
+	int64_t		ms;
 
 	if (stopping)
 		return;
@@ -162,15 +169,67 @@ agentd_shutdown(const char *why)
 	    (long long)config.shutdown_grace_ms);
 	http_stop_accepting();
 	companion_stop();
-	session_signal_all(1);
+	/*
+	 * SIGTERM (and SIGCONT, for stopped ones) first, to every session;
+	 * SIGHUP to the tty ones a little later: delivered together, SIGHUP
+	 * (the lower number) would come first and kill a program that traps
+	 * only SIGTERM, while an interactive shell ignores SIGTERM and needs
+	 * the SIGHUP.
+	 */
+	agentd_signal_sessions(SIGTERM, 0);
+	agentd_signal_sessions(SIGCONT, 0);
 	if (config.pid1)
 		kill(-1, SIGTERM);
+	else
+		pid1_kill_children(SIGTERM);	/* adopted orphans too */
 	grace_ev = evtimer_new(agentd_base, agentd_grace_cb, NULL);
 	final_ev = evtimer_new(agentd_base, agentd_final_cb, NULL);
+	hup_ev = evtimer_new(agentd_base, agentd_hup_cb, NULL);
 	tv.tv_sec = config.shutdown_grace_ms / 1000;
 	tv.tv_usec = (config.shutdown_grace_ms % 1000) * 1000;
 	evtimer_add(grace_ev, &tv);
+	ms = config.shutdown_grace_ms / 2 < AGENTD_HUP_DELAY_MS ?
+	    config.shutdown_grace_ms / 2 : AGENTD_HUP_DELAY_MS;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(hup_ev, &tv);
 	agentd_maybe_done();
+}
+
+/* Send sig to the group of every session that runs or holds output open. */
+static void
+agentd_signal_sessions(int sig, int tty_only)
+{
+	struct proto_session	 v;
+	struct session		*s;
+
+	for (s = session_first(); s != NULL; s = session_next(s)) {
+		if (session_exited(s) && session_output_closed(s))
+			continue;
+		session_view(s, &v);
+		if (!tty_only || v.tty)
+			pty_kill_group((pid_t)v.pid, sig);
+	}
+}
+
+/*
+ * The sessions' observer: the API's, and during a shutdown a look at whether
+ * it is over (a session turns exited when its output closes, which may come
+ * after its status was reaped).
+ */
+static void
+agentd_session_event(struct session *s, int events)
+{
+	api_session_event(s, events);
+	if (stopping && (events & (SESSION_EV_EXITED | SESSION_EV_REMOVED)))
+		agentd_maybe_done();
+}
+
+/* Part of the shutdown: SIGHUP to the tty sessions. */
+static void
+agentd_hup_cb(evutil_socket_t fd, short events, void *arg)
+{
+	agentd_signal_sessions(SIGHUP, 1);
 }
 
 /* The grace is over: kill what remains. */
@@ -186,6 +245,8 @@ agentd_grace_cb(evutil_socket_t fd, short events, void *arg)
 	companion_kill();
 	if (config.pid1)
 		kill(-1, SIGKILL);
+	else
+		pid1_kill_children(SIGKILL);
 	evtimer_add(final_ev, &tv);
 	agentd_maybe_done();
 }
@@ -283,6 +344,7 @@ main(int argc, char **argv)
 	int			 error;
 
 	agentd_start_ms = clock_mono_ms();
+	pid1_stdio();	/* fds 0-2 closed: /dev/null, not a socket or the log */
 	if (getpid() == 1) {
 		pid1_early();
 		cmdline = pid1_cmdline();
@@ -324,12 +386,13 @@ main(int argc, char **argv)
 		fatal("%s: no event backend with EV_CLOSED", __func__);
 
 	agentd_signals();
+	agentd_reap();	/* children whose SIGCHLD came before the signalfd */
 	limits.max_sessions = config.max_sessions;
 	limits.max_total_ring_bytes = config.max_total_ring_bytes;
 	limits.stdin_buffer = config.stdin_buffer;
 	limits.exited_ttl_ms = config.exited_ttl_ms;
 	limits.workdir = config.workdir;
-	session_init(&limits, api_session_event);
+	session_init(&limits, agentd_session_event);
 
 	if (http_start(&config) != 0) {
 		if (!config.pid1)
@@ -354,6 +417,8 @@ main(int argc, char **argv)
 		event_free(grace_ev);
 	if (final_ev != NULL)
 		event_free(final_ev);
+	if (hup_ev != NULL)
+		event_free(hup_ev);
 	close(signal_fd);
 	event_base_free(agentd_base);
 	log_info("%s: stopped", __func__);

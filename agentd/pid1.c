@@ -1,16 +1,24 @@
 /*
  * pid1.c -- agentd as the init of a sandbox: mounts, console fds, Ctrl-Alt-Del,
- * hostname, loopback, and the power-off at the end.
+ * the network and hostname from the kernel command line, the token hidden
+ * from sessions, and the power-off at the end.
+ *
+ * "Bare" means agentd found no /proc: it is the init of a VM (or of a bare
+ * machine) and mounted the basic filesystems itself.  Otherwise a container
+ * runtime (or an init script that exec'd agentd) did.  Whether the end is a
+ * reboot(2) or an exit does not follow from that, but from the PID namespace:
+ * only the initial one has a kernel to power off.
  */
-#include <sys/ioctl.h>
+#include <sys/klog.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <net/if.h>
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -26,6 +34,10 @@
 #include "util.h"
 
 #define PID1_CMDLINE_MAX	4096	/* bytes of /proc/cmdline read */
+#define PID1_CMDLINE_COPY	"/run/agentd.cmdline"	/* the sanitized copy */
+#define PID1_TOKEN_KEY		"agentd.token"
+#define PID1_INIT_PIDNS_INO	0xeffffffcu	/* PROC_PID_INIT_INO, Linux 3.8 */
+#define PID1_SYSLOG_CLEAR	5	/* SYSLOG_ACTION_CLEAR of klogctl(2) */
 
 /* A filesystem a bare VM lacks. */
 struct pid1_mount {
@@ -50,10 +62,14 @@ static const struct pid1_mount pid1_mounts[] = {
 
 /* Which of pid1_mounts agentd mounted itself (to unmount at the end). */
 static int	pid1_mounted[sizeof pid1_mounts / sizeof pid1_mounts[0]];
+static int	pid1_bare;	/* no /proc at start: agentd mounted it all */
 
 static void	pid1_mount_all(void);
-static void	pid1_console_fds(void);
 static void	pid1_ptmx(void);
+static void	pid1_network(const struct config *, const char *);
+static void	pid1_hide_token(const char *);
+static int	pid1_bind_text(const char *, const char *);
+static int	pid1_initial_pidns(void);
 static void	pid1_unmount_all(void);
 
 /* Mount what a bare VM lacks; tolerate what is there already. */
@@ -91,17 +107,20 @@ pid1_ptmx(void)
 		log_warn("%s: symlink /dev/ptmx: %s", __func__, strerror(errno));
 }
 
-/* Open /dev/null (or the console) on fds 0-2 where they are closed. */
-static void
-pid1_console_fds(void)
+/* Open /dev/null on fds 0-2 where they are closed. */
+void
+pid1_stdio(void)
 {
-	int	fd;
+	int	fd, nfd;
 
 	for (fd = 0; fd < 3; fd++) {
-		if (fcntl(fd, F_GETFD) != -1)
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
 			continue;
-		if (open("/dev/null", O_RDWR) != fd) {
-			/* Nothing sensible to do: stay quiet. */
+		/* The lowest free fd is this one: 0..fd-1 are open. */
+		if ((nfd = open("/dev/null", O_RDWR)) == -1)
+			return;		/* no /dev yet: stay quiet */
+		if (nfd != fd) {
+			close(nfd);
 			return;
 		}
 	}
@@ -111,12 +130,13 @@ pid1_console_fds(void)
 void
 pid1_early(void)
 {
-	pid1_console_fds();	/* before anything can take fds 0-2 */
+	pid1_stdio();		/* before anything can take fds 0-2 */
 	if (access("/proc/self", F_OK) == 0)
 		return;		/* a container: its runtime mounted all this */
+	pid1_bare = 1;
 	pid1_mount_all();
 	pid1_ptmx();
-	pid1_console_fds();	/* again, now that /dev exists */
+	pid1_stdio();		/* again, now that /dev exists */
 }
 
 /* Read the kernel command line. */
@@ -141,16 +161,225 @@ pid1_cmdline(void)
 void
 pid1_setup(const struct config *cfg)
 {
+	char	*cmdline;
+
 	/* Ctrl-Alt-Del: a SIGINT to us instead of an immediate reboot. */
-	if (reboot(RB_DISABLE_CAD) == -1)
-		log_warn("%s: RB_DISABLE_CAD: %s", __func__, strerror(errno));
-	if (cfg->hostname != NULL &&
-	    sethostname(cfg->hostname, strlen(cfg->hostname)) == -1)
-		log_warn("%s: sethostname: %s", __func__, strerror(errno));
-	netcfg_setup();
+	if (reboot(RB_DISABLE_CAD) == -1) {
+		/* In a PID namespace: EINVAL, and no keyboard anyway. */
+		if (errno == EINVAL || errno == EPERM)
+			log_debug("%s: RB_DISABLE_CAD: %s", __func__,
+			    strerror(errno));
+		else
+			log_warn("%s: RB_DISABLE_CAD: %s", __func__,
+			    strerror(errno));
+	}
+	cmdline = pid1_cmdline();
+	pid1_network(cfg, cmdline);
+	if (cmdline != NULL)
+		pid1_hide_token(cmdline);
+	free(cmdline);
 }
 
-/* Unmount, in reverse, what agentd mounted; remount / read-only. */
+/* lo up; ip= applied; the hostname from the configuration, else ip=. */
+static void
+pid1_network(const struct config *cfg, const char *cmdline)
+{
+	struct netcfg_ip	 ip;
+	const char		*host = cfg->hostname;
+	char			 cause[NETCFG_CAUSE_MAX], *v = NULL;
+	int			 rc = 1;
+
+	netcfg_lo_up();
+	memset(&ip, 0, sizeof ip);
+	if (cmdline != NULL && (v = config_cmdline_get(cmdline, "ip")) != NULL) {
+		rc = netcfg_parse_ip(v, &ip, cause, sizeof cause);
+		if (rc < 0)
+			log_warn("%s: %s", __func__, cause);
+		else if (rc == 0)
+			netcfg_apply(&ip);
+		free(v);
+	}
+	if ((host == NULL || *host == '\0') && rc >= 0 && ip.hostname[0] != '\0')
+		host = ip.hostname;
+	if (host != NULL && *host != '\0') {
+		if (sethostname(host, strlen(host)) == -1)
+			log_warn("%s: sethostname: %s", __func__,
+			    strerror(errno));
+		else
+			log_info("%s: hostname %s", __func__, host);
+	}
+}
+
+/* The command line without any KEY=... word; malloc'd. */
+char *
+pid1_cmdline_strip(const char *cmdline, const char *key)
+{
+	const char	*p = cmdline, *start;
+	size_t		 klen = strlen(key), n = 0;
+	char		*out;
+	int		 quoted;
+
+	out = xmalloc(strlen(cmdline) + 2);
+	while (*p != '\0') {
+		while (isspace((unsigned char)*p))
+			p++;
+		if (*p == '\0')
+			break;
+		start = p;
+		quoted = 0;
+		while (*p != '\0' && (quoted || !isspace((unsigned char)*p))) {
+			if (*p == '"')
+				quoted = !quoted;
+			p++;
+		}
+		if ((size_t)(p - start) > klen && strncmp(start, key, klen) == 0 &&
+		    start[klen] == '=')
+			continue;
+		if (n > 0)
+			out[n++] = ' ';
+		memcpy(out + n, start, (size_t)(p - start));
+		n += (size_t)(p - start);
+	}
+	out[n++] = '\n';
+	out[n] = '\0';
+	return (out);
+}
+
+/*
+ * Put text over path with a read-only bind mount: from a file in /run, or
+ * else from a memfd.  Returns 0 or -errno.
+ */
+static int
+pid1_bind_text(const char *text, const char *path)
+{
+	char	 fdpath[64];
+	size_t	 len = strlen(text);
+	int	 fd, error = 0;
+
+	(void)unlink(PID1_CMDLINE_COPY);
+	fd = open(PID1_CMDLINE_COPY, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0444);
+	if (fd != -1) {
+		if (write(fd, text, len) != (ssize_t)len || fsync(fd) == -1)
+			error = -errno;
+		close(fd);
+		if (error == 0 && mount(PID1_CMDLINE_COPY, path, NULL, MS_BIND,
+		    NULL) == 0)
+			goto ro;
+		(void)unlink(PID1_CMDLINE_COPY);
+	}
+	/* /run is missing or read-only: a memfd serves as well. */
+	if ((fd = memfd_create("agentd.cmdline", MFD_CLOEXEC)) == -1)
+		return (-errno);
+	if (write(fd, text, len) != (ssize_t)len || fchmod(fd, 0444) == -1) {
+		error = -errno;
+		close(fd);
+		return (error);
+	}
+	snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+	if (mount(fdpath, path, NULL, MS_BIND, NULL) == -1) {
+		error = -errno;
+		close(fd);
+		return (error);
+	}
+	close(fd);
+ro:
+	if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY |
+	    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == -1)
+		log_debug("%s: remount %s read-only: %s", __func__, path,
+		    strerror(errno));
+	return (0);
+}
+
+/*
+ * agentd.token= on the kernel command line: sessions must not read it in
+ * /proc/cmdline (a sanitized copy is bind-mounted over it) nor, on a bare
+ * VM, in the kernel's log, which starts with the command line (cleared).
+ * A root session can still undo the mount or read agentd's memory: this
+ * keeps the token out of sight, it is not a boundary.
+ */
+static void
+pid1_hide_token(const char *cmdline)
+{
+	char	*token, *clean;
+	int	 error;
+
+	if ((token = config_cmdline_get(cmdline, PID1_TOKEN_KEY)) == NULL)
+		return;
+	explicit_bzero(token, strlen(token));
+	free(token);
+	clean = pid1_cmdline_strip(cmdline, PID1_TOKEN_KEY);
+	if ((error = pid1_bind_text(clean, "/proc/cmdline")) != 0)
+		log_warn("%s: cannot hide %s in /proc/cmdline: %s", __func__,
+		    PID1_TOKEN_KEY, strerror(-error));
+	else
+		log_info("%s: %s hidden from /proc/cmdline", __func__,
+		    PID1_TOKEN_KEY);
+	free(clean);
+	if (pid1_bare) {
+		if (klogctl(PID1_SYSLOG_CLEAR, NULL, 0) == -1)
+			log_warn("%s: clearing the kernel log: %s", __func__,
+			    strerror(errno));
+		else
+			log_info("%s: kernel log cleared: it held %s", __func__,
+			    PID1_TOKEN_KEY);
+	}
+}
+
+/* Send sig to every child of agentd (orphans adopted as a subreaper too). */
+int
+pid1_kill_children(int sig)
+{
+	struct dirent	*d;
+	DIR		*proc;
+	char		 path[300], buf[512], *p;
+	pid_t		 self = getpid();
+	long		 pid, ppid;
+	ssize_t		 n;
+	int		 fd, count = 0;
+
+	if ((proc = opendir("/proc")) == NULL)
+		return (-errno);
+	while ((d = readdir(proc)) != NULL) {
+		if (!isdigit((unsigned char)d->d_name[0]))
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", d->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* "pid (comm) state ppid ...": comm may hold anything. */
+		if ((p = strrchr(buf, ')')) == NULL ||
+		    sscanf(p + 1, " %*c %ld", &ppid) != 1 || ppid != self)
+			continue;
+		pid = strtol(d->d_name, NULL, 10);
+		/* A child's pid is ours until we reap it: no reuse race. */
+		if (kill((pid_t)pid, sig) == 0)
+			count++;
+	}
+	closedir(proc);
+	return (count);
+}
+
+/* Whether agentd runs in the initial PID namespace (a machine's init). */
+static int
+pid1_initial_pidns(void)
+{
+	struct stat	st;
+
+	if (stat("/proc/self/ns/pid", &st) == -1)
+		return (1);	/* no /proc: a machine, surely */
+	return (st.st_ino == PID1_INIT_PIDNS_INO);
+}
+
+/*
+ * Unmount, in reverse, what agentd mounted; on a bare machine remount /
+ * read-only too.  Never in a container: its / shares the superblock with the
+ * host's, and a remount would change the host's.
+ */
 static void
 pid1_unmount_all(void)
 {
@@ -162,27 +391,38 @@ pid1_unmount_all(void)
 			log_debug("%s: umount %s: %s", __func__,
 			    pid1_mounts[i - 1].target, strerror(errno));
 	}
-	mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL);
+	if (pid1_bare && mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY,
+	    NULL) == -1)
+		log_debug("%s: remount / read-only: %s", __func__,
+		    strerror(errno));
 }
 
-/* The end of the machine. */
+/* The end of the machine, or of the container. */
 void
 pid1_poweroff(int reboot_)
 {
+	int	initial = pid1_initial_pidns();
+
 	kill(-1, SIGKILL);
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	sync();
 	pid1_unmount_all();
 	sync();
+	if (!initial) {
+		/*
+		 * A container's init: its end is an exit, which its runtime
+		 * reads.  (reboot(2) would end the namespace with SIGINT or
+		 * SIGHUP as the status instead.)
+		 */
+		log_info("%s: exiting (PID 1 of a container)", __func__);
+		_exit(0);
+	}
 	log_info("%s: %s", __func__, reboot_ ? "rebooting" : "powering off");
 	for (;;) {
 		reboot(reboot_ ? RB_AUTOBOOT : RB_POWER_OFF);
-		/*
-		 * Still here: no CAP_SYS_BOOT, so a container, whose PID 1
-		 * ends it by exiting.  (In a VM reboot() does not return; in
-		 * a PID namespace it ends the namespace's init.)
-		 */
+		/* Still here: no CAP_SYS_BOOT.  Nothing else can end us. */
+		log_error("%s: reboot: %s", __func__, strerror(errno));
 		_exit(0);
 	}
 }

@@ -67,6 +67,10 @@ if [ "${TEST_QUICK:-0}" != 1 ]; then
 		step "initramfs" "$root/initramfs/build.sh" &&
 		step "e2e tests" mtest build-static --suite e2e --verbose
 fi
+# PID 1 (tests/pid1) on the release binary; the dev build ran it in "dev tests".
+# Its VM test needs qemu and a kernel (the e2e deps above); it skips without.
+step "pid1 build" test -x build-static/agentd/agentd &&
+	step "pid1 tests" mtest build-static --suite pid1
 # -- end of steps --
 
 # The summary, over every meson test run above.
