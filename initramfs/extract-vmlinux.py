@@ -45,7 +45,7 @@ def main():
     elf = extract(image)
     if elf is None:
         sys.exit(f"extract-vmlinux: {sys.argv[1]}: no compressed ELF kernel found")
-    tmp = sys.argv[2] + ".tmp"
+    tmp = f"{sys.argv[2]}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
         f.write(elf)
     os.replace(tmp, sys.argv[2])

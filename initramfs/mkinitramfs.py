@@ -238,7 +238,7 @@ def main():
     a.file(f"{kdir}/modules.dep", "".join(dep_lines).encode())
 
     cpio = a.bytes()
-    tmp = args.out + ".tmp"
+    tmp = f"{args.out}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
         subprocess.run(["gzip", "-n", "-9"], input=cpio, stdout=f, check=True)
     os.replace(tmp, args.out)

@@ -16,8 +16,9 @@ and the console shows no kernel panic. Prints the boot-to-healthz time.
 
 Environment (all optional):
   INITRAMFS   the initramfs (default: build-static/initramfs.cpio.gz)
-  AGENTD      the agentd it must hold: when the initramfs is missing or older than
-              this binary (or than initramfs/mkinitramfs.py), it is rebuilt first
+  AGENTD      the agentd it must hold (default: build-static/agentd/agentd): when
+              the initramfs is missing or older than this binary (or than
+              initramfs/mkinitramfs.py), it is rebuilt first
   KERNEL      the kernel to boot (default: the uncompressed vmlinux extracted, once,
               from /boot/vmlinuz-KVER, KVER being the modules' version in the
               initramfs; qemu boots it through PVH, much faster under TCG)
@@ -31,6 +32,7 @@ Environment (all optional):
 Exit status: 0 all passed, 1 a check failed, 77 skipped (qemu or the kernel missing).
 """
 import base64
+import fcntl
 import gzip
 import http.client
 import json
@@ -74,9 +76,10 @@ def skip(msg):
 
 # ---- inputs -------------------------------------------------------------------
 
-def initramfs_path():
-    path = os.environ.get("INITRAMFS") or os.path.join(ROOT, "build-static", "initramfs.cpio.gz")
+def initramfs_path(path):
     agentd = os.environ.get("AGENTD")
+    if not agentd and os.path.exists(os.path.join(ROOT, "build-static", "agentd", "agentd")):
+        agentd = os.path.join(ROOT, "build-static", "agentd", "agentd")
     script = os.path.join(ROOT, "initramfs", "mkinitramfs.py")
     stale = not os.path.exists(path)
     if not stale:
@@ -349,9 +352,18 @@ def main():
     qemu = shutil.which(os.environ.get("QEMU", "qemu-system-x86_64"))
     if not qemu:
         skip("qemu-system-x86_64 is missing: build-aux/deps.sh e2e")
-    initrd = initramfs_path()
-    workdir = os.environ.get("E2E_DIR") or os.path.join(os.path.dirname(os.path.abspath(initrd)), "e2e")
+    initrd = os.path.abspath(os.environ.get("INITRAMFS") or
+                             os.path.join(ROOT, "build-static", "initramfs.cpio.gz"))
+    workdir = os.environ.get("E2E_DIR") or os.path.join(os.path.dirname(initrd), "e2e")
     os.makedirs(workdir, exist_ok=True)
+    # One run at a time per build directory (the console log, the vmlinux).
+    lock = open(os.path.join(workdir, "lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        log(f"waiting for another e2e run in {workdir}")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    initramfs_path(initrd)		# rebuilt here when stale
     kver = initramfs_kver(initrd)
     kernel = kernel_path(kver, workdir)
     port = int(os.environ.get("E2E_PORT") or free_port())
