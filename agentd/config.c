@@ -384,8 +384,18 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 			return (-1);
 		}
 	}
-	if (optind < argc)
+	if (optind < argc && strcmp(argv[optind - 1], "--") == 0)
 		cfg->companion = &argv[optind];
+	else if (optind < argc && cfg->pid1) {
+		/* The kernel passes init the words it does not know. */
+		fprintf(stderr, "agentd: ignoring arguments from the kernel "
+		    "command line (a companion needs \"--\")\n");
+	} else if (optind < argc) {
+		fprintf(stderr, "agentd: unexpected argument '%s' (a companion "
+		    "command goes after \"--\")\n", argv[optind]);
+		config_usage(stderr);
+		return (-1);
+	}
 
 	if (config_read_token(cfg) != 0)
 		return (-1);
