@@ -28,6 +28,7 @@
 #include "api.h"
 #include "companion.h"
 #include "config.h"
+#include "debug.h"
 #include "http.h"
 #include "log.h"
 #include "pid1.h"
@@ -167,7 +168,10 @@ agentd_shutdown(const char *why)
 	stopping = 1;
 	log_info("%s: shutting down (%s), grace %lld ms", __func__, why,
 	    (long long)config.shutdown_grace_ms);
-	http_stop_accepting();
+	/*
+	 * The listeners stay open through the grace: new work is refused
+	 * (503 shutting_down) and /healthz says so, also on new connections.
+	 */
 	companion_stop();
 	/*
 	 * SIGTERM (and SIGCONT, for stopped ones) first, to every session;
@@ -412,6 +416,7 @@ main(int argc, char **argv)
 	session_remove_all();
 	http_free();
 	companion_free();
+	debug_free();	/* the lag timer, started by the first /debug/ request */
 	event_free(signal_ev);
 	if (grace_ev != NULL)
 		event_free(grace_ev);
