@@ -117,6 +117,7 @@ static void	 child_fail(int, int, int) __attribute__((noreturn));
 static void	 child_run(const struct pty_spec *, struct spawn_fds *,
 		     const char *) __attribute__((noreturn));
 static int	 child_signals(void);
+static int	 child_sigdfl_raw(int);
 static int	 child_dup(int, int);
 static int	 child_close_fds(int);
 static int	 child_close_range(unsigned int, unsigned int);
@@ -747,6 +748,27 @@ child_run(const struct pty_spec *spec, struct spawn_fds *f, const char *slave)
 	child_fail(rep, STAGE_EXEC, errno);
 }
 
+/* The kernel's struct sigaction, for rt_sigaction(2) without the libc. */
+struct kernel_sigaction {
+	void		(*handler)(int);
+	unsigned long	  flags;
+	void		(*restorer)(void);
+	uint64_t	  mask;		/* _NSIG 64: 8 bytes */
+};
+
+/* Set sig's disposition to SIG_DFL with the raw system call. */
+static int
+child_sigdfl_raw(int sig)
+{
+	struct kernel_sigaction	ksa;
+
+	memset(&ksa, 0, sizeof ksa);
+	ksa.handler = SIG_DFL;
+	if (syscall(SYS_rt_sigaction, sig, &ksa, NULL, sizeof ksa.mask) == -1)
+		return (errno == EINVAL ? 0 : -1);
+	return 0;
+}
+
 /* Reset every disposition to SIG_DFL, then unblock every signal. */
 static int
 child_signals(void)
@@ -761,8 +783,14 @@ child_signals(void)
 	for (sig = 1; sig < _NSIG; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP)
 			continue;
-		/* The libc keeps a few real-time signals: EINVAL. */
-		if (sigaction(sig, &sa, NULL) == -1 && errno != EINVAL)
+		if (sigaction(sig, &sa, NULL) == 0)
+			continue;
+		/*
+		 * The libc refuses the real-time signals it keeps for itself
+		 * (glibc's 32 and 33); one ignored by whoever started agentd
+		 * is still ignored here.  Ask the kernel directly.
+		 */
+		if (errno != EINVAL || child_sigdfl_raw(sig) == -1)
 			return -1;
 	}
 	sigemptyset(&none);
