@@ -139,14 +139,24 @@ pid1_early(void)
 	pid1_stdio();		/* again, now that /dev exists */
 }
 
-/* Read the kernel command line. */
+/*
+ * Read the kernel command line: only where it is agentd's, on a bare VM or
+ * in the initial PID namespace.  A container's /proc/cmdline is the host's
+ * kernel's: its agentd.* and ip= are not for this sandbox.
+ * AGENTD_READ_KERNEL_CMDLINE=1 reads it anyway (tests stand a namespace in
+ * for a VM that way).
+ */
 char *
 pid1_cmdline(void)
 {
-	char	 buf[PID1_CMDLINE_MAX];
-	ssize_t	 n;
-	int	 fd;
+	char		 buf[PID1_CMDLINE_MAX];
+	const char	*force = getenv("AGENTD_READ_KERNEL_CMDLINE");
+	ssize_t		 n;
+	int		 fd;
 
+	if (!pid1_bare && !pid1_initial_pidns() &&
+	    (force == NULL || strcmp(force, "1") != 0))
+		return (NULL);
 	if ((fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC)) == -1)
 		return (NULL);
 	n = read(fd, buf, sizeof buf - 1);

@@ -47,6 +47,8 @@ class CmdlineTest(Pid1TestCase):
                         'peer0; } >/dev/null 2>&1 &')
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith('AGENTD_')}
+        # A namespace is not the initial one: ask for the command line.
+        base['AGENTD_READ_KERNEL_CMDLINE'] = '1'
         base.update(env or {})
         from pid1lib import Agentd
         a = Agentd(args=args, env=base, grace_ms=grace_ms,
@@ -147,3 +149,16 @@ class CmdlineTest(Pid1TestCase):
         self.assertEqual(out, b'console=ttyS0 quiet\n1\n')
         st, j = a.request('GET', '/healthz')
         self.assertEqual(st, 200, json.dumps(j))
+
+    def test_a_container_ignores_the_hosts_command_line(self):
+        # Not a bare VM, not the initial PID namespace: /proc/cmdline is the
+        # host kernel's, and its agentd.* and ip= are not this sandbox's.
+        a = self.start_vm('console=ttyS0 agentd.token=hostsecret '
+                          'agentd.max-sessions=1 ip=%s' % IP, nic=False,
+                          env={'AGENTD_READ_KERNEL_CMDLINE': '0'})
+        code, out = a.run('cat /proc/cmdline')
+        self.assertIn(b'agentd.token=hostsecret', out)     # left alone
+        self.assertNotIn('no interface', a.stderr())
+        code, out = a.run('/usr/bin/python3 -c \'%s\' %d' %
+                          (HTTP_PROBE, a.port))
+        self.assertEqual(out.strip(), b'200')             # no token asked
