@@ -122,5 +122,8 @@ echo "deps.sh: apt-get update" >&2
 apt-get update -qq
 if [ -n "$missing" ]; then
 	echo "deps.sh: installing $missing" >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing
+	# INITRD=No: linux-image-amd64's hooks would build /boot/initrd.img
+	# (twice, minutes each); agentd boots its own initramfs.
+	INITRD=No DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y --no-install-recommends $missing
 fi
