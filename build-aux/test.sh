@@ -54,7 +54,7 @@ if [ "${TEST_QUICK:-0}" != 1 ]; then
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		step "asan tests" mtest build-asan
-	step "tsan build" env CC=clang setup build-tsan -Db_sanitize=thread \
+	CC=clang step "tsan build" setup build-tsan -Db_sanitize=thread \
 		-Db_lundef=false --buildtype=debugoptimized &&
 		step "tsan tests" mtest build-tsan --suite ring
 fi
