@@ -32,7 +32,6 @@
 #include "http.h"
 #include "log.h"
 #include "pid1.h"
-#include "pty.h"
 #include "session.h"
 #include "util.h"
 
@@ -60,7 +59,6 @@ static void	agentd_grace_cb(evutil_socket_t, short, void *);
 static void	agentd_final_cb(evutil_socket_t, short, void *);
 static void	agentd_hup_cb(evutil_socket_t, short, void *);
 static void	agentd_session_event(struct session *, int);
-static void	agentd_signal_sessions(int sig, int tty_only);
 static void	agentd_maybe_done(void);
 static void	agentd_libevent_fatal(int);
 static void	agentd_libevent_log(int, const char *);
@@ -180,8 +178,8 @@ agentd_shutdown(const char *why)
 	 * only SIGTERM, while an interactive shell ignores SIGTERM and needs
 	 * the SIGHUP.
 	 */
-	agentd_signal_sessions(SIGTERM, 0);
-	agentd_signal_sessions(SIGCONT, 0);
+	session_signal_all(SIGTERM, 0);
+	session_signal_all(SIGCONT, 0);
 	if (config.pid1)
 		kill(-1, SIGTERM);
 	else
@@ -198,22 +196,6 @@ agentd_shutdown(const char *why)
 	tv.tv_usec = (ms % 1000) * 1000;
 	evtimer_add(hup_ev, &tv);
 	agentd_maybe_done();
-}
-
-/* Send sig to the group of every session that runs or holds output open. */
-static void
-agentd_signal_sessions(int sig, int tty_only)
-{
-	struct proto_session	 v;
-	struct session		*s;
-
-	for (s = session_first(); s != NULL; s = session_next(s)) {
-		if (session_exited(s) && session_output_closed(s))
-			continue;
-		session_view(s, &v);
-		if (!tty_only || v.tty)
-			pty_kill_group((pid_t)v.pid, sig);
-	}
 }
 
 /*
@@ -233,7 +215,7 @@ agentd_session_event(struct session *s, int events)
 static void
 agentd_hup_cb(evutil_socket_t fd, short events, void *arg)
 {
-	agentd_signal_sessions(SIGHUP, 1);
+	session_signal_all(SIGHUP, 1);
 }
 
 /* The grace is over: kill what remains. */
@@ -245,7 +227,7 @@ agentd_grace_cb(evutil_socket_t fd, short events, void *arg)
 
 	log_info("%s: grace over, killing what remains", __func__);
 	killed = 1;
-	session_signal_all(0);
+	session_signal_all(SIGKILL, 0);
 	companion_kill();
 	if (config.pid1)
 		kill(-1, SIGKILL);
@@ -331,7 +313,7 @@ agentd_panic(void)
 
 	if (!panicking) {
 		panicking = 1;
-		session_signal_all(0);
+		session_signal_all(SIGKILL, 0);
 		companion_kill();
 	}
 	if (config.pid1)
@@ -412,7 +394,7 @@ main(int argc, char **argv)
 
 	/* The loop ended: the shutdown is over, or it broke on its own. */
 	api_flush_waiters();
-	session_signal_all(0);
+	session_signal_all(SIGKILL, 0);
 	session_remove_all();
 	http_free();
 	companion_free();

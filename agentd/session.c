@@ -863,23 +863,15 @@ session_remove(struct session *s)
 	free(s);
 }
 
-/* Signal every running group: gently (HUP for ttys, TERM) or with KILL. */
+/* Send sig to every group that may still have processes: tty ones only? */
 void
-session_signal_all(int gentle)
+session_signal_all(int sig, int tty_only)
 {
 	struct session	*s;
 
 	TAILQ_FOREACH(s, &sessions, entry) {
-		if (s->exited && s->nopen == 0)
-			continue;
-		if (!gentle) {
-			session_kill(s, SIGKILL);
-			continue;
-		}
-		s->terminating = 1;
-		if (s->tty)
-			session_kill(s, SIGHUP);
-		session_kill(s, SIGTERM);
+		if (!tty_only || s->tty)
+			session_kill(s, sig);
 	}
 }
 

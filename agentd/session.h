@@ -107,8 +107,11 @@ void	 session_remove(struct session *);
 /* Called by the reaper for every child status; 0 when pid is a session. */
 int	 session_reaped(pid_t pid, int status);
 
-/* Shutdown: SIGHUP/SIGTERM every running group (1) or SIGKILL it (0). */
-void	 session_signal_all(int gentle);
+/*
+ * Shutdown: send sig to the group of every session that may still have
+ * processes (not reaped yet, or output held open), or of the tty ones only.
+ */
+void	 session_signal_all(int sig, int tty_only);
 /* Remove every session (after shutdown). */
 void	 session_remove_all(void);
 
