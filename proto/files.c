@@ -11,20 +11,15 @@
 
 #include <jansson.h>
 
+#include "internal.h"
 #include "proto.h"
 
 #define PROTO_FILES_KEY_MAX	16	/* bytes of a query key we know */
 #define PROTO_FILES_VAL_MAX	32	/* bytes of a numeric query value */
-#define PROTO_NAME_SHOWN	64	/* bytes of an unknown name in a message */
 
-static int	proto_files_oom(struct proto_err *);
-static int	proto_files_hex(int);
-static int	proto_files_unescape(const char *, size_t, char *, size_t *);
 static int	proto_files_u64(const char *, size_t, uint64_t *);
 static int	proto_files_pair(const char *, size_t, const char *, size_t,
 		    struct proto_files_query *, struct proto_err *);
-static int	proto_files_load(const char *, size_t, const char *const *,
-		    json_t **, struct proto_err *);
 static int	proto_files_string(json_t *, const char *, char **,
 		    struct proto_err *);
 static int	proto_files_json_mode(json_t *, const char *, int *,
@@ -34,13 +29,6 @@ static const char *const proto_stat_fields[] = { "paths", NULL };
 static const char *const proto_fetch_fields[] = {
 	"url", "path", "mode", "sha256", "timeout_ms", "ca_file", "mkdir", NULL
 };
-
-/* Fill err for an allocation failure; return -1. */
-static int
-proto_files_oom(struct proto_err *err)
-{
-	return (proto_fail(err, 500, "internal_error", "out of memory"));
-}
 
 /* Whether path is absolute, NUL-free and at most PROTO_PATH_MAX bytes. */
 int
@@ -84,48 +72,6 @@ proto_mode_parse(const char *s, size_t len, int *mode)
 	return (0);
 }
 
-/* The value of a hex digit, or -1. */
-static int
-proto_files_hex(int c)
-{
-	if (c >= '0' && c <= '9')
-		return (c - '0');
-	if (c >= 'a' && c <= 'f')
-		return (c - 'a' + 10);
-	if (c >= 'A' && c <= 'F')
-		return (c - 'A' + 10);
-	return (-1);
-}
-
-/*
- * Percent-decode s[0..len) into out (room for len + 1 bytes; '+' is a
- * space); the decoded length goes to *outlen and a NUL follows it (a %00
- * stays in, for the caller to refuse).  -1 on a bad escape.
- */
-static int
-proto_files_unescape(const char *s, size_t len, char *out, size_t *outlen)
-{
-	size_t	i, o = 0;
-	int	hi, lo;
-	char	c;
-
-	for (i = 0; i < len; i++) {
-		c = s[i];
-		if (c == '%') {
-			if (len - i < 3 || (hi = proto_files_hex(s[i + 1])) < 0 ||
-			    (lo = proto_files_hex(s[i + 2])) < 0)
-				return (-1);
-			c = (char)(hi << 4 | lo);
-			i += 2;
-		} else if (c == '+')
-			c = ' ';
-		out[o++] = c;
-	}
-	out[o] = '\0';
-	*outlen = o;
-	return (0);
-}
-
 /* Decimal digits fitting 64 bits into *out; else -1. */
 static int
 proto_files_u64(const char *s, size_t len, uint64_t *out)
@@ -151,15 +97,16 @@ static int
 proto_files_pair(const char *k, size_t klen, const char *v, size_t vlen,
     struct proto_files_query *q, struct proto_err *err)
 {
-	char	 key[PROTO_FILES_KEY_MAX + 1], *val;
+	char	 key[PROTO_FILES_KEY_MAX * 3 + 1], *val;	/* klen at most */
 	size_t	 n, vn;
 	int	 rc = 0;
 
 	if (klen > PROTO_FILES_KEY_MAX * 3)
 		return (0);		/* not one of ours */
-	if (proto_files_unescape(k, klen, key, &n) != 0)
+	if (proto_unescape(k, klen, key, klen, &n) != 0)
 		return (proto_fail(err, 400, "invalid_request",
 		    "bad percent-encoding in the query"));
+	key[n] = '\0';		/* decoding never grows: n <= klen */
 	if (n > PROTO_FILES_KEY_MAX)
 		return (0);
 	if (strcmp(key, "path") != 0 && strcmp(key, "offset") != 0 &&
@@ -167,12 +114,13 @@ proto_files_pair(const char *k, size_t klen, const char *v, size_t vlen,
 	    strcmp(key, "mkdir") != 0)
 		return (0);		/* unknown keys are ignored */
 	if ((val = malloc(vlen + 1)) == NULL)
-		return (proto_files_oom(err));
-	if (proto_files_unescape(v, vlen, val, &vn) != 0) {
+		return (proto_oom(err));
+	if (proto_unescape(v, vlen, val, vlen, &vn) != 0) {
 		free(val);
 		return (proto_fail(err, 400, "invalid_request",
 		    "bad percent-encoding in the query"));
 	}
+	val[vn] = '\0';	/* a %00 stays in, for the checks to refuse */
 	if (strcmp(key, "path") == 0) {
 		free(q->path);
 		q->path = val;
@@ -250,50 +198,6 @@ proto_files_query_free(struct proto_files_query *q)
 	q->path_len = 0;
 }
 
-/* Parse body as a JSON object holding only the known fields. */
-static int
-proto_files_load(const char *body, size_t len, const char *const *known,
-    json_t **out, struct proto_err *err)
-{
-	json_error_t	 jerr;
-	json_t		*root, *v;
-	const char	*key;
-	size_t		 i;
-
-	*out = NULL;
-	if (body == NULL || len == 0)
-		return (proto_fail(err, 400, "invalid_json",
-		    "the body is empty; a JSON object is required"));
-	root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
-	    &jerr);
-	if (root == NULL) {
-		if (json_error_code(&jerr) == json_error_out_of_memory)
-			return (proto_files_oom(err));
-		return (proto_fail(err, 400, "invalid_json",
-		    "%s (line %d, column %d)", jerr.text, jerr.line,
-		    jerr.column));
-	}
-	if (!json_is_object(root)) {
-		json_decref(root);
-		return (proto_fail(err, 400, "invalid_request",
-		    "body must be a JSON object"));
-	}
-	json_object_foreach(root, key, v) {
-		for (i = 0; known[i] != NULL; i++) {
-			if (strcmp(key, known[i]) == 0)
-				break;
-		}
-		if (known[i] == NULL) {
-			proto_fail(err, 400, "invalid_request",
-			    "unknown field '%.*s'", PROTO_NAME_SHOWN, key);
-			json_decref(root);
-			return (-1);
-		}
-	}
-	*out = root;
-	return (0);
-}
-
 /* A non-empty string field without NUL, malloc'd into *out if present. */
 static int
 proto_files_string(json_t *o, const char *key, char **out,
@@ -309,7 +213,7 @@ proto_files_string(json_t *o, const char *key, char **out,
 		return (proto_fail(err, 400, "invalid_request",
 		    "field '%s' must be a non-empty string without NUL", key));
 	if ((*out = strdup(json_string_value(v))) == NULL)
-		return (proto_files_oom(err));
+		return (proto_oom(err));
 	return (0);
 }
 
@@ -343,7 +247,7 @@ proto_parse_stat(const char *body, size_t len, struct proto_stat_req *r,
 	size_t		 i, n;
 
 	memset(r, 0, sizeof *r);
-	if (proto_files_load(body, len, proto_stat_fields, &root, err) != 0)
+	if (proto_load(body, len, proto_stat_fields, &root, err) != 0)
 		return (-1);
 	paths = json_object_get(root, "paths");
 	if (paths == NULL || !json_is_array(paths)) {
@@ -359,7 +263,7 @@ proto_parse_stat(const char *body, size_t len, struct proto_stat_req *r,
 	}
 	if ((r->paths = calloc(n + 1, sizeof *r->paths)) == NULL) {
 		json_decref(root);
-		return (proto_files_oom(err));
+		return (proto_oom(err));
 	}
 	for (i = 0; i < n; i++) {
 		char	field[32];
@@ -375,7 +279,7 @@ proto_parse_stat(const char *body, size_t len, struct proto_stat_req *r,
 		    json_string_length(v), field, err) != 0)
 			goto fail;
 		if ((r->paths[i] = strdup(json_string_value(v))) == NULL) {
-			proto_files_oom(err);
+			proto_oom(err);
 			goto fail;
 		}
 		r->n++;
@@ -434,7 +338,7 @@ proto_parse_fetch(const char *body, size_t len, struct proto_fetch *f,
 	memset(f, 0, sizeof *f);
 	f->mode = -1;
 	f->timeout_ms = PROTO_FETCH_TIMEOUT_DEFAULT_MS;
-	if (proto_files_load(body, len, proto_fetch_fields, &root, err) != 0)
+	if (proto_load(body, len, proto_fetch_fields, &root, err) != 0)
 		return (-1);
 	if (proto_files_string(root, "url", &f->url, err) != 0 ||
 	    proto_files_string(root, "path", &f->path, err) != 0 ||
@@ -467,8 +371,8 @@ proto_parse_fetch(const char *body, size_t len, struct proto_fetch *f,
 		if (strlen(sha) != 64)
 			goto badsha;
 		for (i = 0; i < 32; i++) {
-			int	hi = proto_files_hex(sha[2 * i]);
-			int	lo = proto_files_hex(sha[2 * i + 1]);
+			int	hi = proto_hex(sha[2 * i]);
+			int	lo = proto_hex(sha[2 * i + 1]);
 
 			if (hi < 0 || lo < 0)
 				goto badsha;

@@ -9,17 +9,14 @@
 
 #include <jansson.h>
 
+#include "internal.h"
 #include "proto.h"
 
 #define PROTO_DIM_MAX		65535	/* rows and cols */
 #define PROTO_RING_MIN		4096	/* bytes; used when limits are NULL */
 #define PROTO_RING_DEFAULT	(1u << 20)	/* bytes; likewise */
 #define PROTO_RING_MAX		(64u << 20)	/* bytes; likewise */
-#define PROTO_NAME_SHOWN	64	/* bytes of a client's key in a message */
 
-static int	 proto_load(const char *, size_t, const char *const *,
-		    json_t **, struct proto_err *);
-static int	 proto_oom(struct proto_err *);
 static json_t	*proto_field(json_t *, const char *);
 static int	 proto_get_bool(json_t *, const char *, int *,
 		    struct proto_err *);
@@ -51,14 +48,14 @@ static const char *const proto_resize_fields[] = { "rows", "cols", NULL };
 static const char *const proto_signal_fields[] = { "signal", NULL };
 
 /* Fill err for an allocation failure; return -1. */
-static int
+int
 proto_oom(struct proto_err *err)
 {
 	return (proto_fail(err, 500, "internal_error", "out of memory"));
 }
 
 /* Parse body as a JSON object holding only the known fields. */
-static int
+int
 proto_load(const char *body, size_t len, const char *const *known,
     json_t **out, struct proto_err *err)
 {

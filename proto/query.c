@@ -5,20 +5,18 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "internal.h"
 #include "proto.h"
 
 #define PROTO_QUERY_KEY_MAX	16	/* bytes of a key we know, decoded */
 #define PROTO_QUERY_VAL_MAX	32	/* bytes of a value we read, decoded */
 
-static int	proto_hex(int);
-static int	proto_unescape(const char *, size_t, char *, size_t,
-		    size_t *);
 static int	proto_digits(const char *, size_t, uint64_t *);
 static int	proto_query_pair(const char *, size_t, const char *, size_t,
 		    int, struct proto_query *, struct proto_err *);
 
 /* The value of a hex digit, or -1. */
-static int
+int
 proto_hex(int c)
 {
 	if (c >= '0' && c <= '9')
@@ -35,7 +33,7 @@ proto_hex(int c)
  * goes to *outlen, which may exceed size: the caller then knows the value is
  * too long for what it wants).  -1 on a bad escape.
  */
-static int
+int
 proto_unescape(const char *s, size_t len, char *out, size_t size,
     size_t *outlen)
 {
