@@ -3,6 +3,7 @@
  * healthz and metrics; and the waiters of long-polls.
  */
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <errno.h>
@@ -384,10 +385,16 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 	tv.tv_usec = (ms % 1000) * 1000;
 	evtimer_add(w->timer, &tv);
 
-	/* evhttp stops reading while a request is out: watch for the close. */
+	/*
+	 * evhttp stops reading while a request is out: watch for the close.
+	 * EV_READ too, edge-triggered: epoll reports a reset (EPOLLERR) as
+	 * EV_READ|EV_WRITE, never EV_CLOSED, and an error nobody takes spins
+	 * the loop.  api_waiter_closed() tells a close from pipelined data.
+	 */
 	evcon = evhttp_request_get_connection(req);
 	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
-	w->closed = event_new(agentd_base, fd, EV_CLOSED, api_waiter_closed, w);
+	w->closed = event_new(agentd_base, fd, EV_CLOSED | EV_READ | EV_ET |
+	    EV_PERSIST, api_waiter_closed, w);
 	if (w->closed == NULL)
 		fatal("%s: out of memory", __func__);
 	event_add(w->closed, NULL);
@@ -439,7 +446,14 @@ api_waiter_closed(evutil_socket_t fd, short events, void *arg)
 {
 	struct waiter			*w = arg;
 	struct evhttp_connection	*evcon;
+	ssize_t				 n;
+	char				 c;
 
+	if (!(events & EV_CLOSED)) {
+		n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n > 0 || (n == -1 && (errno == EAGAIN || errno == EINTR)))
+			return;		/* a pipelined request, not a close */
+	}
 	evcon = evhttp_request_get_connection(w->req);
 	log_debug("%s: session %s: client fd %d went away", __func__,
 	    session_id(w->s), (int)fd);

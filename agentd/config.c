@@ -65,11 +65,15 @@ static const struct opt opts[] = {
 	{ "shutdown", OPT_SHUTDOWN, OFF(shutdown_reboot), 0, 0, "poweroff|reboot",
 	  "as PID 1, how to end the machine (default poweroff)" },
 	{ "max-connections", OPT_COUNT, OFF(max_connections), 1, 1000000, "N",
-	  "HTTP connections held at most (default 10000)" },
-	{ "idle-timeout", OPT_MILLIS, OFF(idle_timeout_ms), 100, INT64_MAX, "MS",
-	  "close an idle keep-alive connection after this (default 120000)" },
-	{ "header-timeout", OPT_MILLIS, OFF(header_timeout_ms), 100, INT64_MAX, "MS",
-	  "a request must arrive whole within this (default 10000)" },
+	  "HTTP connections held at most, TCP and the unix socket each; one "
+	  "more gets 503 and a close (default 16384)" },
+	{ "idle-timeout", OPT_MILLIS, OFF(idle_timeout_ms), 100, 86400000, "MS",
+	  "close a connection idle between requests after this (default 120000;"
+	  " units ms/s/m)" },
+	{ "header-timeout", OPT_MILLIS, OFF(header_timeout_ms), 100, 86400000,
+	  "MS", "the first request must arrive whole within this of the "
+	  "connect, later ones within --idle-timeout plus this (default 10000;"
+	  " units ms/s/m)" },
 	{ "hostname", OPT_STRING, OFF(hostname), 0, 0, "NAME",
 	  "as PID 1, set the hostname (default: keep)" },
 	{ "log-level", OPT_STRING, OFF(log_level), 0, 0, "LEVEL",

@@ -22,7 +22,7 @@
 #define CONFIG_MAX_TOTAL_RING_DEFAULT	(1ull << 30)	/* bytes */
 #define CONFIG_STDIN_BUFFER_DEFAULT	(1u << 20)	/* bytes */
 #define CONFIG_SHUTDOWN_GRACE_DEFAULT	5000		/* ms */
-#define CONFIG_MAX_CONNECTIONS_DEFAULT	10000
+#define CONFIG_MAX_CONNECTIONS_DEFAULT	16384	/* TCP; the unix socket as many */
 #define CONFIG_IDLE_TIMEOUT_DEFAULT	(120 * 1000)	/* ms */
 #define CONFIG_HEADER_TIMEOUT_DEFAULT	(10 * 1000)	/* ms */
 
