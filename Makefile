@@ -33,6 +33,24 @@ initramfs:
 e2e: initramfs
 	@AGENTD=build-static/agentd/agentd /usr/bin/python3 tests/e2e/e2e.py
 
+# The libFuzzer harnesses (tests/fuzz: ring, http, proto) built with clang in
+# build-fuzz/, FUZZ_SECONDS each (default 60); crashers land in
+# build-fuzz/fuzz-artifacts/.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@build-aux/deps.sh build test
+	@test -f build-fuzz/build.ninja || CC=clang meson setup build-fuzz
+	@meson compile -C build-fuzz
+	@for h in ring http proto; do \
+		FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run-fuzz.sh build-fuzz $$h || exit 1; \
+	done
+
+# The long soak (tests/soak/soak.py) on the dev build, SOAK_SECONDS (default 180).
+SOAK_SECONDS ?= 180
+soak: build
+	@AGENTD=build/agentd/agentd /usr/bin/python3 tests/soak/soak.py \
+		--seconds $(SOAK_SECONDS)
+
 # Two release builds from scratch (the deps cache kept) must be identical.
 repro:
 	@build-aux/static.sh repro

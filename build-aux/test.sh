@@ -71,6 +71,17 @@ fi
 # Its VM test needs qemu and a kernel (the e2e deps above); it skips without.
 step "pid1 build" test -x build-static/agentd/agentd &&
 	step "pid1 tests" mtest build-static --suite pid1
+# Hardening: the dev and ASan steps above already ran suites hostile and
+# soak (short), and the dev one memcheck (the integration suite under
+# valgrind).  Here: hostile clients and the short soak on the release
+# binary, then the libFuzzer harnesses briefly (clang, build-fuzz).
+step "static hostile" mtest build-static --suite hostile --suite soak
+if [ "${TEST_QUICK:-0}" != 1 ]; then
+	CC=clang step "fuzz build" setup build-fuzz \
+		--buildtype=debugoptimized &&
+		FUZZ_SECONDS=${FUZZ_SECONDS:-15} \
+		step "fuzz" mtest build-fuzz --suite fuzz --verbose
+fi
 # -- end of steps --
 
 # The summary, over every meson test run above.

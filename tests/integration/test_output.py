@@ -4,7 +4,7 @@ import time
 import unittest
 
 from harness import (AgentdTestCase, Background, WindowChecker, pid_gone, pid_state,
-                     short, unb64)
+                     short, unb64, SLOW)
 
 
 def printf_all_bytes():
@@ -349,11 +349,13 @@ class DescendantsTest(AgentdTestCase):
 
     def test_descendants_holding_output(self):
         t0 = time.monotonic()
-        w = self.create(cmd='sleep 3 & echo done', wait_ms=5000)
+        # AGENTD_IT_SLOW (valgrind) stretches the descendant and the bound alike.
+        w = self.create(cmd='sleep %d & echo done' % (3 * SLOW), wait_ms=5000)
         sid = w['id']
-        s = self.wait_state(sid, 'exited', timeout=10)
+        s = self.wait_state(sid, 'exited', timeout=10 * SLOW)
         took = time.monotonic() - t0
-        self.assertLess(took, 2.5, 'exited %.2fs after a process that ends at once' % took)
+        self.assertLess(took, 2.5 * SLOW,
+                        'exited %.2fs after a process that ends at once' % took)
         self.assertEqual(s['exit_code'], 0)
         ck = WindowChecker(self, tty=False)
         ck.feed(self.get(sid, cursor=0))

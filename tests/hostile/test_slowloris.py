@@ -1,0 +1,148 @@
+"""Slow clients: header and idle timeouts, and healthz under slowloris."""
+
+import threading
+import time
+
+from hostilelib import (HostileTestCase, SLOW, closed_by_peer, connect,
+                        healthz_latency, percentile, read_answer, status_of,
+                        raise_nofile)
+
+PARTIAL = b'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: '
+
+
+class HeaderTimeoutTest(HostileTestCase):
+    """A request must arrive whole within --header-timeout."""
+
+    agentd_args = ('--header-timeout', '1000', '--idle-timeout', '3000')
+
+    def test_partial_request_is_closed(self):
+        s = connect(self.agentd.port)
+        s.sendall(PARTIAL)
+        closed, took = closed_by_peer(s, 6 * SLOW)
+        s.close()
+        self.assertTrue(closed, 'a partial request still open after 6 s')
+        self.assertGreater(took, 0.7, 'closed before the header timeout')
+
+    def test_silent_connection_is_closed(self):
+        s = connect(self.agentd.port)
+        closed, took = closed_by_peer(s, 6 * SLOW)
+        s.close()
+        self.assertTrue(closed, 'a connection that sent nothing still open')
+        self.assertGreater(took, 0.7)
+
+    def test_drip_feed_does_not_extend_the_deadline(self):
+        """One byte every 200 ms keeps the idle timer alive, not the deadline."""
+        s = connect(self.agentd.port)
+        s.sendall(PARTIAL)
+        t0 = time.monotonic()
+        closed = False
+        while time.monotonic() - t0 < 6 * SLOW:
+            try:
+                s.sendall(b'a')
+            except OSError:
+                closed = True
+                break
+            c, _ = closed_by_peer(s, 0.2)
+            if c:
+                closed = True
+                break
+        took = time.monotonic() - t0
+        s.close()
+        self.assertTrue(closed, 'a drip-fed request still open after 6 s')
+        self.assertLess(took, 4 * SLOW)
+
+    def test_whole_request_is_answered_after_a_slow_start(self):
+        """A request that completes within the deadline is answered."""
+        s = connect(self.agentd.port)
+        for b in (b'GET /healthz HTTP/1.1\r\n', b'Host: x\r\n', b'\r\n'):
+            s.sendall(b)
+            time.sleep(0.2)
+        data, _ = read_answer(s, 5 * SLOW)
+        s.close()
+        self.assertEqual(status_of(data), 200, data[:200])
+
+    def test_long_poll_outlives_the_header_timeout(self):
+        """No deadline runs while a handler holds the request."""
+        w = self.create(argv=['sleep', '30'])
+        t0 = time.monotonic()
+        r = self.req('GET', '/v1/sessions/%s?cursor=%d&wait_ms=2500'
+                     % (w['id'], w['cursor']))
+        took = time.monotonic() - t0
+        self.expect(r, 200)
+        self.assertGreater(took, 2.0, 'long-poll answered early')
+        # And the connection stays usable for the next request.
+        self.healthz()
+        self.req('DELETE', '/v1/sessions/%s?grace_ms=0' % w['id'])
+
+    def test_keep_alive_idle_then_closed(self):
+        """After an answer: open for --idle-timeout, then closed."""
+        s = connect(self.agentd.port)
+        s.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+        data, closed = read_answer(s, 5 * SLOW)
+        self.assertEqual(status_of(data), 200)
+        self.assertFalse(closed)
+        closed, took = closed_by_peer(s, 10 * SLOW)
+        s.close()
+        self.assertTrue(closed, 'idle keep-alive connection never closed')
+        self.assertGreater(took, 2.5, 'closed before --idle-timeout')
+
+
+class SlowlorisTest(HostileTestCase):
+    """Hundreds of half-open requests must not delay healthz."""
+
+    agentd_args = ('--header-timeout', '3000')
+    HALF_OPEN = 500
+
+    def test_healthz_under_slowloris(self):
+        raise_nofile()
+        base_fds = self.fds()
+        socks = []
+        for i in range(self.HALF_OPEN):
+            s = connect(self.agentd.port)
+            s.sendall(PARTIAL + b'%d' % i)
+            socks.append(s)
+        stop = threading.Event()
+
+        def drip():
+            # Keep every one of them trickling, as slowloris does.
+            while not stop.is_set():
+                for s in socks:
+                    try:
+                        s.send(b'x')
+                    except OSError:
+                        pass
+                stop.wait(0.3)
+
+        t = threading.Thread(target=drip, daemon=True)
+        t.start()
+        try:
+            lat, statuses = healthz_latency(self.agentd.port, n=100)
+        finally:
+            stop.set()
+            t.join()
+        p95 = percentile(lat, 95)
+        self.__class__.figure = p95
+        print('healthz under %d half-open connections: p50 %.1f ms, '
+              'p95 %.1f ms, max %.1f ms' % (self.HALF_OPEN,
+                                            percentile(lat, 50) * 1000,
+                                            p95 * 1000, max(lat) * 1000))
+        self.assertEqual(statuses, [200] * len(statuses))
+        self.assertLess(p95, 0.2 * SLOW, 'healthz p95 %.0f ms' % (p95 * 1000))
+        # Every half-open connection is closed by the header timeout.
+        deadline = time.monotonic() + 10 * SLOW
+        open_ = list(socks)
+        while open_ and time.monotonic() < deadline:
+            still = []
+            for s in open_:
+                c, _ = closed_by_peer(s, 0)
+                if not c:
+                    still.append(s)
+            open_ = still
+            if open_:
+                time.sleep(0.1)
+        for s in socks:
+            s.close()
+        self.assertEqual(len(open_), 0, '%d half-open connections survived '
+                         'the header timeout' % len(open_))
+        self.wait_fds(base_fds)
+        self.assertAlive()
