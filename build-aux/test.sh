@@ -74,9 +74,13 @@ step "pid1 build" test -x build-static/agentd/agentd &&
 # Hardening: the dev and ASan steps above already ran suites hostile and
 # soak (short), and the dev one memcheck (the integration suite under
 # valgrind).  Here: hostile clients and the short soak on the release
-# binary, then the libFuzzer harnesses briefly (clang, build-fuzz).
+# binary, the fetch threads under TSan, then the libFuzzer harnesses
+# briefly (clang, build-fuzz).
 step "static hostile" mtest build-static --suite hostile --suite soak
 if [ "${TEST_QUICK:-0}" != 1 ]; then
+	# The threaded path (files' fetch workers) under TSan, on agentd
+	# built with it (a race report fails agentd's exit, so the test).
+	step "tsan threads" mtest build-tsan --suite files
 	CC=clang step "fuzz build" setup build-fuzz \
 		--buildtype=debugoptimized &&
 		FUZZ_SECONDS=${FUZZ_SECONDS:-15} \
