@@ -51,6 +51,12 @@ soak: build
 	@AGENTD=build/agentd/agentd /usr/bin/python3 tests/soak/soak.py \
 		--seconds $(SOAK_SECONDS)
 
+# The benchmarks (bench/run.sh): installs the bench packages, builds dev and
+# static, runs every scenario against its baselines (private sshd and tmux),
+# prints one table and writes bench/results/bench.{md,tsv,png}.
+bench:
+	@bench/run.sh
+
 # Two release builds from scratch (the deps cache kept) must be identical.
 repro:
 	@build-aux/static.sh repro

@@ -86,6 +86,9 @@ if [ "${TEST_QUICK:-0}" != 1 ]; then
 		FUZZ_SECONDS=${FUZZ_SECONDS:-15} \
 		step "fuzz" mtest build-fuzz --suite fuzz --verbose
 fi
+# bench smoke: every scenario of bench/ tiny (< 60 s), its baselines
+# included; it fails on a broken scenario, never on a number.
+step "bench smoke" "$root/bench/run.sh" --quick
 # -- end of steps --
 
 # The summary, over every meson test run above.
