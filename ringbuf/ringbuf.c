@@ -35,6 +35,8 @@
  * stress checker in tests/ring must then fail.
  */
 
+#include <sys/mman.h>
+
 #include <errno.h>
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -73,8 +75,8 @@ struct ring {
 	/* Set by ring_create(), read-only afterwards. */
 	_Atomic uint64_t	*arena;		/* capacity / RING_WORD words */
 	struct ring_slot	*index;		/* nslots entries */
-	void			*arena_mem;	/* calloc'd; arena is it, aligned */
-	void			*index_mem;	/* calloc'd; index is it, aligned */
+	void			*arena_mem;	/* mapped; arena is it */
+	void			*index_mem;	/* mapped; index is it */
 	size_t			 capacity;	/* bytes, a multiple of RING_WORD */
 	size_t			 nslots;	/* a power of two */
 	uint64_t		 first_id;
@@ -111,7 +113,7 @@ struct ring {
 };
 
 static size_t	ring_round(size_t);
-static void	*ring_calloc_aligned(size_t, void **);
+static void	*ring_map(size_t, void **);
 static void	ring_add(_Atomic uint64_t *, uint64_t);
 static void	ring_copy_in(_Atomic uint64_t *, const uint8_t *, size_t);
 static void	ring_copy_out(uint8_t *, const _Atomic uint64_t *, size_t);
@@ -132,20 +134,23 @@ ring_round(size_t len)
 }
 
 /*
- * Allocate size zeroed bytes on a cache line boundary (so that chunks and
- * slots share lines with their neighbours only where they must); *mem gets
- * the pointer to free.  calloc keeps large blocks untouched until used.
+ * Map size zeroed bytes, page-aligned (so chunks and slots share cache lines
+ * with their neighbours only where they must); *mem gets the mapping, or
+ * NULL.  Fresh anonymous pages cost no resident memory until written.
+ * calloc promised that only for blocks it mapped itself, and glibc's malloc
+ * stops mapping blocks of a size it has seen freed (its dynamic mmap
+ * threshold): every ring made after one was freed came from the heap,
+ * zeroed by hand, all of it resident, and stayed so once freed.
  */
 static void *
-ring_calloc_aligned(size_t size, void **mem)
+ring_map(size_t size, void **mem)
 {
-	uintptr_t	p;
+	void	*p;
 
-	if ((*mem = calloc(1, size + RING_CACHELINE)) == NULL)
-		return NULL;
-	p = (uintptr_t)*mem;
-	p = (p + RING_CACHELINE - 1) & ~(uintptr_t)(RING_CACHELINE - 1);
-	return (void *)p;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	    -1, 0);
+	*mem = p == MAP_FAILED ? NULL : p;
+	return *mem;
 }
 
 /* Add to a counter only the producer writes (no read-modify-write needed). */
@@ -321,9 +326,8 @@ ring_create(size_t capacity, uint64_t first_id)
 	r->capacity = capacity;
 	r->nslots = nslots;
 	r->first_id = first_id;
-	r->arena = ring_calloc_aligned(capacity, &r->arena_mem);
-	r->index = ring_calloc_aligned(nslots * sizeof *r->index,
-	    &r->index_mem);
+	r->arena = ring_map(capacity, &r->arena_mem);
+	r->index = ring_map(nslots * sizeof *r->index, &r->index_mem);
 #ifdef RING_TSAN
 	r->bounce = calloc(1, capacity);
 	if (r->bounce == NULL)
@@ -358,8 +362,10 @@ ring_free(struct ring *r)
 #ifdef RING_TSAN
 	free(r->bounce);
 #endif
-	free(r->index_mem);
-	free(r->arena_mem);
+	if (r->index_mem != NULL)
+		munmap(r->index_mem, r->nslots * sizeof *r->index);
+	if (r->arena_mem != NULL)
+		munmap(r->arena_mem, r->capacity);
 	free(r);
 }
 

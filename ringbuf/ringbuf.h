@@ -25,8 +25,9 @@
  * into several chunks of ring_chunk_max() bytes (the last one shorter);
  * ring_reserve() caps the length it hands out.
  *
- * Memory.  The arena and index are allocated with calloc and only touched as
- * chunks are written, so an idle ring costs little resident memory.
+ * Memory.  The arena and index are anonymous mappings, only touched as
+ * chunks are written, so an idle ring costs little resident memory (with
+ * any malloc), and a freed one gives its memory back.
  *
  * Threads.  Functions marked [producer] must be called by one thread at a
  * time (the owner of the ring).  Functions marked [any] may be called from

@@ -412,13 +412,18 @@ class Soak:
             base_rss = self.proc_rss()
             t0 = time.monotonic()
             seconds = self.args.seconds
-            # Blocks per paced generator: several waves fit in the run (at
-            # least one, however short); a wave that would overrun is not begun.
-            blocks = max(5, int(seconds / 12 / 0.025))
+            # Blocks per paced generator: about four waves fit in the run (at
+            # least one, however short; the readers set the pace, so the size
+            # follows the last wave's time); a wave that would overrun is not
+            # begun.
+            blocks = max(10, int(seconds / 2))
             peak_rss = base_rss
             while True:
                 w0 = time.monotonic()
                 self.wave(blocks)
+                took_wave = max(1.0, time.monotonic() - w0)
+                blocks = max(10, min(4 * blocks, int(blocks * seconds / 4 /
+                                                     took_wave)))
                 self.client.close()
                 peak_rss = max(peak_rss, self.proc_rss())
                 # No reader, no session, no connection left; fds as before.
@@ -427,7 +432,10 @@ class Soak:
                     'connections_open'] <= 1)
                 self.settle('fds (%d at the start)' % base_fds,
                             lambda: self.proc_fds() <= base_fds)
-                if time.monotonic() - t0 + (time.monotonic() - w0) >= seconds:
+                if os.environ.get('SOAK_VERBOSE'):
+                    print('soak: wave %d: %d blocks, %.1fs, RSS %d KiB'
+                          % (self.waves, blocks, took_wave, self.proc_rss()))
+                if time.monotonic() - t0 + seconds / 4 >= seconds:
                     break
             took = time.monotonic() - t0
             rss = self.proc_rss()
