@@ -328,6 +328,10 @@ api_answer(struct evhttp_request *req, struct session *s,
 		if (w.n > 0 && w.chunks[w.n - 1].id > v.last_chunk)
 			v.last_chunk = w.chunks[w.n - 1].id;
 	}
+	if (a->window && w.n > 0)	/* base64 and JSON around each chunk */
+		http_buf_take(&b, (w.chunks[w.n - 1].offset -
+		    w.chunks[0].offset + w.chunks[w.n - 1].len) / 3 * 4 +
+		    w.n * 96 + 1024);
 	proto_render_session(&b, &v, a->window ? &w : NULL, a->written);
 	if (scratch_len > API_SCRATCH_KEEP) {
 		free(scratch);
@@ -626,6 +630,9 @@ api_answer_raw(struct evhttp_request *req, struct session *s,
 		http_reply_error(req, &err, NULL);
 		return;
 	}
+	if (w.n > 0)
+		http_buf_take(&b, w.chunks[w.n - 1].offset - w.chunks[0].offset +
+		    w.chunks[w.n - 1].len);
 	for (i = 0; i < w.n; i++)
 		proto_buf_append(&b, w.chunks[i].data, w.chunks[i].len);
 	snprintf(num, sizeof num, "%" PRIu64, w.cursor);

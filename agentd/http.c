@@ -38,6 +38,7 @@
 #include <netinet/tcp.h>
 
 #include <errno.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -61,6 +62,10 @@
 #include "util.h"
 
 #define HTTP_BACKLOG		1024	/* connections waiting for accept */
+#define HTTP_WRITE_MAX		(1024 * 1024) /* bytes of one write to a client */
+#define HTTP_SPARE_MIN		(128 * 1024) /* bytes: an answer buffer kept ... */
+#define HTTP_SPARE_MAX		(6 << 20) /* ... up to this size (musl only) */
+#define HTTP_SPARES		2	/* answer buffers kept at most */
 #define HTTP_ACCEPT_PAUSE_MS	100	/* accept rests this long on EMFILE */
 #define HTTP_ACCEPT_LOG_MS	10000	/* log accept failures at most this often */
 #define HTTP_CODES_MAX		32	/* distinct status codes counted */
@@ -162,6 +167,7 @@ static void		 http_accept_error(struct evconnlistener *, void *);
 static void		 http_accept_resume(evutil_socket_t, short, void *);
 static void		 http_count(int code);
 static void		 http_free_buf(const void *, size_t, void *);
+static void		 http_spares_free(void);
 
 /* Create an evhttp serving the API. */
 static void
@@ -746,6 +752,7 @@ http_free(void)
 	if (http_unix.h != NULL)
 		evhttp_free(http_unix.h);
 	http_tcp.h = http_unix.h = NULL;
+	http_spares_free();	/* after the answers still queued */
 	if (http_setup_ev != NULL)
 		event_free(http_setup_ev);
 	if (http_shed_ev != NULL)
@@ -812,6 +819,9 @@ http_dispatch(struct evhttp_request *req, void *arg)
 	size_t			 len;
 
 	agentd_stats.http_requests++;
+	/* libevent writes 16 KiB per turn of the loop unless told. */
+	bufferevent_set_max_single_write(evhttp_connection_get_bufferevent(
+	    evhttp_request_get_connection(req)), HTTP_WRITE_MAX);
 	/* The request is whole: no deadline while a handler holds it. */
 	if ((c = http_conn_of(evhttp_request_get_connection(req))) != NULL) {
 		evtimer_del(c->deadline);
@@ -886,11 +896,61 @@ http_code_counts(const struct http_code_count **out)
 	return (ncodes);
 }
 
-/* Free a proto_buf's memory once evbuffer is done with it. */
+/*
+ * Large answer buffers, kept for the next large answer: musl's malloc
+ * unmaps a freed large block at once, and the next answer faults every page
+ * of a new one in again (a 4 MiB window: 1,024 faults, ~40 ms on the bench
+ * machine; bench/, scenario 3).
+ */
+static void	*http_spares[HTTP_SPARES];
+static size_t	 http_nspares;
+
+/* Start an empty b with a kept buffer, if one is kept and want is large. */
+void
+http_buf_take(struct proto_buf *b, size_t want)
+{
+	size_t	i, cap;
+
+	if (b->data != NULL || want < HTTP_SPARE_MIN / 2)
+		return;
+	for (i = 0; i < http_nspares; i++) {
+		cap = malloc_usable_size(http_spares[i]);
+		if (cap < want && i + 1 < http_nspares)
+			continue;
+		b->data = http_spares[i];
+		b->cap = cap;
+		b->len = 0;
+		http_spares[i] = http_spares[--http_nspares];
+		return;
+	}
+}
+
+/*
+ * Free a proto_buf's memory once evbuffer is done with it, or keep it.
+ * Only with musl: glibc reuses freed blocks by itself, and a kept block in
+ * the middle of its heap would pin the memory above it (the soak's RSS).
+ */
 static void
 http_free_buf(const void *data, size_t len, void *arg)
 {
+#ifndef __GLIBC__
+	size_t	size = malloc_usable_size(arg);
+
+	if (http_nspares < HTTP_SPARES && size >= HTTP_SPARE_MIN &&
+	    size <= HTTP_SPARE_MAX) {
+		http_spares[http_nspares++] = arg;
+		return;
+	}
+#endif
 	free(arg);
+}
+
+/* Free the kept answer buffers. */
+static void
+http_spares_free(void)
+{
+	while (http_nspares > 0)
+		free(http_spares[--http_nspares]);
 }
 
 /* Answer with raw bytes of a content type. */

@@ -45,6 +45,8 @@ void	http_reply_error(struct evhttp_request *, const struct proto_err *,
 /* Answer with an error built here. */
 void	http_fail(struct evhttp_request *, int status, const char *code,
 	    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Start an empty b with a kept large buffer (want bytes), if there is one. */
+void	http_buf_take(struct proto_buf *b, size_t want);
 /* Answer with raw bytes of a content type; takes the buffer's memory. */
 void	http_reply_raw(struct evhttp_request *, int status, const char *type,
 	    struct proto_buf *);
