@@ -71,6 +71,7 @@ class MaxConnectionsTest(HostileTestCase):
         self.assertAlive()
 
     def test_metrics_count_the_503(self):
+        base = self.fds()
         held = [connect(self.agentd.port) for _ in range(self.LIMIT)]
         time.sleep(0.2)
         for _ in range(3):
@@ -79,7 +80,7 @@ class MaxConnectionsTest(HostileTestCase):
             s.close()
         for s in held:
             s.close()
-        self.wait_fds(self.fds() - self.LIMIT + 5)
+        self.wait_fds(base)
         deadline = time.monotonic() + 5 * SLOW
         while True:
             r = self.req('GET', '/metrics')
