@@ -3,6 +3,7 @@
  * POST /v1/files/fetch (see files.h).
  */
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -420,7 +421,15 @@ static void
 files_fetch_closed(evutil_socket_t fd, short events, void *arg)
 {
 	struct files_job	*j = arg;
+	ssize_t			 n;
+	char			 c;
 
+	/* EV_READ too: a reset comes as an error, never as EV_CLOSED. */
+	if (!(events & EV_CLOSED)) {
+		n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n > 0 || (n == -1 && (errno == EAGAIN || errno == EINTR)))
+			return;		/* a pipelined request, not a close */
+	}
 	log_debug("%s: fetch into %s: client fd %d went away", __func__,
 	    j->req.path, (int)fd);
 	evhttp_connection_free(j->evcon);	/* files_conn_gone runs */
@@ -517,7 +526,8 @@ files_fetch(struct http_req *hr)
 
 	/* evhttp stops reading while a request is out: watch for the close. */
 	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(j->evcon));
-	j->closed = event_new(agentd_base, fd, EV_CLOSED, files_fetch_closed, j);
+	j->closed = event_new(agentd_base, fd, EV_CLOSED | EV_READ | EV_ET |
+	    EV_PERSIST, files_fetch_closed, j);
 	if (j->closed == NULL)
 		fatal("%s: out of memory", __func__);
 	event_add(j->closed, NULL);

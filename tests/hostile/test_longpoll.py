@@ -137,3 +137,32 @@ class VanishingClientTest(HostileTestCase):
                 break
             time.sleep(0.1)
         self.assertEqual(r.status, 404, 'session not removed: %r' % r.body[:200])
+
+
+class VanishingFetchClientTest(HostileTestCase):
+
+    def test_reset_during_fetch_does_not_spin(self):
+        """A client resetting its connection while a fetch runs."""
+        srv = socket.socket()
+        srv.bind(('127.0.0.1', 0))
+        srv.listen(4)           # accepts, never answers: the fetch waits
+        self.addCleanup(srv.close)
+        body = ('{"url": "http://127.0.0.1:%d/x", "path": "%s/never", '
+                '"timeout_ms": 20000}' % (srv.getsockname()[1],
+                                          self.agentd.dir)).encode()
+        auth = ''.join('%s: %s\r\n' % kv
+                       for kv in self.agentd.auth_headers().items())
+        s = connect(self.agentd.port)
+        s.sendall(b'POST /v1/files/fetch HTTP/1.1\r\nHost: x\r\n%s'
+                  b'Content-Length: %d\r\n\r\n%s'
+                  % (auth.encode(), len(body), body))
+        time.sleep(0.5 * SLOW)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                     b'\x01\x00\x00\x00\x00\x00\x00\x00')
+        s.close()
+        time.sleep(0.3 * SLOW)
+        cpu0 = cpu_seconds(self.pid())
+        time.sleep(1.0)
+        cpu = cpu_seconds(self.pid()) - cpu0
+        self.assertLess(cpu, 0.2, 'agentd used %.2fs of CPU in 1s' % cpu)
+        self.assertAlive()
