@@ -2,7 +2,7 @@
 # memcheck.sh -- the integration suite against agentd under valgrind.
 #
 #   AGENTD=build/agentd/agentd tests/hostile/memcheck.sh test_sessions
-# runs tests/integration/run.py test_sessions with this script as AGENTD,
+# runs tests/run.py test_sessions in tests/integration, with this script as AGENTD,
 # which then runs the real agentd under memcheck.  Any memory error, and
 # any definitely lost block at agentd's exit, makes agentd's exit status 99,
 # which the harness reports as a failure (valgrind's report is in agentd's
@@ -26,4 +26,4 @@ export AGENTD_MEMCHECK_REAL
 AGENTD="$here/memcheck.sh"
 AGENTD_IT_SLOW=${AGENTD_IT_SLOW:-4}
 export AGENTD AGENTD_IT_SLOW
-cd "$here/../integration" && exec /usr/bin/python3 run.py "$@"
+cd "$here/../integration" && exec /usr/bin/python3 ../run.py "$@"

@@ -1,7 +1,7 @@
 """Harness of the PID 1 suite: agentd as the init of a PID namespace, or as a
 plain child, driven over its unix socket (and TCP).
 
-    AGENTD=build/agentd/agentd /usr/bin/python3 tests/pid1/run.py [test_module ...]
+    AGENTD=build/agentd/agentd /usr/bin/python3 tests/run.py tests/pid1/test_MODULE.py ...
 
 In a namespace agentd runs as
     unshare --pid --fork --mount-proc --kill-child AGENTD ...
