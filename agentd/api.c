@@ -3,7 +3,6 @@
  * healthz and metrics; and the waiters of long-polls.
  */
 #include <sys/queue.h>
-#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <errno.h>
@@ -87,7 +86,6 @@ static void	api_resize(struct http_req *, struct session *);
 static void	api_signal(struct http_req *, struct session *);
 static void	api_delete(struct http_req *, struct session *);
 static void	api_sessions_route(struct http_req *, const char *);
-static int	api_method(struct http_req *, int allowed);
 
 static const struct proto_limits	*api_limits(void);
 
@@ -109,17 +107,6 @@ api_limits(void)
 	return (&l);
 }
 
-/* Answer 405 unless the method is among allowed; 0 when it is. */
-static int
-api_method(struct http_req *hr, int allowed)
-{
-	if (hr->method & allowed)
-		return (0);
-	http_fail(hr->req, 405, "method_not_allowed",
-	    "method not allowed on %s", hr->path);
-	return (-1);
-}
-
 /* Route a request. */
 void
 api_route(struct http_req *hr)
@@ -127,14 +114,14 @@ api_route(struct http_req *hr)
 	const char	*p = hr->path;
 
 	if (strcmp(p, "/healthz") == 0) {
-		if (api_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD) == 0)
+		if (http_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD) == 0)
 			api_healthz(hr);
 	} else if (strcmp(p, "/metrics") == 0) {
-		if (api_method(hr, EVHTTP_REQ_GET) == 0)
+		if (http_method(hr, EVHTTP_REQ_GET) == 0)
 			api_metrics(hr);
 	} else if (strcmp(p, "/v1/sessions") == 0 ||
 	    strcmp(p, "/v1/sessions/") == 0) {
-		if (api_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_POST) != 0)
+		if (http_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_POST) != 0)
 			return;
 		if (hr->method == EVHTTP_REQ_POST)
 			api_create(hr);
@@ -173,7 +160,7 @@ api_sessions_route(struct http_req *hr, const char *rest)
 		http_fail(hr->req, 404, "not_found", "no route %s", hr->path);
 		return;
 	}
-	if (api_method(hr, *action == '\0' ? EVHTTP_REQ_GET | EVHTTP_REQ_DELETE :
+	if (http_method(hr, *action == '\0' ? EVHTTP_REQ_GET | EVHTTP_REQ_DELETE :
 	    EVHTTP_REQ_POST) != 0)
 		return;
 	if ((s = session_find(id)) == NULL) {
@@ -367,10 +354,8 @@ static void
 api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
     const struct api_answer *a, int delete)
 {
-	struct evhttp_connection	*evcon;
-	struct waiter			*w;
-	struct timeval			 tv;
-	int				 fd;
+	struct waiter	*w;
+	struct timeval	 tv;
 
 	w = xcalloc(1, sizeof *w);
 	w->req = req;
@@ -389,19 +374,8 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 	tv.tv_usec = (ms % 1000) * 1000;
 	evtimer_add(w->timer, &tv);
 
-	/*
-	 * evhttp stops reading while a request is out: watch for the close.
-	 * EV_READ too, edge-triggered: epoll reports a reset (EPOLLERR) as
-	 * EV_READ|EV_WRITE, never EV_CLOSED, and an error nobody takes spins
-	 * the loop.  api_waiter_closed() tells a close from pipelined data.
-	 */
-	evcon = evhttp_request_get_connection(req);
-	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
-	w->closed = event_new(agentd_base, fd, EV_CLOSED | EV_READ | EV_ET |
-	    EV_PERSIST, api_waiter_closed, w);
-	if (w->closed == NULL)
-		fatal("%s: out of memory", __func__);
-	event_add(w->closed, NULL);
+	/* evhttp stops reading while a request is out: watch for the close. */
+	w->closed = http_watch_client(req, api_waiter_closed, w);
 	TAILQ_INSERT_TAIL(api_waiters(s), w, entry);
 }
 
@@ -450,14 +424,9 @@ api_waiter_closed(evutil_socket_t fd, short events, void *arg)
 {
 	struct waiter			*w = arg;
 	struct evhttp_connection	*evcon;
-	ssize_t				 n;
-	char				 c;
 
-	if (!(events & EV_CLOSED)) {
-		n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-		if (n > 0 || (n == -1 && (errno == EAGAIN || errno == EINTR)))
-			return;		/* a pipelined request, not a close */
-	}
+	if (!http_client_gone(fd, events))
+		return;		/* a pipelined request, not a close */
 	evcon = evhttp_request_get_connection(w->req);
 	log_debug("%s: session %s: client fd %d went away", __func__,
 	    session_id(w->s), (int)fd);

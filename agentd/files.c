@@ -3,7 +3,6 @@
  * POST /v1/files/fetch (see files.h).
  */
 #include <sys/queue.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -56,7 +55,6 @@ static size_t			 files_njobs;
 static int			 files_pipe[2] = { -1, -1 };	/* worker -> loop */
 static struct event		*files_pipe_ev;
 
-static int	files_method(struct http_req *, int allowed);
 static void	files_get(struct http_req *);
 static void	files_get_pseudo(struct http_req *, int fd,
 		    const struct proto_files_query *);
@@ -71,17 +69,6 @@ static void	files_fetch_closed(evutil_socket_t, short, void *);
 static void	files_conn_gone(struct evhttp_connection *, void *);
 static void	files_reply_err(struct evhttp_request *, const struct proto_err *);
 
-/* Answer 405 unless the method is among allowed; 0 when it is. */
-static int
-files_method(struct http_req *hr, int allowed)
-{
-	if (hr->method & allowed)
-		return (0);
-	http_fail(hr->req, 405, "method_not_allowed",
-	    "method not allowed on %s", hr->path);
-	return (-1);
-}
-
 /* Route a request under /v1/files. */
 void
 files_route(struct http_req *hr)
@@ -89,17 +76,17 @@ files_route(struct http_req *hr)
 	const char	*p = hr->path;
 
 	if (strcmp(p, "/v1/files") == 0 || strcmp(p, "/v1/files/") == 0) {
-		if (files_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_PUT) != 0)
+		if (http_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_PUT) != 0)
 			return;
 		if (hr->method == EVHTTP_REQ_GET)
 			files_get(hr);
 		else
 			files_put(hr);
 	} else if (strcmp(p, "/v1/files/stat") == 0) {
-		if (files_method(hr, EVHTTP_REQ_POST) == 0)
+		if (http_method(hr, EVHTTP_REQ_POST) == 0)
 			files_stat(hr);
 	} else if (strcmp(p, "/v1/files/fetch") == 0) {
-		if (files_method(hr, EVHTTP_REQ_POST) == 0)
+		if (http_method(hr, EVHTTP_REQ_POST) == 0)
 			files_fetch(hr);
 	} else
 		http_fail(hr->req, 404, "not_found", "no route %s", p);
@@ -421,15 +408,9 @@ static void
 files_fetch_closed(evutil_socket_t fd, short events, void *arg)
 {
 	struct files_job	*j = arg;
-	ssize_t			 n;
-	char			 c;
 
-	/* EV_READ too: a reset comes as an error, never as EV_CLOSED. */
-	if (!(events & EV_CLOSED)) {
-		n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-		if (n > 0 || (n == -1 && (errno == EAGAIN || errno == EINTR)))
-			return;		/* a pipelined request, not a close */
-	}
+	if (!http_client_gone(fd, events))
+		return;		/* a pipelined request, not a close */
 	log_debug("%s: fetch into %s: client fd %d went away", __func__,
 	    j->req.path, (int)fd);
 	evhttp_connection_free(j->evcon);	/* files_conn_gone runs */
@@ -474,7 +455,7 @@ files_fetch(struct http_req *hr)
 	struct proto_err	 err;
 	pthread_attr_t		 attr;
 	sigset_t		 all, old;
-	int			 fd, error;
+	int			 error;
 
 	if (proto_parse_fetch(hr->body, hr->body_len, &req, &err) != 0) {
 		http_reply_error(hr->req, &err, NULL);
@@ -525,11 +506,6 @@ files_fetch(struct http_req *hr)
 	files_njobs++;
 
 	/* evhttp stops reading while a request is out: watch for the close. */
-	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(j->evcon));
-	j->closed = event_new(agentd_base, fd, EV_CLOSED | EV_READ | EV_ET |
-	    EV_PERSIST, files_fetch_closed, j);
-	if (j->closed == NULL)
-		fatal("%s: out of memory", __func__);
-	event_add(j->closed, NULL);
+	j->closed = http_watch_client(hr->req, files_fetch_closed, j);
 	evhttp_connection_set_closecb(j->evcon, files_conn_gone, j);
 }

@@ -1015,3 +1015,49 @@ http_fail(struct evhttp_request *req, int status, const char *code,
 	va_end(ap);
 	http_reply_error(req, &err, NULL);
 }
+
+/* Answer 405 unless the method is among allowed; 0 when it is. */
+int
+http_method(struct http_req *hr, int allowed)
+{
+	if (hr->method & allowed)
+		return (0);
+	http_fail(hr->req, 405, "method_not_allowed",
+	    "method not allowed on %s", hr->path);
+	return (-1);
+}
+
+/*
+ * Watch the client of a held request.  EV_READ too, edge-triggered: epoll
+ * reports a reset (EPOLLERR) as EV_READ|EV_WRITE, never EV_CLOSED, and an
+ * error nobody takes spins the loop.
+ */
+struct event *
+http_watch_client(struct evhttp_request *req,
+    void (*fn)(evutil_socket_t, short, void *), void *arg)
+{
+	struct evhttp_connection	*evcon;
+	struct event			*ev;
+	int				 fd;
+
+	evcon = evhttp_request_get_connection(req);
+	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
+	ev = event_new(agentd_base, fd, EV_CLOSED | EV_READ | EV_ET |
+	    EV_PERSIST, fn, arg);
+	if (ev == NULL || event_add(ev, NULL) != 0)
+		fatal("%s: out of memory", __func__);
+	return (ev);
+}
+
+/* Whether a watched client went away, or only sent a pipelined request. */
+int
+http_client_gone(evutil_socket_t fd, short events)
+{
+	ssize_t	n;
+	char	c;
+
+	if (events & EV_CLOSED)
+		return (1);
+	n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	return (!(n > 0 || (n == -1 && (errno == EAGAIN || errno == EINTR))));
+}

@@ -13,8 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <event2/util.h>
+
 #include "proto.h"
 
+struct event;
 struct evhttp_request;
 struct config;
 
@@ -36,6 +39,20 @@ int	http_start(const struct config *);
 void	http_stop_accepting(void);
 /* Free everything (after shutdown). */
 void	http_free(void);
+
+/* Answer 405 unless the method is among allowed; 0 when it is. */
+int	http_method(struct http_req *, int allowed);
+
+/*
+ * Watch the client of a request a handler holds (evhttp stops reading
+ * then): fn(fd, events, arg) runs when the client closes or resets, and on
+ * pipelined data too, which http_client_gone() tells apart.  The event is
+ * the caller's to event_free().
+ */
+struct event *http_watch_client(struct evhttp_request *,
+	    void (*fn)(evutil_socket_t, short, void *), void *arg);
+/* In a watcher's callback: whether the client went away. */
+int	http_client_gone(evutil_socket_t fd, short events);
 
 /* Answer with a JSON body; takes the buffer's memory. */
 void	http_reply(struct evhttp_request *, int status, struct proto_buf *);
