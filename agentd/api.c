@@ -731,10 +731,10 @@ api_signal(struct http_req *hr, struct session *s)
 {
 	struct proto_err	 err;
 	struct api_answer	 a = { .status = 200, .written = -1 };
-	int			 signo;
+	int			 signo, target;
 
-	if (proto_parse_signal(hr->body, hr->body_len, &signo, &err) != 0 ||
-	    session_signal(s, signo, &err) != 0) {
+	if (proto_parse_signal(hr->body, hr->body_len, &signo, &target,
+	    &err) != 0 || session_signal(s, signo, target, &err) != 0) {
 		http_reply_error(hr->req, &err, NULL);
 		return;
 	}
@@ -756,6 +756,8 @@ api_delete(struct http_req *hr, struct session *s)
 	}
 	grace = q.grace_ms >= 0 ? q.grace_ms : API_DELETE_GRACE_MS;
 	if (session_exited(s)) {
+		/* Leftovers in its group still get SIGTERM and the grace. */
+		session_terminate(s, grace);
 		api_answer(hr->req, s, &a);
 		session_remove(s);
 		return;
