@@ -145,7 +145,7 @@ static void	*session_spawner_main(void *);
 static int	session_spawn(const struct pty_spec *, struct pty_proc *,
 		    char *, size_t);
 static int	session_waitid(pid_t, int *status);
-static void	session_reaped(struct session *, int status);
+static void	session_status_in(struct session *, int status);
 static void	session_hup(struct session_out *);
 static void	session_hup_cb(evutil_socket_t, short, void *);
 static void	session_bury(struct session *, int64_t ms);
@@ -813,7 +813,7 @@ session_set_remove_on_exit(struct session *s)
 
 /* A leader's status came in (it stays a zombie until released). */
 static void
-session_reaped(struct session *s, int status)
+session_status_in(struct session *s, int status)
 {
 	struct session_out	*o = &s->out[0];
 
@@ -858,6 +858,21 @@ session_waitid(pid_t pid, int *status)
 	return (1);
 }
 
+/* The status of the leader pid came in; 0 when pid is a session's. */
+int
+session_reaped(pid_t pid, int status)
+{
+	struct session	*s;
+
+	TAILQ_FOREACH(s, &sessions, entry) {
+		if (s->pid == pid && !s->reaped) {
+			session_status_in(s, status);
+			return (0);
+		}
+	}
+	return (-1);
+}
+
 /*
  * Called after every SIGCHLD: take the status of each leader that ended
  * (sessions and corpses), then sweep soon for leaders whose session has no
@@ -873,7 +888,7 @@ session_collect(void)
 	for (s = TAILQ_FIRST(&sessions); s != NULL; s = next) {
 		next = TAILQ_NEXT(s, entry);
 		if (!s->reaped && session_waitid(s->pid, &status))
-			session_reaped(s, status);
+			session_status_in(s, status);
 	}
 	for (c = LIST_FIRST(&corpses); c != NULL; c = cnext) {
 		cnext = LIST_NEXT(c, entry);
@@ -1170,8 +1185,7 @@ session_remove_all(void)
 			pty_kill_group(c->pid, SIGKILL);
 		session_corpse_free(c, 1);
 	}
-	event_free(sweep_ev);
-	sweep_ev = NULL;
+	event_del(sweep_ev);	/* kept: a fuzzing harness empties the table often */
 }
 
 /*

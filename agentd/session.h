@@ -132,6 +132,11 @@ void	 session_remove(struct session *);
  * empty.  agentd's own reaping must use waitpid(-1, ..., __WNOTHREAD).
  */
 void	 session_collect(void);
+/*
+ * The status of the leader pid is in (collected by session_collect(), or
+ * given by a harness with fake processes); 0 when pid is a session's.
+ */
+int	 session_reaped(pid_t pid, int status);
 
 /*
  * Shutdown: send sig to the group of every session that may still have
