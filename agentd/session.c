@@ -34,7 +34,7 @@
 #define SESSION_SMALL_READ	512	/* bytes read when FIONREAD says 0 */
 #define SESSION_HUP_POLL_MIN_MS	10	/* first look at a hung-up master */
 #define SESSION_HUP_POLL_MAX_MS	1000	/* slowest look at a hung-up master */
-#define SESSION_SWEEP_MS	20	/* a sweep of pinned leaders, after a reap */
+#define SESSION_SWEEP_MS	20	/* sweep pinned leaders after a reap */
 
 /* One output fd of a session: the PTY master, or stdout or stderr. */
 struct session_out {
@@ -53,14 +53,14 @@ struct session {
 	int		 tty;
 	unsigned	 rows, cols;
 
-	pid_t		 pid;		/* also the process group and session id */
+	pid_t		 pid;		/* also the group and session id */
 	int		 reaped;	/* the status is in; the zombie stays */
-	int		 released;	/* zombie reaped: never signal the group */
+	int		 released;	/* reaped: never signal the group */
 	int		 status;	/* as from waitpid() */
 	int		 exited;	/* state "exited" */
 	int		 timed_out;
 	int		 terminating;	/* DELETE, TTL or shutdown under way */
-	int64_t		 kill_at_ms;	/* monotonic: the group's SIGKILL is due */
+	int64_t		 kill_at_ms;	/* monotonic: the group's SIGKILL */
 	int		 remove_on_exit;
 	int64_t		 started_ms;	/* wall clock */
 	int64_t		 ended_ms;	/* wall clock, -1 while running */
@@ -70,7 +70,7 @@ struct session {
 	struct session_out out[2];	/* tty: out[0] only */
 	int		 nopen;		/* output fds still open */
 	int		 hup;		/* tty: EIO while the leader lives */
-	int64_t		 hup_ms;	/* the next look at the hung-up master */
+	int64_t		 hup_ms;	/* next look at the hung-up master */
 	struct event	*hup_ev;
 
 	int		 in;		/* stdin fd (the master for a tty), or -1 */
@@ -1185,7 +1185,7 @@ session_remove_all(void)
 			pty_kill_group(c->pid, SIGKILL);
 		session_corpse_free(c, 1);
 	}
-	event_del(sweep_ev);	/* kept: a fuzzing harness empties the table often */
+	event_del(sweep_ev);	/* kept: fuzz_http empties the table often */
 }
 
 /*

@@ -3,7 +3,9 @@
  * output captured into a ring, its stdin queue, its timers and its exit.
  *
  * A session is "exited" once its process's status is in and its output is
- * drained (every output fd at EOF, or EIO on a PTY master), or
+ * drained (every output fd at EOF, or EIO on a PTY master: taken only once
+ * the leader's status is in, since closing the master before would hang the
+ * terminal up and SIGHUP a leader that merely closed fds 0-2), or
  * SESSION_DRAIN_CAP_MS after the status when descendants hold the output
  * open; in that case whatever is readable is captured first, and later
  * output is still captured until the output closes (eof).

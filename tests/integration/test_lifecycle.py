@@ -92,8 +92,8 @@ class HangupTest(AgentdTestCase):
         self.assertEqual((s['exit_code'], s['signal']), (0, None))
 
     def test_exit_is_still_prompt_after_a_hangup(self):
-        # Closed 0-2, then the exit: exited without waiting for the cap,
-        # and with everything written before the close.
+        # Closed 0-2, then the exit: exited, status 0, with everything
+        # written before the close.
         w = self.create(cmd='echo before; exec 0<&- 1>&- 2>&-; sleep 0.3',
                         tty=True, yield_ms=20000)
         if w['state'] != 'exited':
