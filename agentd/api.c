@@ -232,12 +232,15 @@ api_metrics(struct http_req *hr)
 	    "agentd_ring_bytes %" PRIu64 "\n"
 	    "# TYPE agentd_zombies_reaped_total counter\n"
 	    "agentd_zombies_reaped_total %" PRIu64 "\n"
+	    "# TYPE agentd_session_leaders_unreaped gauge\n"
+	    "agentd_session_leaders_unreaped %zu\n"
 	    "# TYPE agentd_uptime_seconds gauge\n"
 	    "agentd_uptime_seconds %.3f\n",
 	    session_count_running(), session_count(),
 	    agentd_stats.sessions_started, agentd_stats.sessions_spawn_failed,
 	    agentd_stats.output_bytes, dropped, held,
 	    session_ring_bytes_total(), agentd_stats.zombies_reaped,
+	    session_count_unreaped(),
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);

@@ -546,6 +546,21 @@ session_count_running(void)
 	return (nrunning);
 }
 
+/* Leaders kept as zombies: exited, unreleased sessions and dead corpses. */
+size_t
+session_count_unreaped(void)
+{
+	struct session		*s;
+	struct session_corpse	*c;
+	size_t			 n = 0;
+
+	TAILQ_FOREACH(s, &sessions, entry)
+		n += s->reaped && !s->released;
+	LIST_FOREACH(c, &corpses, entry)
+		n += c->reaped;
+	return (n);
+}
+
 /* Sessions in the table. */
 size_t
 session_count(void)

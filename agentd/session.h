@@ -77,6 +77,8 @@ struct session	*session_next(struct session *);
 
 /* Running sessions, all sessions, bytes of all rings. */
 size_t	 session_count_running(void);
+/* Leaders that ended but are kept unreaped (sessions' and removed ones'). */
+size_t	 session_count_unreaped(void);
 size_t	 session_count(void);
 uint64_t session_ring_bytes_total(void);
 

@@ -4,6 +4,7 @@ grace_ms's bound."""
 
 import base64
 import os
+import shutil
 import threading
 import time
 
@@ -161,6 +162,32 @@ class LeftoverTest(AgentdTestCase):
         self.assertEqual(read_file(log), 'TERM\nCLEAN\n')
         self.wait_until(lambda: pid_gone(pid), 10, 'leftover %d gone' % pid)
 
+    def unreaped(self):
+        r = self.req('GET', '/metrics')
+        self.expect(r, 200)
+        for line in r.body.decode().splitlines():
+            if line.startswith('agentd_session_leaders_unreaped '):
+                return int(line.split()[1])
+        self.fail('no agentd_session_leaders_unreaped in /metrics')
+
+    def test_leader_is_kept_only_while_its_group_may_need_a_signal(self):
+        # No leftover: the leader is reaped soon after its exit.
+        w = self.create(cmd='echo hi', yield_ms=20000)
+        self.assertEqual(w['state'], 'exited')
+        self.wait_until(lambda: self.unreaped() == 0, 10,
+                        'the leader of %s reaped' % w['id'])
+        self.assertTrue(pid_gone(w['pid']))
+        # A leftover in the group: the leader stays a zombie, pinning the
+        # pid that names the group, until the group's SIGKILL.
+        w, pid = self.leftover(self.STUBBORN)
+        time.sleep(0.5)
+        self.assertEqual(self.unreaped(), 1)
+        self.assertEqual(pid_state(w['pid']), 'Z')
+        self.expect(self.delete(w['id'], grace_ms=200), 200)
+        self.wait_until(lambda: pid_gone(pid) and pid_gone(w['pid']), 15,
+                        'leftover %d and leader %d gone' % (pid, w['pid']))
+        self.wait_until(lambda: self.unreaped() == 0, 10, 'no leader kept')
+
     def test_delete_exited_sigkills_after_the_grace(self):
         w, pid = self.leftover(self.STUBBORN)
         self.expect(self.delete(w['id'], grace_ms=6000), 200)
@@ -190,6 +217,8 @@ class ForegroundSignalTest(AgentdTestCase):
                         {'signal': sig, 'target': target})
 
     def bash(self):
+        if shutil.which('bash') is None:
+            self.skipTest('no bash')
         w = self.create(argv=['bash', '--norc', '--noprofile', '-i'], tty=True,
                         env={'PS1': '$ '})
         return w
