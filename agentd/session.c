@@ -35,6 +35,7 @@
 #define SESSION_HUP_POLL_MIN_MS	10	/* first look at a hung-up master */
 #define SESSION_HUP_POLL_MAX_MS	1000	/* slowest look at a hung-up master */
 #define SESSION_SWEEP_MS	20	/* sweep pinned leaders after a reap */
+#define SESSION_SWEEP_MAX_MS	1000	/* backed off to while none is released */
 
 /* One output fd of a session: the PTY master, or stdout or stderr. */
 struct session_out {
@@ -112,6 +113,7 @@ struct session_spawn_job {
 static TAILQ_HEAD(, session)	 sessions = TAILQ_HEAD_INITIALIZER(sessions);
 static LIST_HEAD(, session_corpse) corpses = LIST_HEAD_INITIALIZER(corpses);
 static struct event		*sweep_ev;
+static int64_t			 sweep_ms = SESSION_SWEEP_MS;
 static pthread_t		 spawner;
 static pthread_mutex_t		 spawn_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t		 spawn_cond = PTHREAD_COND_INITIALIZER;
@@ -151,7 +153,7 @@ static void	session_hup_cb(evutil_socket_t, short, void *);
 static void	session_bury(struct session *, int64_t ms);
 static void	session_corpse_cb(evutil_socket_t, short, void *);
 static void	session_corpse_free(struct session_corpse *, int reap);
-static void	session_sweep_soon(void);
+static void	session_sweep_soon(int fresh);
 static void	session_sweep_cb(evutil_socket_t, short, void *);
 static int	session_proc_usable(void);
 
@@ -898,22 +900,25 @@ session_collect(void)
 {
 	struct session		*s, *next;
 	struct session_corpse	*c, *cnext;
-	int			 status;
+	int			 status, fresh = 0;
 
 	for (s = TAILQ_FIRST(&sessions); s != NULL; s = next) {
 		next = TAILQ_NEXT(s, entry);
-		if (!s->reaped && session_waitid(s->pid, &status))
+		if (!s->reaped && session_waitid(s->pid, &status)) {
 			session_status_in(s, status);
+			fresh = 1;
+		}
 	}
 	for (c = LIST_FIRST(&corpses); c != NULL; c = cnext) {
 		cnext = LIST_NEXT(c, entry);
 		if (c->reaped || !session_waitid(c->pid, &status))
 			continue;
 		c->reaped = 1;
+		fresh = 1;
 		if (c->killed)
 			session_corpse_free(c, 1);
 	}
-	session_sweep_soon();
+	session_sweep_soon(fresh);
 }
 
 /* The exit cap passed with the output still open. */
@@ -1277,20 +1282,31 @@ session_corpse_free(struct session_corpse *c, int reap)
 	free(c);
 }
 
-/* Sweep in a moment, if some leader waits to be released. */
+/*
+ * Sweep in a moment if some leader waits to be released: soon after a
+ * leader ended (fresh), else (orphans reaped) after a delay that doubles
+ * while sweeps release nothing, so a stream of orphans next to a long-lived
+ * leftover costs at most a sweep a second.
+ */
 static void
-session_sweep_soon(void)
+session_sweep_soon(int fresh)
 {
 	struct session	*s;
 
-	if (sweep_ev == NULL || evtimer_pending(sweep_ev, NULL))
+	if (sweep_ev == NULL)
+		return;
+	if (fresh && sweep_ms > SESSION_SWEEP_MS) {
+		sweep_ms = SESSION_SWEEP_MS;
+		event_del(sweep_ev);
+	}
+	if (evtimer_pending(sweep_ev, NULL))
 		return;
 	TAILQ_FOREACH(s, &sessions, entry) {
 		if (s->reaped && !s->released)
 			break;
 	}
 	if (s != NULL || !LIST_EMPTY(&corpses))
-		session_timer_add(sweep_ev, SESSION_SWEEP_MS);
+		session_timer_add(sweep_ev, sweep_ms);
 }
 
 /* Whether /proc shows agentd's own PID namespace. */
@@ -1322,7 +1338,7 @@ session_sweep_cb(evutil_socket_t fd, short events, void *arg)
 	struct dirent		*d;
 	DIR			*proc;
 	pid_t			*busy = NULL;
-	size_t			 nbusy = 0, cap = 0, i;
+	size_t			 nbusy = 0, cap = 0, i, released = 0;
 	char			 path[300], buf[512], *p, state;
 	long			 sid;
 	ssize_t			 n;
@@ -1370,13 +1386,20 @@ session_sweep_cb(evutil_socket_t fd, short events, void *arg)
 		    (long)s->pid);
 		waitpid(s->pid, NULL, WNOHANG);
 		s->released = 1;
+		released++;
 	}
 	for (c = LIST_FIRST(&corpses); c != NULL; c = cnext) {
 		cnext = LIST_NEXT(c, entry);
 		for (i = 0; i < nbusy && busy[i] != c->pid; i++)
 			;
-		if (c->reaped && i == nbusy)
+		if (c->reaped && i == nbusy) {
 			session_corpse_free(c, 1);
+			released++;
+		}
 	}
 	free(busy);
+	if (released > 0)
+		sweep_ms = SESSION_SWEEP_MS;
+	else if ((sweep_ms *= 2) > SESSION_SWEEP_MAX_MS)
+		sweep_ms = SESSION_SWEEP_MAX_MS;
 }
