@@ -232,12 +232,15 @@ api_metrics(struct http_req *hr)
 	    "agentd_ring_bytes %" PRIu64 "\n"
 	    "# TYPE agentd_zombies_reaped_total counter\n"
 	    "agentd_zombies_reaped_total %" PRIu64 "\n"
+	    "# TYPE agentd_session_leaders_unreaped gauge\n"
+	    "agentd_session_leaders_unreaped %zu\n"
 	    "# TYPE agentd_uptime_seconds gauge\n"
 	    "agentd_uptime_seconds %.3f\n",
 	    session_count_running(), session_count(),
 	    agentd_stats.sessions_started, agentd_stats.sessions_spawn_failed,
 	    agentd_stats.output_bytes, dropped, held,
 	    session_ring_bytes_total(), agentd_stats.zombies_reaped,
+	    session_count_unreaped(),
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
@@ -731,10 +734,10 @@ api_signal(struct http_req *hr, struct session *s)
 {
 	struct proto_err	 err;
 	struct api_answer	 a = { .status = 200, .written = -1 };
-	int			 signo;
+	int			 signo, target;
 
-	if (proto_parse_signal(hr->body, hr->body_len, &signo, &err) != 0 ||
-	    session_signal(s, signo, &err) != 0) {
+	if (proto_parse_signal(hr->body, hr->body_len, &signo, &target,
+	    &err) != 0 || session_signal(s, signo, target, &err) != 0) {
 		http_reply_error(hr->req, &err, NULL);
 		return;
 	}
@@ -756,6 +759,8 @@ api_delete(struct http_req *hr, struct session *s)
 	}
 	grace = q.grace_ms >= 0 ? q.grace_ms : API_DELETE_GRACE_MS;
 	if (session_exited(s)) {
+		/* Leftovers in its group still get SIGTERM and the grace. */
+		session_terminate(s, grace);
 		api_answer(hr->req, s, &a);
 		session_remove(s);
 		return;

@@ -138,18 +138,18 @@ agentd_reap(void)
 	int	status;
 
 	for (;;) {
-		pid = waitpid(-1, &status, WNOHANG);
+		/* Not the sessions' leaders: the spawner thread's children. */
+		pid = waitpid(-1, &status, WNOHANG | __WNOTHREAD);
 		if (pid == -1 && errno == EINTR)
 			continue;
 		if (pid <= 0)
 			break;
-		if (session_reaped(pid, status) == 0)
-			continue;
 		if (companion_reaped(pid, status) == 0)
 			continue;
 		agentd_stats.zombies_reaped++;
 		log_debug("%s: reaped orphan %ld", __func__, (long)pid);
 	}
+	session_collect();
 	if (stopping)
 		agentd_maybe_done();
 }
@@ -256,7 +256,8 @@ agentd_maybe_done(void)
 		return;
 	/* Orphans too: as PID 1 or subreaper they are ours to wait for. */
 	memset(&si, 0, sizeof si);
-	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == -1 &&
+	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WNOTHREAD) ==
+	    -1 &&
 	    errno == ECHILD)
 		event_base_loopbreak(agentd_base);
 }

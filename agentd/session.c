@@ -7,7 +7,11 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +32,10 @@
 #define SESSION_PATH_DEFAULT \
 	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define SESSION_SMALL_READ	512	/* bytes read when FIONREAD says 0 */
+#define SESSION_HUP_POLL_MIN_MS	10	/* first look at a hung-up master */
+#define SESSION_HUP_POLL_MAX_MS	1000	/* slowest look at a hung-up master */
+#define SESSION_SWEEP_MS	20	/* sweep pinned leaders after a reap */
+#define SESSION_SWEEP_MAX_MS	1000	/* backed off to while none is released */
 
 /* One output fd of a session: the PTY master, or stdout or stderr. */
 struct session_out {
@@ -46,12 +54,14 @@ struct session {
 	int		 tty;
 	unsigned	 rows, cols;
 
-	pid_t		 pid;		/* also the process group */
-	int		 reaped;	/* the status is in */
-	int		 status;	/* from waitpid() */
+	pid_t		 pid;		/* also the group and session id */
+	int		 reaped;	/* the status is in; the zombie stays */
+	int		 released;	/* reaped: never signal the group */
+	int		 status;	/* as from waitpid() */
 	int		 exited;	/* state "exited" */
 	int		 timed_out;
-	int		 terminating;	/* DELETE or shutdown under way */
+	int		 terminating;	/* DELETE, TTL or shutdown under way */
+	int64_t		 kill_at_ms;	/* monotonic: the group's SIGKILL */
 	int		 remove_on_exit;
 	int64_t		 started_ms;	/* wall clock */
 	int64_t		 ended_ms;	/* wall clock, -1 while running */
@@ -60,6 +70,9 @@ struct session {
 	size_t		 ring_bytes;
 	struct session_out out[2];	/* tty: out[0] only */
 	int		 nopen;		/* output fds still open */
+	int		 hup;		/* tty: EIO while the leader lives */
+	int64_t		 hup_ms;	/* next look at the hung-up master */
+	struct event	*hup_ev;
 
 	int		 in;		/* stdin fd (the master for a tty), or -1 */
 	int		 in_eof;	/* pipes: close stdin once the queue drains */
@@ -74,7 +87,37 @@ struct session {
 	void		*user_data;	/* the observer's */
 };
 
+/*
+ * A removed session's leader, kept unreaped (alive, or a zombie) so that its
+ * pid, which is the group's id, cannot be reused before the group's SIGKILL.
+ */
+struct session_corpse {
+	LIST_ENTRY(session_corpse) entry;
+	pid_t		 pid;
+	int		 reaped;	/* the status is in */
+	int		 killed;	/* the SIGKILL went out */
+	int		 fds[2];	/* output kept open, unread, or -1 */
+	struct event	*kill_ev;
+};
+
+/* A spawn handed to the spawner thread. */
+struct session_spawn_job {
+	const struct pty_spec	*spec;
+	struct pty_proc		*proc;
+	char			*cause;
+	size_t			 causelen;
+	int			 error;
+	int			 done;
+};
+
 static TAILQ_HEAD(, session)	 sessions = TAILQ_HEAD_INITIALIZER(sessions);
+static LIST_HEAD(, session_corpse) corpses = LIST_HEAD_INITIALIZER(corpses);
+static struct event		*sweep_ev;
+static int64_t			 sweep_ms = SESSION_SWEEP_MS;
+static pthread_t		 spawner;
+static pthread_mutex_t		 spawn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t		 spawn_cond = PTHREAD_COND_INITIALIZER;
+static struct session_spawn_job	*spawn_job;	/* under spawn_lock */
 static struct session_limits	 limits;
 static session_observer_fn	 observer;
 static uint64_t			 next_id = 1;
@@ -99,13 +142,127 @@ static void	session_ttl_cb(evutil_socket_t, short, void *);
 static void	session_check_exit(struct session *, int capped);
 static void	session_timer_add(struct event *, int64_t ms);
 static void	session_kill(struct session *, int sig);
+static char	*session_cwd(const char *);
+static void	*session_spawner_main(void *);
+static int	session_spawn(const struct pty_spec *, struct pty_proc *,
+		    char *, size_t);
+static int	session_waitid(pid_t, int *status);
+static void	session_status_in(struct session *, int status);
+static void	session_hup(struct session_out *);
+static void	session_hup_cb(evutil_socket_t, short, void *);
+static void	session_bury(struct session *, int64_t ms);
+static void	session_corpse_cb(evutil_socket_t, short, void *);
+static void	session_corpse_free(struct session_corpse *, int reap);
+static void	session_sweep_soon(int fresh);
+static void	session_sweep_cb(evutil_socket_t, short, void *);
+static int	session_proc_usable(void);
 
-/* Set the limits and the observer. */
+/*
+ * Set the limits and the observer, and start the spawner thread.
+ *
+ * Why a thread: session leaders must stay unreaped until agentd is done
+ * signalling their group (a reaped leader's pid, the group's id, may be
+ * reused by any new process, and kill(-pgid) would then reach a stranger).
+ * agentd reaps orphans with waitpid(-1, __WNOTHREAD), which sees only the
+ * main thread's children; the leaders are the spawner thread's children, so
+ * only session_collect() (waitid WNOWAIT) and the final reap touch them.
+ * Orphans are adopted by the main thread (the first live thread of a
+ * subreaper or of init).
+ */
 void
 session_init(const struct session_limits *l, session_observer_fn fn)
 {
+	sigset_t	all, old;
+	int		error;
+
 	limits = *l;
 	observer = fn;
+	sweep_ev = evtimer_new(agentd_base, session_sweep_cb, NULL);
+	if (sweep_ev == NULL)
+		fatal("%s: out of memory", __func__);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	error = pthread_create(&spawner, NULL, session_spawner_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (error != 0)
+		fatal("%s: pthread_create: %s", __func__, strerror(error));
+}
+
+/* The spawner thread: run each job handed over, forever. */
+static void *
+session_spawner_main(void *arg)
+{
+	struct session_spawn_job	*j;
+
+	pthread_mutex_lock(&spawn_lock);
+	for (;;) {
+		while ((j = spawn_job) == NULL || j->done)
+			pthread_cond_wait(&spawn_cond, &spawn_lock);
+		pthread_mutex_unlock(&spawn_lock);
+		j->error = pty_spawn(j->spec, j->proc, j->cause, j->causelen);
+		pthread_mutex_lock(&spawn_lock);
+		j->done = 1;
+		pthread_cond_broadcast(&spawn_cond);
+	}
+	return (NULL);
+}
+
+/* pty_spawn() on the spawner thread: the child is that thread's. */
+static int
+session_spawn(const struct pty_spec *spec, struct pty_proc *proc,
+    char *cause, size_t causelen)
+{
+	struct session_spawn_job	j;
+
+	memset(&j, 0, sizeof j);
+	j.spec = spec;
+	j.proc = proc;
+	j.cause = cause;
+	j.causelen = causelen;
+	pthread_mutex_lock(&spawn_lock);
+	spawn_job = &j;
+	pthread_cond_broadcast(&spawn_cond);
+	while (!j.done)
+		pthread_cond_wait(&spawn_cond, &spawn_lock);
+	spawn_job = NULL;
+	pthread_mutex_unlock(&spawn_lock);
+	return (j.error);
+}
+
+/*
+ * The absolute cwd of a session: the request's, a relative one taken from
+ * --workdir (itself taken from agentd's cwd when relative), or --workdir.
+ */
+static char *
+session_cwd(const char *req)
+{
+	char	*base, *here, *path;
+
+	if (req != NULL && req[0] == '/')
+		return (xstrdup(req));
+	if (limits.workdir != NULL && limits.workdir[0] == '/')
+		base = xstrdup(limits.workdir);
+	else {
+		if ((here = getcwd(NULL, 0)) == NULL)
+			here = xstrdup("/");
+		if (limits.workdir == NULL)
+			base = here;
+		else {
+			xasprintf(&base, "%s%s%s", here,
+			    here[strlen(here) - 1] == '/' ? "" : "/",
+			    limits.workdir);
+			free(here);
+		}
+	}
+	while (req != NULL && req[0] == '.' && req[1] == '/')
+		for (req += 2; *req == '/'; req++)
+			;
+	if (req == NULL || req[0] == '\0' || strcmp(req, ".") == 0)
+		return (base);
+	xasprintf(&path, "%s%s%s", base,
+	    base[strlen(base) - 1] == '/' ? "" : "/", req);
+	free(base);
+	return (path);
 }
 
 /* Tell the observer. */
@@ -230,7 +387,7 @@ session_create(const struct proto_create *pc, struct session **out,
 	struct pty_user	 u;
 	struct session	*s;
 	char		 cause[PTY_CAUSE_MAX], **env;
-	const char	*cwd;
+	char		*cwd;
 	size_t		 i;
 	int		 error;
 
@@ -257,7 +414,7 @@ session_create(const struct proto_create *pc, struct session **out,
 		agentd_stats.sessions_spawn_failed++;
 		return (proto_fail(err, 422, "spawn_failed", "%s", cause));
 	}
-	cwd = pc->cwd != NULL ? pc->cwd : limits.workdir;
+	cwd = session_cwd(pc->cwd);
 	env = session_environ(pc, &u);
 
 	memset(&spec, 0, sizeof spec);
@@ -273,15 +430,17 @@ session_create(const struct proto_create *pc, struct session **out,
 	s = xcalloc(1, sizeof *s);
 	if ((s->ring = ring_create(pc->ring_bytes, 1)) == NULL) {
 		free(s);
+		free(cwd);
 		session_strv_free(env);
 		return (proto_fail(err, 429, "ring_budget_exceeded",
 		    "cannot allocate a ring of %zu bytes", pc->ring_bytes));
 	}
-	error = pty_spawn(&spec, &proc, cause, sizeof cause);
+	error = session_spawn(&spec, &proc, cause, sizeof cause);
 	session_strv_free(env);
 	if (error != 0) {
 		ring_free(s->ring);
 		free(s);
+		free(cwd);
 		agentd_stats.sessions_spawn_failed++;
 		log_info("%s: spawn failed: %s", __func__, cause);
 		return (proto_fail(err, 422, "spawn_failed", "%s", cause));
@@ -296,9 +455,7 @@ session_create(const struct proto_create *pc, struct session **out,
 		while (session_find(s->id) != NULL);
 	}
 	s->argv = session_strv_dup(pc->argv);
-	s->cwd = cwd != NULL ? xstrdup(cwd) : getcwd(NULL, 0);
-	if (s->cwd == NULL)
-		s->cwd = xstrdup("/");
+	s->cwd = cwd;
 	s->user = xstrdup(u.name);
 	s->tty = pc->tty;
 	s->rows = pc->rows;
@@ -339,8 +496,9 @@ session_create(const struct proto_create *pc, struct session **out,
 	s->kill_ev = evtimer_new(agentd_base, session_kill_cb, s);
 	s->drain_ev = evtimer_new(agentd_base, session_drain_cb, s);
 	s->ttl_ev = evtimer_new(agentd_base, session_ttl_cb, s);
+	s->hup_ev = evtimer_new(agentd_base, session_hup_cb, &s->out[0]);
 	if (s->inq == NULL || s->timeout_ev == NULL || s->kill_ev == NULL ||
-	    s->drain_ev == NULL || s->ttl_ev == NULL ||
+	    s->drain_ev == NULL || s->ttl_ev == NULL || s->hup_ev == NULL ||
 	    (s->in != -1 && s->in_ev == NULL))
 		fatal("%s: out of memory", __func__);
 	if (pc->timeout_ms > 0)
@@ -388,6 +546,21 @@ size_t
 session_count_running(void)
 {
 	return (nrunning);
+}
+
+/* Leaders kept as zombies: exited, unreleased sessions and dead corpses. */
+size_t
+session_count_unreaped(void)
+{
+	struct session		*s;
+	struct session_corpse	*c;
+	size_t			 n = 0;
+
+	TAILQ_FOREACH(s, &sessions, entry)
+		n += s->reaped && !s->released;
+	LIST_FOREACH(c, &corpses, entry)
+		n += c->reaped;
+	return (n);
 }
 
 /* Sessions in the table. */
@@ -485,12 +658,49 @@ session_read_cb(evutil_socket_t fd, short events, void *arg)
 	int			 closed;
 
 	closed = session_capture(o, SESSION_READ_BUDGET);
-	if (ring_newest(s->ring) != before)
+	if (ring_newest(s->ring) != before) {
+		s->hup_ms = 0;
 		session_notify(s, SESSION_EV_OUTPUT);
-	if (closed) {
+	}
+	if (closed && s->tty && !s->reaped)
+		session_hup(o);
+	else if (closed) {
 		session_close_out(o);
 		session_check_exit(s, 0);
 	}
+}
+
+/*
+ * EIO on a PTY master while the leader lives: every slave fd is closed (a
+ * program closing 0-2 at exit, as coreutils do), but closing the master now
+ * would hang the terminal up and SIGHUP the leader.  Keep the master and look
+ * at it again later (a hung-up master polls readable, so it cannot stay in
+ * the loop): a process may reopen /dev/tty.  The leader's exit closes it.
+ */
+static void
+session_hup(struct session_out *o)
+{
+	struct session	*s = o->s;
+
+	if (!s->hup)
+		log_debug("%s: session %s: slave closed, leader alive",
+		    __func__, s->id);
+	s->hup = 1;
+	event_del(o->ev);
+	s->hup_ms = s->hup_ms == 0 ? SESSION_HUP_POLL_MIN_MS :
+	    s->hup_ms * 2 > SESSION_HUP_POLL_MAX_MS ? SESSION_HUP_POLL_MAX_MS :
+	    s->hup_ms * 2;
+	session_timer_add(s->hup_ev, s->hup_ms);
+}
+
+/* Time to look at a hung-up master again. */
+static void
+session_hup_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct session_out	*o = arg;
+
+	if (o->fd != -1)
+		event_add(o->ev, NULL);
 }
 
 /*
@@ -618,24 +828,97 @@ session_set_remove_on_exit(struct session *s)
 	s->remove_on_exit = 1;
 }
 
-/* A child's status came in. */
+/* A leader's status came in (it stays a zombie until released). */
+static void
+session_status_in(struct session *s, int status)
+{
+	struct session_out	*o = &s->out[0];
+
+	s->reaped = 1;
+	s->status = status;
+	if (s->hup) {
+		/* Its terminal is gone with it: read what is left, close. */
+		event_del(s->hup_ev);
+		s->hup = 0;
+		if (session_capture(o, SIZE_MAX)) {
+			session_notify(s, SESSION_EV_OUTPUT);
+			session_close_out(o);
+		} else
+			event_add(o->ev, NULL);	/* /dev/tty reopened */
+	}
+	if (s->nopen > 0)
+		session_timer_add(s->drain_ev, SESSION_DRAIN_CAP_MS);
+	session_check_exit(s, 0);
+}
+
+/* The status of a child that has exited, leaving it a zombie: 1, else 0. */
+static int
+session_waitid(pid_t pid, int *status)
+{
+	siginfo_t	si;
+
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1 ||
+	    si.si_pid != pid)
+		return (0);
+	switch (si.si_code) {
+	case CLD_EXITED:
+		*status = (si.si_status & 0xff) << 8;
+		break;
+	case CLD_DUMPED:
+		*status = (si.si_status & 0x7f) | 0x80;
+		break;
+	default:
+		*status = si.si_status & 0x7f;
+		break;
+	}
+	return (1);
+}
+
+/* The status of the leader pid came in; 0 when pid is a session's. */
 int
 session_reaped(pid_t pid, int status)
 {
 	struct session	*s;
 
 	TAILQ_FOREACH(s, &sessions, entry) {
-		if (s->pid == pid && !s->reaped)
-			break;
+		if (s->pid == pid && !s->reaped) {
+			session_status_in(s, status);
+			return (0);
+		}
 	}
-	if (s == NULL)
-		return (-1);
-	s->reaped = 1;
-	s->status = status;
-	if (s->nopen > 0)
-		session_timer_add(s->drain_ev, SESSION_DRAIN_CAP_MS);
-	session_check_exit(s, 0);
-	return (0);
+	return (-1);
+}
+
+/*
+ * Called after every SIGCHLD: take the status of each leader that ended
+ * (sessions and corpses), then sweep soon for leaders whose session has no
+ * live process left.
+ */
+void
+session_collect(void)
+{
+	struct session		*s, *next;
+	struct session_corpse	*c, *cnext;
+	int			 status, fresh = 0;
+
+	for (s = TAILQ_FIRST(&sessions); s != NULL; s = next) {
+		next = TAILQ_NEXT(s, entry);
+		if (!s->reaped && session_waitid(s->pid, &status)) {
+			session_status_in(s, status);
+			fresh = 1;
+		}
+	}
+	for (c = LIST_FIRST(&corpses); c != NULL; c = cnext) {
+		cnext = LIST_NEXT(c, entry);
+		if (c->reaped || !session_waitid(c->pid, &status))
+			continue;
+		c->reaped = 1;
+		fresh = 1;
+		if (c->killed)
+			session_corpse_free(c, 1);
+	}
+	session_sweep_soon(fresh);
 }
 
 /* The exit cap passed with the output still open. */
@@ -651,8 +934,12 @@ session_kill(struct session *s, int sig)
 {
 	int	error;
 
-	/* Once reaped with the output closed, the pgid may be reused. */
-	if (s->reaped && s->nopen == 0)
+	/*
+	 * The leader is unreaped (alive or a zombie) until released, so its
+	 * pid, the group's id, cannot belong to anyone else.  Once released,
+	 * it may: never signal it again.
+	 */
+	if (s->released)
 		return;
 	if ((error = pty_kill_group(s->pid, sig)) != 0 && error != -ESRCH)
 		log_warn("%s: session %s: kill %d: %s", __func__, s->id, sig,
@@ -680,13 +967,14 @@ session_kill_cb(evutil_socket_t fd, short events, void *arg)
 	session_kill(arg, SIGKILL);
 }
 
-/* An exited session's time is up. */
+/* An exited session's time is up: its leftovers get the usual grace. */
 static void
 session_ttl_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct session	*s = arg;
 
 	log_debug("%s: session %s expired", __func__, s->id);
+	session_terminate(s, SESSION_KILL_AFTER_MS);
 	session_remove(s);
 }
 
@@ -791,29 +1079,49 @@ session_resize(struct session *s, unsigned rows, unsigned cols,
 	return (0);
 }
 
-/* Send a signal to the session's process group. */
+/* Send a signal to the session's process group, or to the foreground's. */
 int
-session_signal(struct session *s, int signo, struct proto_err *err)
+session_signal(struct session *s, int signo, int target,
+    struct proto_err *err)
 {
 	int	error;
 
+	if (target == PROTO_TARGET_FOREGROUND && !s->tty)
+		return (proto_fail(err, 409, "not_a_tty",
+		    "session '%s' has no tty: no foreground group", s->id));
 	if (s->exited)
 		return (proto_fail(err, 409, "session_exited",
 		    "session '%s' has exited", s->id));
+	if (target == PROTO_TARGET_FOREGROUND) {
+		error = s->out[0].fd == -1 ? -ENOTTY :
+		    pty_kill_foreground(s->out[0].fd, s->pid, signo);
+		if (error != 0)
+			return (proto_fail(err, 409, "no_foreground",
+			    "session '%s' has no foreground process group: %s",
+			    s->id, strerror(-error)));
+		return (0);
+	}
+	if (s->released)
+		return (0);	/* leader reaped: nothing of it to signal */
 	if ((error = pty_kill_group(s->pid, signo)) != 0 && error != -ESRCH)
 		return (proto_fail(err, 409, "session_exited", "kill: %s",
 		    strerror(-error)));
 	return (0);
 }
 
-/* Begin a DELETE of a running session. */
+/*
+ * Begin a DELETE or a TTL removal: SIGHUP (a running tty) and SIGTERM to the
+ * group, SIGKILL after grace_ms.  An exited session's group may hold
+ * leftover background processes: they get the same.
+ */
 void
 session_terminate(struct session *s, int64_t grace_ms)
 {
-	if (s->exited || s->terminating)
+	if (s->terminating)
 		return;
 	s->terminating = 1;
-	if (s->tty)
+	s->kill_at_ms = clock_mono_ms() + (grace_ms > 0 ? grace_ms : 0);
+	if (s->tty && !s->exited)
 		session_kill(s, SIGHUP);
 	session_kill(s, SIGTERM);
 	if (grace_ms <= 0)
@@ -834,7 +1142,9 @@ session_remove(struct session *s)
 	session_notify(s, SESSION_EV_REMOVED);
 	ring_stats(s->ring, &st);
 	agentd_stats.output_dropped_bytes += st.bytes_dropped;
-	session_kill(s, SIGKILL);
+	if (!s->released)	/* the rest of the grace, else SIGKILL now */
+		session_bury(s, s->terminating ?
+		    s->kill_at_ms - clock_mono_ms() : 0);
 	for (i = 0; i < 2; i++) {
 		if (s->out[i].ev != NULL)
 			event_free(s->out[i].ev);
@@ -850,6 +1160,7 @@ session_remove(struct session *s)
 	event_free(s->kill_ev);
 	event_free(s->drain_ev);
 	event_free(s->ttl_ev);
+	event_free(s->hup_ev);
 	if (!s->exited)
 		nrunning--;
 	ring_total -= s->ring_bytes;
@@ -867,20 +1178,228 @@ session_remove(struct session *s)
 void
 session_signal_all(int sig, int tty_only)
 {
-	struct session	*s;
+	struct session		*s;
+	struct session_corpse	*c;
 
 	TAILQ_FOREACH(s, &sessions, entry) {
 		if (!tty_only || s->tty)
 			session_kill(s, sig);
 	}
+	if (!tty_only) {
+		LIST_FOREACH(c, &corpses, entry)
+			pty_kill_group(c->pid, sig);
+	}
 }
 
-/* Remove every session. */
+/* Remove every session; SIGKILL what is left of every group. */
 void
 session_remove_all(void)
 {
-	struct session	*s;
+	struct session		*s;
+	struct session_corpse	*c;
 
 	while ((s = TAILQ_FIRST(&sessions)) != NULL)
 		session_remove(s);
+	while ((c = LIST_FIRST(&corpses)) != NULL) {
+		if (!c->killed)
+			pty_kill_group(c->pid, SIGKILL);
+		session_corpse_free(c, 1);
+	}
+	event_del(sweep_ev);	/* kept: fuzz_http empties the table often */
+}
+
+/*
+ * Keep a removed session's unreleased leader until its group's SIGKILL, in
+ * ms (now when ms <= 0), then reap it.  The output fds go with it, unread:
+ * leftovers writing a last word during the grace get no SIGPIPE for it.
+ */
+static void
+session_bury(struct session *s, int64_t ms)
+{
+	struct session_corpse	*c;
+	pid_t			 pid = s->pid;
+	size_t			 i;
+
+	c = xcalloc(1, sizeof *c);
+	c->pid = pid;
+	c->reaped = s->reaped;
+	for (i = 0; i < 2; i++) {
+		c->fds[i] = ms > 0 ? s->out[i].fd : -1;
+		if (c->fds[i] == -1)
+			continue;
+		event_free(s->out[i].ev);
+		s->out[i].ev = NULL;
+		s->out[i].fd = -1;
+	}
+	if ((c->kill_ev = evtimer_new(agentd_base, session_corpse_cb,
+	    c)) == NULL)
+		fatal("%s: out of memory", __func__);
+	LIST_INSERT_HEAD(&corpses, c, entry);
+	if (ms > 0) {
+		log_debug("%s: pid %ld: group SIGKILL in %lld ms", __func__,
+		    (long)pid, (long long)ms);
+		session_timer_add(c->kill_ev, ms);
+	} else
+		session_corpse_cb(-1, 0, c);
+}
+
+/* A corpse's grace is over: SIGKILL its group, then reap the leader. */
+static void
+session_corpse_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct session_corpse	*c = arg;
+	size_t			 i;
+	int			 error;
+
+	if ((error = pty_kill_group(c->pid, SIGKILL)) != 0 && error != -ESRCH)
+		log_warn("%s: pid %ld: kill: %s", __func__, (long)c->pid,
+		    strerror(-error));
+	c->killed = 1;
+	for (i = 0; i < 2; i++) {
+		if (c->fds[i] != -1)
+			close(c->fds[i]);
+		c->fds[i] = -1;
+	}
+	if (c->reaped)
+		session_corpse_free(c, 1);
+	/* Else the leader is dying: session_collect() reaps it. */
+}
+
+/* Forget a corpse; reap its leader (a zombie by now) if asked. */
+static void
+session_corpse_free(struct session_corpse *c, int reap)
+{
+	size_t	i;
+
+	if (reap && c->reaped)
+		waitpid(c->pid, NULL, WNOHANG);
+	for (i = 0; i < 2; i++) {
+		if (c->fds[i] != -1)
+			close(c->fds[i]);
+	}
+	LIST_REMOVE(c, entry);
+	event_free(c->kill_ev);
+	free(c);
+}
+
+/*
+ * Sweep in a moment if some leader waits to be released: soon after a
+ * leader ended (fresh), else (orphans reaped) after a delay that doubles
+ * while sweeps release nothing, so a stream of orphans next to a long-lived
+ * leftover costs at most a sweep a second.
+ */
+static void
+session_sweep_soon(int fresh)
+{
+	struct session	*s;
+
+	if (sweep_ev == NULL)
+		return;
+	if (fresh && sweep_ms > SESSION_SWEEP_MS) {
+		sweep_ms = SESSION_SWEEP_MS;
+		event_del(sweep_ev);
+	}
+	if (evtimer_pending(sweep_ev, NULL))
+		return;
+	TAILQ_FOREACH(s, &sessions, entry) {
+		if (s->reaped && !s->released)
+			break;
+	}
+	if (s != NULL || !LIST_EMPTY(&corpses))
+		session_timer_add(sweep_ev, sweep_ms);
+}
+
+/* Whether /proc shows agentd's own PID namespace. */
+static int
+session_proc_usable(void)
+{
+	char	buf[32];
+	ssize_t	n;
+
+	if ((n = readlink("/proc/self", buf, sizeof buf - 1)) <= 0)
+		return (0);
+	buf[n] = '\0';
+	return (strtol(buf, NULL, 10) == (long)getpid());
+}
+
+/*
+ * Release the zombie leaders whose session has no live process left: read
+ * every /proc/PID/stat once.  Nothing can join a session but a child of one
+ * of its processes, so a session with no live process stays empty, and its
+ * group can never need a signal again.  A miss (a process forked during the
+ * scan) only means leftovers escape the final SIGKILL; a released pid is
+ * never signalled, so no miss can make agentd signal a stranger.
+ */
+static void
+session_sweep_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct session		*s;
+	struct session_corpse	*c, *cnext;
+	struct dirent		*d;
+	DIR			*proc;
+	pid_t			*busy = NULL;
+	size_t			 nbusy = 0, cap = 0, i, released = 0;
+	char			 path[300], buf[512], *p, state;
+	long			 sid;
+	ssize_t			 n;
+	int			 sfd;
+
+	if (!session_proc_usable() || (proc = opendir("/proc")) == NULL)
+		return;
+	/* The sessions with a live process: few, whatever the load. */
+	while ((d = readdir(proc)) != NULL) {
+		if (!isdigit((unsigned char)d->d_name[0]))
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", d->d_name);
+		if ((sfd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;
+		n = read(sfd, buf, sizeof buf - 1);
+		close(sfd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* "pid (comm) state ppid pgrp session ..." */
+		if ((p = strrchr(buf, ')')) == NULL ||
+		    sscanf(p + 1, " %c %*d %*d %ld", &state, &sid) != 2 ||
+		    state == 'Z' || state == 'X' || state == 'x')
+			continue;
+		for (i = 0; i < nbusy && busy[i] != (pid_t)sid; i++)
+			;
+		if (i < nbusy)
+			continue;
+		if (nbusy == cap) {
+			cap = cap == 0 ? 64 : cap * 2;
+			busy = xrealloc(busy, cap * sizeof *busy);
+		}
+		busy[nbusy++] = (pid_t)sid;
+	}
+	closedir(proc);
+
+	TAILQ_FOREACH(s, &sessions, entry) {
+		if (!s->reaped || s->released)
+			continue;
+		for (i = 0; i < nbusy && busy[i] != s->pid; i++)
+			;
+		if (i < nbusy)
+			continue;
+		log_debug("%s: session %s: releasing pid %ld", __func__, s->id,
+		    (long)s->pid);
+		waitpid(s->pid, NULL, WNOHANG);
+		s->released = 1;
+		released++;
+	}
+	for (c = LIST_FIRST(&corpses); c != NULL; c = cnext) {
+		cnext = LIST_NEXT(c, entry);
+		for (i = 0; i < nbusy && busy[i] != c->pid; i++)
+			;
+		if (c->reaped && i == nbusy) {
+			session_corpse_free(c, 1);
+			released++;
+		}
+	}
+	free(busy);
+	if (released > 0)
+		sweep_ms = SESSION_SWEEP_MS;
+	else if ((sweep_ms *= 2) > SESSION_SWEEP_MAX_MS)
+		sweep_ms = SESSION_SWEEP_MAX_MS;
 }

@@ -3,12 +3,21 @@
  * output captured into a ring, its stdin queue, its timers and its exit.
  *
  * A session is "exited" once its process's status is in and its output is
- * drained (every output fd at EOF, or EIO on a PTY master), or
+ * drained (every output fd at EOF, or EIO on a PTY master: taken only once
+ * the leader's status is in, since closing the master before would hang the
+ * terminal up and SIGHUP a leader that merely closed fds 0-2), or
  * SESSION_DRAIN_CAP_MS after the status when descendants hold the output
  * open; in that case whatever is readable is captured first, and later
  * output is still captured until the output closes (eof).
  *
- * Everything here runs on the event loop thread.
+ * A session's leader stays unreaped (alive, then a zombie) for as long as
+ * agentd may signal its process group, whose id is the leader's pid: until
+ * the session is removed, or until no live process is left in its session
+ * (found by a sweep of /proc after each reap).  So kill(-pgid) can never
+ * reach a group that took over a reused pid.  Leaders are forked by a
+ * spawner thread and collected by session_collect(); see session_init().
+ *
+ * Everything here runs on the event loop thread but the spawns.
  */
 #ifndef AGENTD_SESSION_H
 #define AGENTD_SESSION_H
@@ -46,7 +55,10 @@ struct session_limits {
 	const char	*workdir;		/* default cwd, or NULL */
 };
 
-/* Set the limits and the observer (once, before any session). */
+/*
+ * Set the limits and the observer, start the spawner thread (once, after
+ * agentd_base, before any session).
+ */
 void	 session_init(const struct session_limits *, session_observer_fn);
 
 /*
@@ -65,6 +77,8 @@ struct session	*session_next(struct session *);
 
 /* Running sessions, all sessions, bytes of all rings. */
 size_t	 session_count_running(void);
+/* Leaders that ended but are kept unreaped (sessions' and removed ones'). */
+size_t	 session_count_unreaped(void);
 size_t	 session_count(void);
 uint64_t session_ring_bytes_total(void);
 
@@ -87,12 +101,20 @@ ssize_t	 session_write_stdin(struct session *, const void *, size_t len,
 	    int eof, struct proto_err *);
 int	 session_resize(struct session *, unsigned rows, unsigned cols,
 	    struct proto_err *);
-int	 session_signal(struct session *, int signo, struct proto_err *);
+/*
+ * Send signo to the session's process group (PROTO_TARGET_GROUP), or to its
+ * PTY's foreground process group (PROTO_TARGET_FOREGROUND; 409 not_a_tty
+ * without a PTY, 409 no_foreground when the terminal names no group of the
+ * session's).  409 session_exited once exited.
+ */
+int	 session_signal(struct session *, int signo, int target,
+	    struct proto_err *);
 
 /*
- * Begin a DELETE: SIGHUP (tty) and SIGTERM to the group, SIGKILL after
- * grace_ms.  The observer sees SESSION_EV_EXITED when it is over; then call
- * session_remove().  Exited sessions need no kill.
+ * Begin a DELETE or a removal: SIGHUP (a running tty) and SIGTERM to the
+ * group, SIGKILL after grace_ms.  A running session: the observer sees
+ * SESSION_EV_EXITED when it is over; then call session_remove().  An exited
+ * one may be removed at once: its leftovers still get the rest of the grace.
  */
 void	 session_terminate(struct session *, int64_t grace_ms);
 /*
@@ -101,10 +123,23 @@ void	 session_terminate(struct session *, int64_t grace_ms);
  * before the session exits, or from the observer during SESSION_EV_EXITED.
  */
 void	 session_set_remove_on_exit(struct session *);
-/* Kill what remains of the group, close everything and free the session. */
+/*
+ * Close everything and free the session.  What remains of its group gets
+ * SIGKILL at the end of a session_terminate()'s grace, else now; the leader
+ * is reaped after that.
+ */
 void	 session_remove(struct session *);
 
-/* Called by the reaper for every child status; 0 when pid is a session. */
+/*
+ * Called after each SIGCHLD: collect the status of the leaders that ended
+ * (waitid WNOWAIT: they stay zombies) and release those whose session is
+ * empty.  agentd's own reaping must use waitpid(-1, ..., __WNOTHREAD).
+ */
+void	 session_collect(void);
+/*
+ * The status of the leader pid is in (collected by session_collect(), or
+ * given by a harness with fake processes); 0 when pid is a session's.
+ */
 int	 session_reaped(pid_t pid, int status);
 
 /*
@@ -112,7 +147,7 @@ int	 session_reaped(pid_t pid, int status);
  * processes (not reaped yet, or output held open), or of the tty ones only.
  */
 void	 session_signal_all(int sig, int tty_only);
-/* Remove every session (after shutdown). */
+/* Remove every session and reap every leader (after shutdown). */
 void	 session_remove_all(void);
 
 #endif /* AGENTD_SESSION_H */

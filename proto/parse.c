@@ -45,7 +45,7 @@ static const char *const proto_stdin_fields[] = {
 	"data", "text", "eof", "yield_ms", "wait_ms", "max_bytes", NULL
 };
 static const char *const proto_resize_fields[] = { "rows", "cols", NULL };
-static const char *const proto_signal_fields[] = { "signal", NULL };
+static const char *const proto_signal_fields[] = { "signal", "target", NULL };
 
 /* Fill err for an allocation failure; return -1. */
 int
@@ -496,17 +496,27 @@ out:
 	return (rc);
 }
 
-/* Parse and check a signal body: a name or a number. */
+/* Parse and check a signal body: a name or a number, and a target. */
 int
-proto_parse_signal(const char *body, size_t len, int *signo,
+proto_parse_signal(const char *body, size_t len, int *signo, int *target,
     struct proto_err *err)
 {
 	json_t		*o, *v;
-	const char	*s;
+	const char	*s, *t = NULL;
 	int		 n = -1;
 
 	if (proto_load(body, len, proto_signal_fields, &o, err) != 0)
 		return (-1);
+	if (proto_get_string(o, "target", 0, &t, NULL, err) != 0) {
+		json_decref(o);
+		return (-1);
+	}
+	if (t != NULL && strcmp(t, "group") != 0 &&
+	    strcmp(t, "foreground") != 0) {
+		json_decref(o);
+		return (proto_fail(err, 400, "invalid_request",
+		    "field 'target' must be \"group\" or \"foreground\""));
+	}
 	if ((v = proto_field(o, "signal")) == NULL) {
 		json_decref(o);
 		return (proto_fail(err, 400, "invalid_request",
@@ -518,11 +528,15 @@ proto_parse_signal(const char *body, size_t len, int *signo,
 	else if (json_is_string(v) && (s = json_string_value(v)) != NULL &&
 	    strlen(s) == json_string_length(v))
 		n = proto_signal_number(s);
-	json_decref(o);
-	if (n < 0)
+	if (n < 0) {
+		json_decref(o);
 		return (proto_fail(err, 400, "invalid_request",
 		    "field 'signal' must be a signal name such as \"SIGTERM\""
 		    " or a number in 1..%d", PROTO_SIGNAL_MAX));
+	}
 	*signo = n;
+	*target = t != NULL && strcmp(t, "foreground") == 0 ?
+	    PROTO_TARGET_FOREGROUND : PROTO_TARGET_GROUP;
+	json_decref(o);
 	return (0);
 }

@@ -39,6 +39,7 @@
 #define PROTO_SHELL_DEFAULT	"/bin/sh"
 #define PROTO_MESSAGE_MAX	256		/* bytes of an error message */
 #define PROTO_SIGNAL_MAX	64		/* highest signal number accepted */
+#define PROTO_GRACE_MAX_MS	3600000		/* DELETE's grace_ms: larger is 400 */
 
 /* Output streams of a chunk (struct proto_chunk's stream). */
 #define PROTO_STREAM_PTY	0
@@ -160,12 +161,18 @@ void	proto_stdin_free(struct proto_stdin *);
 int	proto_parse_resize(const char *body, size_t len, unsigned *rows,
 	    unsigned *cols, struct proto_err *);
 
+/* Which processes a signal reaches (proto_parse_signal's target). */
+#define PROTO_TARGET_GROUP	0	/* the session's process group */
+#define PROTO_TARGET_FOREGROUND	1	/* the PTY's foreground process group */
+
 /*
  * POST /v1/sessions/{id}/signal: "SIGINT", "INT" or 2; any string
- * proto_signal_number() knows, or an integer 1..PROTO_SIGNAL_MAX.
+ * proto_signal_number() knows, or an integer 1..PROTO_SIGNAL_MAX.  The
+ * optional "target" is "group" (the default) or "foreground"; *target gets
+ * PROTO_TARGET_GROUP or PROTO_TARGET_FOREGROUND.
  */
 int	proto_parse_signal(const char *body, size_t len, int *signo,
-	    struct proto_err *);
+	    int *target, struct proto_err *);
 
 /*
  * "SIGKILL" for 9; NULL for a number with no name.  Named: the Linux
@@ -197,7 +204,8 @@ struct proto_query {
  * invalid_cursor.  wait_ms, yield_ms, max_bytes, grace_ms: decimal digits,
  * else 400 invalid_request naming the key; values beyond 64 bits saturate,
  * then wait_ms and yield_ms are clamped to PROTO_WAIT_MAX_MS and max_bytes
- * to PROTO_MAX_BYTES_MAX.  A value of ours longer than 32 bytes (decoded) is
+ * to PROTO_MAX_BYTES_MAX; a grace_ms above PROTO_GRACE_MAX_MS is 400
+ * invalid_request.  A value of ours longer than 32 bytes (decoded) is
  * refused like a non-number.  eof: true, false, 1 or 0; a bare "eof" is
  * true.
  */

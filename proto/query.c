@@ -128,8 +128,12 @@ proto_query_pair(const char *key, size_t klen, const char *val, size_t vlen,
 	else if (KEY_IS("max_bytes"))
 		q->max_bytes = n > PROTO_MAX_BYTES_MAX ? PROTO_MAX_BYTES_MAX :
 		    (size_t)n;
+	else if (r != 0 || n > PROTO_GRACE_MAX_MS)
+		return (proto_fail(err, 400, "invalid_request",
+		    "query parameter 'grace_ms' must be at most %d",
+		    PROTO_GRACE_MAX_MS));
 	else
-		q->grace_ms = n > INT64_MAX ? INT64_MAX : (int64_t)n;
+		q->grace_ms = (int64_t)n;
 #undef KEY_IS
 	return (0);
 }

@@ -667,6 +667,34 @@ pty_kill_group(pid_t pgid, int sig)
 	return 0;
 }
 
+/* Signal the foreground process group of a PTY's terminal. */
+int
+pty_kill_foreground(int master, pid_t sid, int sig)
+{
+	pid_t	pgrp;
+
+	if (sig == SIGINT || sig == SIGQUIT || sig == SIGTSTP) {
+		if (ioctl(master, TIOCSIG, sig) == 0)
+			return 0;
+		if (errno != EINVAL)
+			return -errno;
+		/* An old kernel without TIOCSIG: as for any signal. */
+	}
+	if ((pgrp = tcgetpgrp(master)) == -1)
+		return -errno;
+	if (pgrp <= 1)
+		return -ESRCH;
+	/*
+	 * The terminal only takes groups of its session; a live leader in the
+	 * session pins the pgid, so it is that group, not a reuse.
+	 */
+	if (getsid(pgrp) != sid || getpgid(pgrp) != pgrp)
+		return -ESRCH;
+	if (kill(-pgrp, sig) == -1)
+		return -errno;
+	return 0;
+}
+
 /*
  * Everything below runs in the child between fork and exec: system calls
  * and plain stores only.

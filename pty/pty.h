@@ -96,4 +96,17 @@ int	pty_veof(int master);
  */
 int	pty_kill_group(pid_t pgid, int sig);
 
+/*
+ * Send sig to the foreground process group of the terminal behind a PTY
+ * master, if that group belongs to the session sid.  SIGINT, SIGQUIT and
+ * SIGTSTP go through TIOCSIG, as the terminal's own keys would (the kernel
+ * signals the group it holds: no pgid reuse is possible).  Other signals:
+ * tcgetpgrp(), then kill(-pgrp) only if the group's leader is alive in the
+ * session sid (a live leader pins the pgid; only a pid wrap-around between
+ * that check and the kill, two system calls, could defeat it).  Returns 0
+ * or -errno: -ESRCH when there is no such group (no foreground, or its
+ * leader is gone), -ENOTTY/-EIO once hung up.
+ */
+int	pty_kill_foreground(int master, pid_t sid, int sig);
+
 #endif /* PTY_H */

@@ -13,7 +13,8 @@
  * Safety: sessions never run anything.  pty/ is replaced below by fake
  * processes: pipes (or a socketpair for a tty) that this harness writes a
  * fixed output into, whose "signals" and exits are simulated and reaped
- * through agentd's own session_reaped().  The files routes (which write and
+ * through agentd's own session_reaped() (pty_spawn runs on agentd's spawner
+ * thread while the loop waits for it).  The files routes (which write and
  * fetch real files) are replaced by a stub that only runs proto/'s parsers
  * of their requests.
  *
@@ -183,6 +184,13 @@ pty_user_lookup(const char *spec, struct pty_user *out, char *cause,
 	}
 	snprintf(cause, causelen, "user '%.64s': no such user", spec);
 	return (-ENOENT);
+}
+
+/* The foreground group of a fake terminal: the fake process itself. */
+int
+pty_kill_foreground(int master, pid_t sid, int sig)
+{
+	return (pty_kill_group(sid, sig));
 }
 
 /*

@@ -248,7 +248,7 @@ fuzz_signal(const char *p, size_t n)
 	struct proto_buf	 b = { 0 };
 	json_t			*j, *v;
 	char			*str;
-	int			 signo;
+	int			 signo, target;
 
 	if ((str = malloc(n + 1)) != NULL) {
 		memcpy(str, p, n);
@@ -258,11 +258,13 @@ fuzz_signal(const char *p, size_t n)
 		    "signal number out of range");
 		free(str);
 	}
-	if (proto_parse_signal(p, n, &signo, &e) != 0) {
+	if (proto_parse_signal(p, n, &signo, &target, &e) != 0) {
 		check_error(&e);
 		return;
 	}
 	must(signo >= 1 && signo <= PROTO_SIGNAL_MAX, "signal out of range");
+	must(target == PROTO_TARGET_GROUP || target == PROTO_TARGET_FOREGROUND,
+	    "signal target out of range");
 	s.exited = 1;
 	s.signo = signo;
 	s.exit_code = 128 + signo;

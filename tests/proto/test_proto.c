@@ -616,24 +616,59 @@ START_TEST(signal_body)
 	};
 	struct proto_err	e;
 	size_t			i;
-	int			n;
+	int			n, t;
 
 	for (i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-		n = -7;
+		n = t = -7;
 		ck_assert_int_eq(proto_parse_signal(ok[i].json,
-		    strlen(ok[i].json), &n, &e), 0);
+		    strlen(ok[i].json), &n, &t, &e), 0);
 		ck_assert_int_eq(n, ok[i].signo);
+		ck_assert_int_eq(t, PROTO_TARGET_GROUP);
 	}
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		n = -7;
-		expect_err(proto_parse_signal(bad[i], strlen(bad[i]), &n, &e),
-		    &e, 400, "invalid_request", "field 'signal'");
+		expect_err(proto_parse_signal(bad[i], strlen(bad[i]), &n, &t,
+		    &e), &e, 400, "invalid_request", "field 'signal'");
 		ck_assert_int_eq(n, -7);
 	}
-	expect_err(proto_parse_signal("{\"sig\":2}", 9, &n, &e), &e, 400,
+	expect_err(proto_parse_signal("{\"sig\":2}", 9, &n, &t, &e), &e, 400,
 	    "invalid_request", "unknown field 'sig'");
-	expect_err(proto_parse_signal("{\"signal\":2", 11, &n, &e), &e, 400,
-	    "invalid_json", "line");
+	expect_err(proto_parse_signal("{\"signal\":2", 11, &n, &t, &e), &e,
+	    400, "invalid_json", "line");
+}
+END_TEST
+
+START_TEST(signal_target)
+{
+	static const char *const bad[] = {
+		"{\"signal\":2,\"target\":\"job\"}",
+		"{\"signal\":2,\"target\":\"\"}",
+		"{\"signal\":2,\"target\":1}",
+		"{\"signal\":2,\"target\":\"Foreground\"}",
+	};
+	const char		*j;
+	struct proto_err	 e;
+	size_t			 i;
+	int			 n, t;
+
+	j = "{\"signal\":\"INT\",\"target\":\"foreground\"}";
+	ck_assert_int_eq(proto_parse_signal(j, strlen(j), &n, &t, &e), 0);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(t, PROTO_TARGET_FOREGROUND);
+	j = "{\"target\":\"group\",\"signal\":15}";
+	ck_assert_int_eq(proto_parse_signal(j, strlen(j), &n, &t, &e), 0);
+	ck_assert_int_eq(n, 15);
+	ck_assert_int_eq(t, PROTO_TARGET_GROUP);
+	j = "{\"signal\":15,\"target\":null}";
+	ck_assert_int_eq(proto_parse_signal(j, strlen(j), &n, &t, &e), 0);
+	ck_assert_int_eq(t, PROTO_TARGET_GROUP);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		n = t = -7;
+		expect_err(proto_parse_signal(bad[i], strlen(bad[i]), &n, &t,
+		    &e), &e, 400, "invalid_request", "field 'target'");
+		ck_assert_int_eq(n, -7);
+		ck_assert_int_eq(t, -7);
+	}
 }
 END_TEST
 
@@ -762,12 +797,11 @@ START_TEST(query_clamps)
 	struct proto_err	e;
 
 	ck_assert_int_eq(proto_parse_query("wait_ms=999999&yield_ms=60001&"
-	    "max_bytes=99999999999&grace_ms=99999999999999999999999", &q, &e),
-	    0);
+	    "max_bytes=99999999999&grace_ms=3600000", &q, &e), 0);
 	ck_assert_int_eq(q.wait_ms, PROTO_WAIT_MAX_MS);
 	ck_assert_int_eq(q.yield_ms, PROTO_WAIT_MAX_MS);
 	ck_assert_uint_eq(q.max_bytes, PROTO_MAX_BYTES_MAX);
-	ck_assert_int_eq(q.grace_ms, INT64_MAX);
+	ck_assert_int_eq(q.grace_ms, PROTO_GRACE_MAX_MS);
 	ck_assert_int_eq(proto_parse_query("wait_ms=99999999999999999999999"
 	    "&max_bytes=0&grace_ms=0", &q, &e), 0);
 	ck_assert_int_eq(q.wait_ms, PROTO_WAIT_MAX_MS);
@@ -798,6 +832,11 @@ START_TEST(query_errors)
 		{ "max_bytes=1e3", "invalid_request", "'max_bytes'" },
 		{ "grace_ms=2s", "invalid_request", "'grace_ms'" },
 		{ "grace_ms", "invalid_request", "'grace_ms'" },
+		{ "grace_ms=3600001", "invalid_request", "at most 3600000" },
+		{ "grace_ms=9223372036854775807", "invalid_request",
+		    "'grace_ms'" },
+		{ "grace_ms=99999999999999999999999", "invalid_request",
+		    "'grace_ms'" },
 		{ "eof=yes", "invalid_request", "'eof'" },
 		{ "eof=TRUE", "invalid_request", "'eof'" },
 		{ "eof=", "invalid_request", "'eof'" },
@@ -1475,7 +1514,8 @@ START_TEST(render_error)
 
 	/* A parser's error renders as is, even with odd bytes in it. */
 	b.len = 0;
-	ck_assert_int_eq(proto_parse_signal(odd, strlen(odd), NULL, &e), -1);
+	ck_assert_int_eq(proto_parse_signal(odd, strlen(odd), NULL, NULL, &e),
+	    -1);
 	proto_render_error(&b, &e, NULL);
 	j = load(&b);
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j,
@@ -1571,6 +1611,7 @@ proto_suite(void)
 	tcase_add_test(t, stdin_errors);
 	tcase_add_test(t, resize);
 	tcase_add_test(t, signal_body);
+	tcase_add_test(t, signal_target);
 	tcase_add_test(t, signal_names);
 	suite_add_tcase(s, t);
 

@@ -836,6 +836,43 @@ START_TEST(test_kill_group_term)
 }
 END_TEST
 
+/*
+ * The foreground group of the terminal, not the session's: a job-control
+ * shell runs its job in a group of its own.  _i 0: SIGINT (TIOCSIG), 1:
+ * SIGTERM (tcgetpgrp and kill).  The job traps it and exits 7; the shell,
+ * which would die of either, lives on to print that.
+ */
+START_TEST(test_kill_foreground)
+{
+	char		*argv[] = { "sh", "-c", NULL, NULL };
+	char		 cmd[256], out[T_BUF], cause[PTY_CAUSE_MAX];
+	struct pty_spec	 s;
+	struct pty_proc	 p;
+	size_t		 len = 0;
+	int		 sig = _i ? SIGTERM : SIGINT, status;
+
+	snprintf(cmd, sizeof cmd, "set -m; sh -c 'trap \"exit 7\" %s; "
+	    "echo go; while :; do sleep 0.05; done'; echo rc=$?",
+	    _i ? "TERM" : "INT");
+	argv[2] = cmd;
+	t_spec(&s, argv, 1);
+	ck_assert_int_eq(pty_spawn(&s, &p, cause, sizeof cause), 0);
+	ck_assert_int_eq(t_read(p.master, out, sizeof out, &len, "go\r\n"),
+	    T_FOUND);
+	/* A group that is not of the given session: refused. */
+	if (sig != SIGINT)
+		ck_assert_int_eq(pty_kill_foreground(p.master, p.pid + 100000,
+		    sig), -ESRCH);
+	ck_assert_int_eq(pty_kill_foreground(p.master, p.pid, sig), 0);
+	ck_assert_int_eq(t_read(p.master, out, sizeof out, &len, "rc=7"),
+	    T_FOUND);
+	status = t_wait(p.pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	pty_close(&p);
+}
+END_TEST
+
 /* The environment is exactly the given one; ours is untouched. */
 START_TEST(test_env_exact)
 {
@@ -1107,6 +1144,7 @@ pty_suite(void)
 	tcase_add_test(ctl, test_veof);
 	tcase_add_loop_test(ctl, test_kill_group, 0, 2);
 	tcase_add_test(ctl, test_kill_group_term);
+	tcase_add_loop_test(ctl, test_kill_foreground, 0, 2);
 	suite_add_tcase(su, ctl);
 
 	tcase_set_timeout(user, T_CASE_TIMEOUT);
