@@ -82,6 +82,7 @@ static size_t			 nrunning;
 static uint64_t			 ring_total;	/* bytes of every ring */
 
 static void	session_notify(struct session *, int);
+static void	session_env_set(char **, size_t *, const char *);
 static char	**session_environ(const struct proto_create *,
 		    const struct pty_user *);
 static void	session_strv_free(char **);
@@ -153,19 +154,40 @@ session_strv_free(char **v)
 	free(v);
 }
 
+/* Set "K=V" in env (n entries, room for one more): replace K or append. */
+static void
+session_env_set(char **env, size_t *n, const char *kv)
+{
+	const char	*eq = strchr(kv, '=');
+	size_t		 klen, j;
+
+	klen = eq != NULL ? (size_t)(eq - kv) : strlen(kv);
+	for (j = 0; j < *n; j++) {
+		if (strncmp(env[j], kv, klen) == 0 && env[j][klen] == '=')
+			break;
+	}
+	if (j < *n)
+		free(env[j]);
+	else
+		j = (*n)++;
+	env[j] = xstrdup(kv);
+}
+
 /*
  * The child's environment: a clean base (PATH, HOME, USER, LOGNAME, LANG,
- * TERM for a tty) with the request's variables over it.  Nothing of agentd's
- * own environment leaks but PATH and LANG.
+ * TERM for a tty), agentd's --env/--env-file defaults over it, then the
+ * request's variables.  Nothing of agentd's own environment leaks but PATH
+ * and LANG.
  */
 static char **
 session_environ(const struct proto_create *pc, const struct pty_user *u)
 {
 	const char	*path = getenv("PATH"), *lang = getenv("LANG");
 	char		**env;
-	size_t		  n = 0, cap = 8, i, j, klen;
-	const char	 *eq;
+	size_t		  n = 0, cap = 8, i;
 
+	for (i = 0; limits.env != NULL && limits.env[i] != NULL; i++)
+		cap++;
 	for (i = 0; pc->env != NULL && pc->env[i] != NULL; i++)
 		cap++;
 	env = xcalloc(cap + 1, sizeof *env);
@@ -178,20 +200,10 @@ session_environ(const struct proto_create *pc, const struct pty_user *u)
 	if (pc->tty)
 		env[n++] = xstrdup("TERM=xterm-256color");
 
-	for (i = 0; pc->env != NULL && pc->env[i] != NULL; i++) {
-		eq = strchr(pc->env[i], '=');
-		klen = eq != NULL ? (size_t)(eq - pc->env[i]) : strlen(pc->env[i]);
-		for (j = 0; j < n; j++) {
-			if (strncmp(env[j], pc->env[i], klen) == 0 &&
-			    env[j][klen] == '=')
-				break;
-		}
-		if (j < n)
-			free(env[j]);
-		else
-			j = n++;
-		env[j] = xstrdup(pc->env[i]);
-	}
+	for (i = 0; limits.env != NULL && limits.env[i] != NULL; i++)
+		session_env_set(env, &n, limits.env[i]);
+	for (i = 0; pc->env != NULL && pc->env[i] != NULL; i++)
+		session_env_set(env, &n, pc->env[i]);
 	env[n] = NULL;
 	return (env);
 }

@@ -44,6 +44,7 @@ struct session_limits {
 	uint64_t	 stdin_buffer;		/* bytes queued per session */
 	int64_t		 exited_ttl_ms;
 	const char	*workdir;		/* default cwd, or NULL */
+	char *const	*env;			/* "K=V" under each request's env, or NULL */
 };
 
 /* Set the limits and the observer (once, before any session). */

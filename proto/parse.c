@@ -39,7 +39,7 @@ static void	 proto_strv_free(char **);
 static const char *const proto_create_fields[] = {
 	"cmd", "argv", "shell", "tty", "rows", "cols", "cwd", "env", "user",
 	"stdin", "timeout_ms", "yield_ms", "wait_ms", "max_bytes", "ring_bytes",
-	"id", NULL
+	"id", "login", NULL
 };
 static const char *const proto_stdin_fields[] = {
 	"data", "text", "eof", "yield_ms", "wait_ms", "max_bytes", NULL
@@ -221,21 +221,29 @@ proto_id_valid(const char *id)
 	return (i > 0);
 }
 
-/* Build c->argv from exactly one of "cmd" (with "shell") and "argv". */
+/*
+ * Build c->argv from exactly one of "cmd" (with "shell", and "login" for a
+ * login shell: shell -lc cmd) and "argv".
+ */
 static int
 proto_create_argv(json_t *o, struct proto_create *c, struct proto_err *err)
 {
 	json_t		*cmd, *argv, *v;
 	const char	*shell = PROTO_SHELL_DEFAULT, *s = NULL;
 	size_t		 i, n;
+	int		 login = 0;
 
 	cmd = proto_field(o, "cmd");
 	argv = proto_field(o, "argv");
 	if ((cmd == NULL) == (argv == NULL))
 		return (proto_fail(err, 400, "invalid_request",
 		    "exactly one of 'cmd' and 'argv' is required"));
-	if (proto_get_string(o, "shell", 0, &shell, NULL, err) != 0)
+	if (proto_get_string(o, "shell", 0, &shell, NULL, err) != 0 ||
+	    proto_get_bool(o, "login", &login, err) != 0)
 		return (-1);
+	if (login && cmd == NULL)
+		return (proto_fail(err, 400, "invalid_request",
+		    "field 'login' needs 'cmd' (a login shell runs a command)"));
 
 	if (cmd != NULL) {
 		if (proto_get_string(o, "cmd", 1, &s, NULL, err) != 0)
@@ -243,7 +251,7 @@ proto_create_argv(json_t *o, struct proto_create *c, struct proto_err *err)
 		if ((c->argv = calloc(4, sizeof *c->argv)) == NULL)
 			return (proto_oom(err));
 		if ((c->argv[0] = strdup(shell)) == NULL ||
-		    (c->argv[1] = strdup("-c")) == NULL ||
+		    (c->argv[1] = strdup(login ? "-lc" : "-c")) == NULL ||
 		    (c->argv[2] = strdup(s)) == NULL)
 			return (proto_oom(err));
 		return (0);

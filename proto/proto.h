@@ -109,7 +109,7 @@ struct proto_limits {
 /*
  * POST /v1/sessions.  Exactly one of cmd and argv (a non-empty array of
  * strings).  shell is read only with cmd (ignored, but type-checked, with
- * argv).  cwd, user and shell: non-empty strings.  env: an object of strings,
+ * argv).  login (bool) makes cmd [shell, "-lc", cmd]; with argv it is 400.  cwd, user and shell: non-empty strings.  env: an object of strings,
  * keys non-empty and without '='; an empty object gives env NULL.
  * timeout_ms >= 0; yield_ms, wait_ms >= 0, clamped to PROTO_WAIT_MAX_MS;
  * max_bytes >= 0, clamped to PROTO_MAX_BYTES_MAX; ring_bytes in the limits'

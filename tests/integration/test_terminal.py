@@ -1,8 +1,13 @@
-"""Terminal behaviour: the line discipline of a session's PTY (IUTF8)."""
+"""Sessions that behave like a real terminal and like the peers' contracts:
+the PTY's line discipline (IUTF8), login shells, the sandbox-wide default
+environment (--env, --env-file)."""
 
+import os
+import subprocess
+import tempfile
 import unittest
 
-from harness import AgentdTestCase
+from harness import AgentdTestCase, agentd_path
 
 
 class Utf8TerminalTest(AgentdTestCase):
@@ -31,6 +36,103 @@ class Utf8TerminalTest(AgentdTestCase):
     def test_non_utf8_locale_erases_a_byte(self):
         self.assertEqual(self.typed_line({'LANG': 'C'}),
                          'ab\u4e16'.encode('utf-8')[:-1])
+
+
+def printed(ck, name):
+    """The value of a 'name=value' line in the output."""
+    for line in ck.data().splitlines():
+        if line.startswith(name.encode() + b'='):
+            return line.split(b'=', 1)[1].decode()
+    return None
+
+
+class LoginShellTest(AgentdTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.home = tempfile.mkdtemp(prefix='agentd-login-')
+        with open(os.path.join(self.home, '.profile'), 'w') as f:
+            f.write('export LOGIN_MARK=profile\n')
+
+    def tearDown(self):
+        os.unlink(os.path.join(self.home, '.profile'))
+        os.rmdir(self.home)
+        super().tearDown()
+
+    def run_mark(self, **fields):
+        w, ck = self.run_cmd('echo "mark=$LOGIN_MARK"', env={'HOME': self.home},
+                             **fields)
+        self.assertEqual(ck.last['exit_code'], 0)
+        return w, printed(ck, 'mark')
+
+    def test_login_reads_the_profile(self):
+        w, mark = self.run_mark(login=True)
+        self.assertEqual(mark, 'profile')
+        self.assertEqual(w['argv'][:2], ['/bin/sh', '-lc'])
+
+    def test_no_login_by_default(self):
+        w, mark = self.run_mark()
+        self.assertEqual(mark, '')
+        self.assertEqual(w['argv'][:2], ['/bin/sh', '-c'])
+
+    def test_login_false_is_the_default(self):
+        self.assertEqual(self.run_mark(login=False)[1], '')
+
+    def test_login_with_argv_is_refused(self):
+        r = self.create_raw(argv=['true'], login=True)
+        self.assertError(r, 400, 'invalid_request', 'login')
+
+    def test_login_must_be_a_boolean(self):
+        r = self.create_raw(cmd='true', login='yes')
+        self.assertError(r, 400, 'invalid_request', 'login')
+
+
+class DefaultEnvTest(AgentdTestCase):
+    autostart = False
+
+    def setUp(self):
+        super().setUp()
+        fd, self.env_file = tempfile.mkstemp(prefix='agentd-env-')
+        with os.fdopen(fd, 'w') as f:
+            f.write('# defaults of this sandbox\n\nFROM_FILE=file\n'
+                    'BOTH=file\nSPACED=a b  c\nLANG=C\n')
+
+    def tearDown(self):
+        super().tearDown()
+        os.unlink(self.env_file)
+
+    def test_defaults_under_the_request(self):
+        self.start_agentd(['--env-file', self.env_file, '--env', 'BOTH=flag',
+                           '--env', 'FROM_FLAG=flag', '--env', 'OVERRIDDEN=flag',
+                           '--env', 'EMPTY='])
+        w, ck = self.run_cmd('env', env={'OVERRIDDEN': 'request'})
+        got = {k: printed(ck, k) for k in ('FROM_FILE', 'BOTH', 'SPACED', 'FROM_FLAG',
+                                           'OVERRIDDEN', 'EMPTY', 'LANG')}
+        self.assertEqual(got, {'FROM_FILE': 'file', 'BOTH': 'flag', 'SPACED': 'a b  c',
+                               'FROM_FLAG': 'flag', 'OVERRIDDEN': 'request',
+                               'EMPTY': '', 'LANG': 'C'})
+
+    def test_no_defaults_without_flags(self):
+        self.start_agentd()
+        w, ck = self.run_cmd('echo "FROM_FILE=${FROM_FILE-unset}"')
+        self.assertEqual(printed(ck, 'FROM_FILE'), 'unset')
+
+    def bad_config(self, args):
+        p = subprocess.run([agentd_path(), '--socket', '', '--listen', '127.0.0.1:1']
+                           + args, stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=30)
+        self.assertNotEqual(p.returncode, 0)
+        return p.stderr.decode(errors='replace')
+
+    def test_bad_env_flag_is_refused(self):
+        self.assertIn("'NOVALUE'", self.bad_config(['--env', 'NOVALUE']))
+        self.assertIn('NAME=VALUE', self.bad_config(['--env', '=x']))
+
+    def test_bad_env_file_is_refused(self):
+        with open(self.env_file, 'a') as f:
+            f.write('just words\n')
+        self.assertIn('line 7', self.bad_config(['--env-file', self.env_file]))
+        self.assertIn('No such file', self.bad_config(['--env-file', '/nonexistent/env']))
 
 
 if __name__ == '__main__':

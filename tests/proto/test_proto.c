@@ -186,6 +186,31 @@ START_TEST(create_cmd_shell_and_empty)
 }
 END_TEST
 
+START_TEST(create_login)
+{
+	struct proto_create	c;
+	struct proto_err	e;
+
+	ck_assert_int_eq(create("{\"cmd\":\"env\",\"login\":true,"
+	    "\"shell\":\"/bin/bash\"}", &c, &e), 0);
+	ck_assert_str_eq(c.argv[0], "/bin/bash");
+	ck_assert_str_eq(c.argv[1], "-lc");
+	ck_assert_str_eq(c.argv[2], "env");
+	proto_create_free(&c);
+	ck_assert_int_eq(create("{\"cmd\":\"env\",\"login\":false}", &c,
+	    &e), 0);
+	ck_assert_str_eq(c.argv[1], "-c");
+	proto_create_free(&c);
+	ck_assert_int_eq(create("{\"argv\":[\"env\"],\"login\":true}", &c,
+	    &e), -1);
+	ck_assert_int_eq(e.status, 400);
+	ck_assert_ptr_nonnull(strstr(e.message, "login"));
+	ck_assert_int_eq(create("{\"cmd\":\"env\",\"login\":1}", &c, &e),
+	    -1);
+	ck_assert_str_eq(e.code, "invalid_request");
+}
+END_TEST
+
 START_TEST(create_argv)
 {
 	struct proto_create	c;
@@ -1555,6 +1580,7 @@ proto_suite(void)
 	t = tcase_create("create");
 	tcase_add_test(t, create_cmd_defaults);
 	tcase_add_test(t, create_cmd_shell_and_empty);
+	tcase_add_test(t, create_login);
 	tcase_add_test(t, create_argv);
 	tcase_add_test(t, create_all_fields);
 	tcase_add_test(t, create_boundaries_and_clamps);
