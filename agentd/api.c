@@ -377,6 +377,8 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 	/* evhttp stops reading while a request is out: watch for the close. */
 	w->closed = http_watch_client(req, api_waiter_closed, w);
 	TAILQ_INSERT_TAIL(api_waiters(s), w, entry);
+	if (flags & WAIT_OUTPUT)
+		session_watch(s, 1);
 }
 
 /*
@@ -390,6 +392,8 @@ api_waiter_done(struct waiter *w, int answer)
 	int			 delete = w->delete;
 
 	TAILQ_REMOVE(api_waiters(w->s), w, entry);
+	if (w->flags & WAIT_OUTPUT)
+		session_watch(w->s, 0);
 	event_free(w->timer);
 	event_free(w->closed);
 	if (answer) {

@@ -70,15 +70,25 @@ size_t	 session_count(void);
 uint64_t session_ring_bytes_total(void);
 
 const char	*session_id(const struct session *);
-struct ring	*session_ring(const struct session *);
+/* The ring, with every byte captured so far published in it. */
+struct ring	*session_ring(struct session *);
 int	 session_exited(const struct session *);
 /* Output closed and every chunk published: nothing more will come. */
 int	 session_output_closed(const struct session *);
 /* The observer's per-session slot (the waiters of the API layer). */
 void	**session_user(struct session *);
 
-/* Fill a view for rendering; valid until the session changes. */
-void	 session_view(const struct session *, struct proto_session *);
+/*
+ * Fill a view for rendering (publishing what was captured, as
+ * session_ring() does); valid until the session changes.
+ */
+void	 session_view(struct session *, struct proto_session *);
+/*
+ * A reader starts (on 1) or stops (on 0) waiting for new output: while one
+ * waits, each read of output is published at once instead of being joined
+ * with the next ones.
+ */
+void	 session_watch(struct session *, int on);
 
 /*
  * Queue input.  Returns the bytes accepted (all of len) or -1 with err:

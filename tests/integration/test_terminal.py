@@ -135,5 +135,51 @@ class DefaultEnvTest(AgentdTestCase):
         self.assertIn('No such file', self.bad_config(['--env-file', '/nonexistent/env']))
 
 
+SMALL_WRITES = 'i=1; while [ $i -le %d ]; do echo $i; i=$((i+1)); done'
+
+
+class RingBytesTest(AgentdTestCase):
+    """ring_bytes means bytes: many tiny writes do not fill the chunk index
+    before the ring's bytes."""
+
+    def held(self, sid):
+        w = self.get(sid, cursor=0, max_bytes=1)
+        first = w['output'][0]['offset'] if w['output'] else w['bytes_out']
+        return w, w['bytes_out'] - first
+
+    def test_50000_one_line_writes_all_kept(self):
+        # 288,894 bytes in 50,000 writes: far less than the 1 MiB ring
+        w = self.create(cmd=SMALL_WRITES % 50000, yield_ms=60000, max_bytes=0)
+        self.assertEqual(w['state'], 'exited')
+        self.assertEqual(w['bytes_out'], 288894)
+        last, held = self.held(w['id'])
+        self.assertEqual(last['dropped_chunks'], 0)
+        self.assertEqual(held, 288894)
+        expected = b''.join(b'%d\n' % i for i in range(1, 50001))
+        ck = self.read_all(w['id'], tty=False)
+        self.assertEqual(ck.data(), expected)
+
+    def test_a_small_ring_stays_full(self):
+        ring = 65536
+        w = self.create(cmd=SMALL_WRITES % 50000, yield_ms=60000, max_bytes=0,
+                        ring_bytes=ring)
+        self.assertEqual(w['state'], 'exited')
+        last, held = self.held(w['id'])
+        self.assertGreater(last['dropped_chunks'], 0)
+        # a read takes at most 1/16 of the ring: the last reservation, the
+        # end of the arena skipped and the overshoot of an eviction
+        self.assertGreaterEqual(held, ring - 3 * ring // 16)
+        self.assertLessEqual(held, ring)
+
+    def test_tty_small_writes_kept(self):
+        w = self.create(cmd=SMALL_WRITES % 20000, tty=True, yield_ms=60000,
+                        max_bytes=0)
+        self.assertEqual(w['state'], 'exited')
+        last, held = self.held(w['id'])
+        self.assertEqual(last['dropped_chunks'], 0)
+        self.assertEqual(held, last['bytes_out'])
+        self.assertEqual(last['bytes_out'], 108894 + 20000)   # ONLCR: \r\n
+
+
 if __name__ == '__main__':
     unittest.main()
