@@ -39,10 +39,11 @@ static void	 proto_strv_free(char **);
 static const char *const proto_create_fields[] = {
 	"cmd", "argv", "shell", "tty", "rows", "cols", "cwd", "env", "user",
 	"stdin", "timeout_ms", "yield_ms", "wait_ms", "max_bytes", "ring_bytes",
-	"id", "login", NULL
+	"id", "login", "idle_ms", "head_tail", NULL
 };
 static const char *const proto_stdin_fields[] = {
-	"data", "text", "eof", "yield_ms", "wait_ms", "max_bytes", NULL
+	"data", "text", "eof", "yield_ms", "wait_ms", "max_bytes", "idle_ms",
+	"head_tail", NULL
 };
 static const char *const proto_resize_fields[] = { "rows", "cols", NULL };
 static const char *const proto_signal_fields[] = { "signal", NULL };
@@ -369,6 +370,9 @@ proto_create_numbers(json_t *o, const struct proto_limits *lim,
 	    err) != 0 ||
 	    proto_get_count(o, "wait_ms", PROTO_WAIT_MAX_MS, &c->wait_ms,
 	    err) != 0 ||
+	    proto_get_count(o, "idle_ms", PROTO_WAIT_MAX_MS, &c->idle_ms,
+	    err) != 0 ||
+	    proto_get_bool(o, "head_tail", &c->head_tail, err) != 0 ||
 	    proto_get_count(o, "max_bytes", PROTO_MAX_BYTES_MAX, &max_bytes,
 	    err) != 0 ||
 	    proto_get_int(o, "ring_bytes", ring_min, ring_max, &ring, err) != 0)
@@ -436,6 +440,9 @@ proto_parse_stdin(const char *body, size_t len, struct proto_stdin *in,
 	    err) != 0 ||
 	    proto_get_count(o, "wait_ms", PROTO_WAIT_MAX_MS, &in->wait_ms,
 	    err) != 0 ||
+	    proto_get_count(o, "idle_ms", PROTO_WAIT_MAX_MS, &in->idle_ms,
+	    err) != 0 ||
+	    proto_get_bool(o, "head_tail", &in->head_tail, err) != 0 ||
 	    proto_get_count(o, "max_bytes", PROTO_MAX_BYTES_MAX, &max_bytes,
 	    err) != 0)
 		goto fail;

@@ -5,9 +5,10 @@ environment (--env, --env-file)."""
 import os
 import subprocess
 import tempfile
+import time
 import unittest
 
-from harness import AgentdTestCase, agentd_path
+from harness import AgentdTestCase, agentd_path, query, unb64
 
 
 class Utf8TerminalTest(AgentdTestCase):
@@ -179,6 +180,146 @@ class RingBytesTest(AgentdTestCase):
         self.assertEqual(last['dropped_chunks'], 0)
         self.assertEqual(held, last['bytes_out'])
         self.assertEqual(last['bytes_out'], 108894 + 20000)   # ONLCR: \r\n
+
+
+SEQ = b''.join(b'%d\n' % i for i in range(1, 20001))    # seq 1 20000
+
+
+def window_bytes(w):
+    return b''.join(unb64(c['data']) for c in w['output'])
+
+
+class HeadTailTest(AgentdTestCase):
+    """head_tail: over max_bytes, the output's head and tail, and the bytes
+    left out between them said, and readable by cursor."""
+
+    def check_cut(self, w, full, budget, start=0):
+        """w holds full[start:]'s head and tail around truncated_bytes."""
+        head, tail = budget // 2, budget - budget // 2
+        rest = full[start:]
+        self.assertEqual(window_bytes(w), rest[:head] + rest[-tail:])
+        self.assertEqual(w['truncated_bytes'], len(rest) - budget)
+        self.assertEqual(w['cursor'], w['last_chunk'])
+        self.assertFalse(w['more'])
+        # offsets stay true: the tail's first piece starts where it lies
+        ends = [c['offset'] + len(unb64(c['data'])) for c in w['output']]
+        self.assertEqual(ends[-1], len(full))
+        cut = [i for i, c in enumerate(w['output'][1:], 1)
+               if c['offset'] != ends[i - 1]]
+        self.assertEqual(len(cut), 1)
+        self.assertEqual(w['output'][cut[0]]['offset'], len(full) - tail)
+        # the middle is still readable: from truncated_cursor on, in order
+        g = self.get(w['id'], cursor=w['truncated_cursor'], max_bytes=1 << 20)
+        self.assertEqual(g['dropped_chunks'], 0)
+        first = g['output'][0]
+        self.assertLessEqual(first['offset'], start + head)
+        got = window_bytes(g)
+        self.assertEqual(got, full[first['offset']:first['offset'] + len(got)])
+        self.assertGreaterEqual(first['offset'] + len(got), len(full) - tail)
+
+    def test_create_head_and_tail(self):
+        w = self.create(cmd='seq 1 20000', yield_ms=30000, max_bytes=1000,
+                        head_tail=True)
+        self.assertEqual(w['state'], 'exited')
+        self.check_cut(w, SEQ, 1000)
+        self.assertTrue(w['eof'])
+
+    def test_get_head_and_tail_from_a_cursor(self):
+        w = self.create(cmd='seq 1 20000', yield_ms=30000, max_bytes=100)
+        self.assertEqual(w['state'], 'exited')
+        c = w['cursor']
+        start = sum(len(unb64(x['data'])) for x in w['output'])
+        self.assertNotIn('truncated_bytes', w)
+        r = self.get_raw(w['id'], cursor=c, max_bytes=777, head_tail='true')
+        self.expect(r, 200)
+        self.check_cut(r.json, SEQ, 777, start)
+
+    def test_fits_nothing_cut(self):
+        w = self.create(cmd='seq 1 100', yield_ms=30000, head_tail=True)
+        self.assertEqual(w['truncated_bytes'], 0)
+        self.assertIsNone(w['truncated_cursor'])
+        self.assertEqual(window_bytes(w), b''.join(b'%d\n' % i for i in range(1, 101)))
+
+    def test_one_big_chunk_is_cut_both_ends(self):
+        w = self.create(cmd='head -c 60000 /dev/zero | tr "\\0" x; echo END',
+                        yield_ms=30000, max_bytes=64, head_tail=True)
+        full = b'x' * 60000 + b'END\n'
+        self.assertEqual(window_bytes(w), full[:32] + full[-32:])
+        self.assertEqual(w['truncated_bytes'], len(full) - 64)
+
+    def test_raw_mode_headers(self):
+        w = self.create(cmd='seq 1 20000', yield_ms=30000, max_bytes=0)
+        r = self.req('GET', '/v1/sessions/%s%s' % (w['id'], query(
+            cursor=0, max_bytes=1000, head_tail=1)),
+            headers={'Accept': 'application/octet-stream'})
+        self.expect(r, 200)
+        self.assertEqual(r.body, SEQ[:500] + SEQ[-500:])
+        self.assertEqual(r.header('X-Agentd-Truncated-Bytes'), str(len(SEQ) - 1000))
+        self.assertEqual(r.header('X-Agentd-Truncated-At'), '500')
+        self.assertIsNotNone(r.header('X-Agentd-Truncated-Cursor'))
+
+    def test_bad_head_tail(self):
+        self.assertError(self.create_raw(cmd='true', head_tail='yes'),
+                         400, 'invalid_request', 'head_tail')
+        w = self.create(cmd='true')
+        self.assertError(self.get_raw(w['id'], head_tail='maybe'),
+                         400, 'invalid_request', 'head_tail')
+
+
+class IdleTest(AgentdTestCase):
+    """idle_ms: answer once the output was quiet that long (or at the exit)."""
+
+    def test_create_answers_when_quiet(self):
+        t0 = time.monotonic()
+        w = self.create(cmd='echo start; sleep 60', idle_ms=2000)
+        self.assertLess(time.monotonic() - t0, 50)
+        self.assertEqual(w['state'], 'running')
+        self.assertEqual(window_bytes(w), b'start\n')
+        self.expect(self.delete(w['id'], grace_ms=0), 200)
+
+    def test_output_restarts_the_quiet_time(self):
+        # 12 ticks 0.25 s apart outlast idle_ms: each one restarts it
+        w = self.create(cmd='for i in 1 2 3 4 5 6 7 8 9 10 11 12; do '
+                        'echo tick $i; sleep 0.25; done; echo done; sleep 60',
+                        idle_ms=2000)
+        self.assertEqual(w['state'], 'running')
+        self.assertTrue(window_bytes(w).endswith(b'tick 12\ndone\n'), window_bytes(w))
+        self.expect(self.delete(w['id'], grace_ms=0), 200)
+
+    def test_exit_answers_at_once(self):
+        t0 = time.monotonic()
+        w = self.create(cmd='echo hi', idle_ms=60000)
+        self.assertLess(time.monotonic() - t0, 30)
+        self.assertEqual(w['state'], 'exited')
+        self.assertEqual(window_bytes(w), b'hi\n')
+
+    def test_yield_caps_it(self):
+        w = self.create(cmd='while :; do echo busy; sleep 0.1; done', idle_ms=5000,
+                        yield_ms=500)
+        self.assertEqual(w['state'], 'running')
+        self.expect(self.delete(w['id'], grace_ms=0), 200)
+
+    def test_get_and_stdin(self):
+        w = self.create(cmd='cat')
+        r = self.req('POST', '/v1/sessions/%s/stdin' % w['id'],
+                     {'text': 'hello\n', 'idle_ms': 1000})
+        self.expect(r, 200)
+        self.assertEqual(r.json['written'], 6)
+        self.assertEqual(window_bytes(r.json), b'hello\n')
+        t0 = time.monotonic()
+        g = self.get_raw(w['id'], cursor=r.json['cursor'], idle_ms=500)
+        self.expect(g, 200)
+        self.assertGreaterEqual(time.monotonic() - t0, 0.45)
+        self.assertEqual(g.json['output'], [])
+        self.assertEqual(g.json['state'], 'running')
+        self.expect(self.delete(w['id'], grace_ms=0), 200)
+
+    def test_bad_idle(self):
+        self.assertError(self.create_raw(cmd='true', idle_ms=-1),
+                         400, 'invalid_request', 'idle_ms')
+        w = self.create(cmd='true')
+        self.assertError(self.get_raw(w['id'], idle_ms='x'),
+                         400, 'invalid_request', 'idle_ms')
 
 
 if __name__ == '__main__':
