@@ -304,7 +304,8 @@ api_window(struct session *s, uint64_t cursor, size_t max_bytes,
 	w->dropped = res.dropped;
 	w->more = res.more;
 	w->head_tail = head_tail;
-	if (head_tail && res.more && res.nchunks > 0)
+	if (head_tail && res.nchunks > 0 && (res.more ||
+	    res.nbytes > max_bytes))
 		api_window_cut(r, max_bytes, w);
 	w->eof = session_exited(s) && session_output_closed(s) &&
 	    w->cursor == ring_newest(r) && !w->more;
@@ -313,7 +314,8 @@ api_window(struct session *s, uint64_t cursor, size_t max_bytes,
 
 /*
  * head_tail: when the output after the cursor (every chunk up to the
- * newest) is more than max_bytes, keep its first max_bytes / 2 bytes (the
+ * newest; the window read holds more chunks, or one chunk over budget) is
+ * more than max_bytes, keep its first max_bytes / 2 bytes (the
  * window read already begins with them) and its last max_bytes - that,
  * cutting chunks where they cross; say how many bytes lie between, and the
  * cursor that reads them (the id before the first chunk not returned
