@@ -270,10 +270,13 @@ api_window(struct session *s, uint64_t cursor, size_t max_bytes,
 {
 	struct ring		*r = session_ring(s);
 	struct ring_read_result	 res;
-	size_t			 need, i;
+	size_t			 need, i, lim = max_bytes;
 	int			 error;
 
-	need = max_bytes < SESSION_READ_MAX ? SESSION_READ_MAX : max_bytes;
+	/* head_tail: whole chunks holding at least the head's bytes. */
+	if (head_tail && lim < max_bytes / 2 + SESSION_READ_MAX)
+		lim = max_bytes / 2 + SESSION_READ_MAX;
+	need = lim < SESSION_READ_MAX ? SESSION_READ_MAX : lim;
 	if (need > ring_chunk_max(r) && ring_chunk_max(r) >= SESSION_READ_MAX)
 		need = ring_chunk_max(r);
 	if (scratch_len < need) {
@@ -281,7 +284,7 @@ api_window(struct session *s, uint64_t cursor, size_t max_bytes,
 		scratch = xmalloc(need);
 		scratch_len = need;
 	}
-	error = ring_read(r, cursor, scratch, scratch_len, max_bytes, rchunks,
+	error = ring_read(r, cursor, scratch, scratch_len, lim, rchunks,
 	    nitems(rchunks), &res);
 	if (error == -ERANGE)
 		return (proto_fail(err, 400, "invalid_cursor",
@@ -399,6 +402,10 @@ api_window_cut(struct ring *r, size_t max_bytes, struct proto_window *w)
 	if (nt > 0) {
 		w->cursor = pchunks[w->n - 1].id;
 		w->more = 0;
+	} else {
+		/* No tail (max_bytes < 2): go on from the left-out bytes. */
+		w->cursor = w->truncated_cursor;
+		w->more = 1;
 	}
 }
 

@@ -249,6 +249,32 @@ class HeadTailTest(AgentdTestCase):
         g = self.get(w['id'], cursor=w['truncated_cursor'], max_bytes=1 << 20)
         self.assertEqual(window_bytes(g), bytes(30000 - g['output'][0]['offset']))
 
+    def test_head_is_whole_after_a_tiny_chunk(self):
+        # chunk 1 is one byte, then a long one: the head still takes the
+        # first max_bytes / 2 bytes, the long chunk cut
+        w = self.create(cmd='cat')
+        self.stdin(w['id'], text='<')
+        self.read_until(w['id'], b'<', tty=False)
+        body = bytes(range(48, 58)) * 300
+        self.stdin(w['id'], data=body)
+        full = b'<' + body
+        self.read_until(w['id'], full, tty=False)
+        r = self.get_raw(w['id'], cursor=0, max_bytes=1000, head_tail='true')
+        self.expect(r, 200)
+        self.assertEqual(window_bytes(r.json), full[:500] + full[-500:])
+        self.assertEqual(r.json['truncated_bytes'], len(full) - 1000)
+        self.expect(self.delete(w['id'], grace_ms=0), 200)
+
+    def test_no_room_for_a_tail(self):
+        w = self.create(cmd='seq 1 20000', yield_ms=30000, max_bytes=0,
+                        head_tail=True)
+        self.assertEqual(w['output'], [])
+        self.assertEqual(w['truncated_bytes'], len(SEQ))
+        self.assertEqual(w['cursor'], w['truncated_cursor'])
+        self.assertEqual(w['cursor'], 0)
+        self.assertTrue(w['more'])
+        self.assertFalse(w['eof'])
+
     def test_raw_mode_headers(self):
         w = self.create(cmd='seq 1 20000', yield_ms=30000, max_bytes=0)
         r = self.req('GET', '/v1/sessions/%s%s' % (w['id'], query(
