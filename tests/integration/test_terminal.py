@@ -342,6 +342,17 @@ class IdleTest(AgentdTestCase):
         self.assertEqual(g.json['state'], 'running')
         self.expect(self.delete(w['id'], grace_ms=0), 200)
 
+    def test_raw_stdin_with_budget(self):
+        w = self.create(cmd='cat')
+        data = bytes(range(65, 91)) * 4
+        r = self.stdin_octets(w['id'], data, idle_ms=2000, head_tail=1,
+                              max_bytes=10)
+        self.expect(r, 200)
+        self.assertEqual(r.json['written'], len(data))
+        self.assertEqual(window_bytes(r.json), data[:5] + data[-5:])
+        self.assertEqual(r.json['truncated_bytes'], len(data) - 10)
+        self.expect(self.delete(w['id'], grace_ms=0), 200)
+
     def test_bad_idle(self):
         self.assertError(self.create_raw(cmd='true', idle_ms=-1),
                          400, 'invalid_request', 'idle_ms')
