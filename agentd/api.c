@@ -69,6 +69,7 @@ struct api_answer {
 	int		 head_tail;	/* over max_bytes: head and tail */
 	int64_t		 written;	/* -1: none */
 	int64_t		 idle_ms;	/* a WAIT_IDLE's quiet time */
+	int64_t		 idle_left_ms;	/* of it, still to come (0: all) */
 };
 
 static struct waiters	*api_waiters(struct session *);
@@ -486,6 +487,7 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 {
 	struct waiter	*w;
 	struct timeval	 tv;
+	int64_t		 idle;
 
 	w = xcalloc(1, sizeof *w);
 	w->req = req;
@@ -509,8 +511,9 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 		if ((w->idle = evtimer_new(agentd_base, api_waiter_idle,
 		    w)) == NULL)
 			fatal("%s: out of memory", __func__);
-		tv.tv_sec = w->idle_ms / 1000;
-		tv.tv_usec = (w->idle_ms % 1000) * 1000;
+		idle = a->idle_left_ms > 0 ? a->idle_left_ms : w->idle_ms;
+		tv.tv_sec = idle / 1000;
+		tv.tv_usec = (idle % 1000) * 1000;
 		evtimer_add(w->idle, &tv);
 	}
 
@@ -827,6 +830,7 @@ api_read(struct http_req *hr, struct session *s)
 	struct proto_query	 q;
 	struct proto_err	 err;
 	struct api_answer	 a;
+	int64_t			 quiet;
 
 	if (proto_parse_query(hr->query, &q, &err) != 0) {
 		http_reply_error(hr->req, &err, NULL);
@@ -846,7 +850,10 @@ api_read(struct http_req *hr, struct session *s)
 	a.head_tail = q.head_tail;
 	a.written = -1;
 	a.idle_ms = q.idle_ms;
-	if (q.idle_ms > 0 && !session_exited(s) && !api_wants_raw(hr)) {
+	/* A GET's quiet time counts from the last output read. */
+	if (q.idle_ms > 0 && !session_exited(s) && !api_wants_raw(hr) &&
+	    (quiet = session_quiet_ms(s)) < q.idle_ms) {
+		a.idle_left_ms = q.idle_ms - quiet;
 		api_wait(hr->req, s, WAIT_IDLE, q.wait_ms > 0 ? q.wait_ms :
 		    PROTO_WAIT_MAX_MS, &a, 0);
 		return;

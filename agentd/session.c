@@ -72,6 +72,8 @@ struct session {
 	size_t		 pend_room;	/* its size */
 	enum ring_stream pend_stream;
 	int		 watchers;	/* readers waiting for new output */
+	int64_t		 output_ms;	/* monotonic: the last output read, or
+					   the start */
 	struct session_out out[2];	/* tty: out[0] only */
 	int		 nopen;		/* output fds still open */
 
@@ -333,6 +335,7 @@ session_create(const struct proto_create *pc, struct session **out,
 	s->cols = pc->cols;
 	s->pid = proc.pid;
 	s->started_ms = clock_wall_ms();
+	s->output_ms = clock_mono_ms();
 	s->ended_ms = -1;
 	s->ring_bytes = pc->ring_bytes;
 
@@ -576,6 +579,8 @@ session_capture(struct session_out *o, size_t budget)
 	}
 	if (s->watchers > 0)
 		session_publish(s);
+	if (done > 0)
+		s->output_ms = clock_mono_ms();
 	agentd_stats.output_bytes += done;
 	return (closed);
 }
@@ -633,6 +638,13 @@ session_publish(struct session *s)
 		ring_commit(s->ring, s->pend_len, s->pend_stream);
 	s->pend = NULL;
 	s->pend_len = s->pend_room = 0;
+}
+
+/* Milliseconds since output was last read (or since the start). */
+int64_t
+session_quiet_ms(const struct session *s)
+{
+	return (clock_mono_ms() - s->output_ms);
 }
 
 /* A reader starts (on) or stops waiting for new output. */

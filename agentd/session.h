@@ -89,6 +89,8 @@ void	 session_view(struct session *, struct proto_session *);
  * with the next ones.
  */
 void	 session_watch(struct session *, int on);
+/* Milliseconds since the session's output was last read (or its start). */
+int64_t	 session_quiet_ms(const struct session *);
 
 /*
  * Queue input.  Returns the bytes accepted (all of len) or -1 with err:

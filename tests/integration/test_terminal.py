@@ -334,12 +334,24 @@ class IdleTest(AgentdTestCase):
         self.expect(r, 200)
         self.assertEqual(r.json['written'], 6)
         self.assertEqual(window_bytes(r.json), b'hello\n')
+        # A GET's quiet time counts from the last output: cat has been
+        # quiet for a second already, so the answer comes at once.
         t0 = time.monotonic()
-        g = self.get_raw(w['id'], cursor=r.json['cursor'], idle_ms=500)
+        g = self.get_raw(w['id'], cursor=r.json['cursor'], idle_ms=1000)
         self.expect(g, 200)
-        self.assertGreaterEqual(time.monotonic() - t0, 0.45)
+        self.assertLess(time.monotonic() - t0, 0.9)
         self.assertEqual(g.json['output'], [])
         self.assertEqual(g.json['state'], 'running')
+        self.expect(self.delete(w['id'], grace_ms=0), 200)
+
+    def test_get_waits_while_output_flows(self):
+        w = self.create(cmd='for i in 1 2 3 4 5 6 7 8 9 10 11 12; do '
+                        'echo tick $i; sleep 0.25; done; echo done; sleep 60')
+        g = self.get_raw(w['id'], cursor=0, idle_ms=2000)
+        self.expect(g, 200)
+        self.assertEqual(g.json['state'], 'running')
+        self.assertTrue(window_bytes(g.json).endswith(b'tick 12\ndone\n'),
+                        window_bytes(g.json))
         self.expect(self.delete(w['id'], grace_ms=0), 200)
 
     def test_raw_stdin_with_budget(self):
