@@ -334,15 +334,19 @@ api_window_cut(struct ring *r, size_t max_bytes, struct proto_window *w)
 	struct ring_chunk	 rc;
 	struct ring_stats	 st;
 	size_t			 head = max_bytes / 2, tail = max_bytes - head;
-	size_t			 i, nh, nt, got = 0, len, skip, room, at;
+	size_t			 i, nh, nt, got = 0, len, skip, at;
 	uint64_t		 id, head_end, start = pchunks[0].offset;
 
 	ring_stats(r, &st);
 	if (st.bytes_total - start <= max_bytes)
 		return;		/* it fits: cut by the chunk count only */
 
-	/* The head: the window's first bytes, the last chunk cut. */
-	for (nh = 0; nh < w->n && got < head; nh++) {
+	/*
+	 * The head: the window's first bytes, the last chunk cut; at most
+	 * half the window's chunks, the tail may want the others.
+	 */
+	for (nh = 0; nh < w->n && nh < SESSION_WINDOW_CHUNKS / 2 &&
+	    got < head; nh++) {
 		len = head - got < pchunks[nh].len ? head - got :
 		    pchunks[nh].len;
 		got += len;
@@ -360,17 +364,18 @@ api_window_cut(struct ring *r, size_t max_bytes, struct proto_window *w)
 	    start;
 
 	/*
-	 * The tail: whole chunks back from the newest, into tailbuf; their
-	 * descriptors go to the end of rchunks meanwhile, data as an index.
+	 * The tail: whole chunks back from the newest, into tailbuf (a
+	 * chunk is at most SESSION_READ_MAX); their descriptors go to the
+	 * end of rchunks meanwhile, data as an index.
 	 */
+	if (tailbuf_len < tail + SESSION_READ_MAX) {
+		free(tailbuf);
+		tailbuf_len = tail + SESSION_READ_MAX;
+		tailbuf = xmalloc(tailbuf_len);
+	}
 	got = 0;
 	at = SESSION_WINDOW_CHUNKS;
 	for (id = st.newest; got < tail && at > nh && id > 0; id--) {
-		room = got + tail + ring_chunk_max(r);
-		if (tailbuf_len < room) {
-			tailbuf = xrealloc(tailbuf, room);
-			tailbuf_len = room;
-		}
 		if (ring_read(r, id - 1, tailbuf + got, tailbuf_len - got,
 		    SIZE_MAX, &rc, 1, &res) != 0 || res.nchunks != 1 ||
 		    rc.id != id || rc.offset + rc.len <= head_end)
