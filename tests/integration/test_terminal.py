@@ -265,6 +265,24 @@ class HeadTailTest(AgentdTestCase):
         self.assertEqual(r.json['truncated_bytes'], len(full) - 1000)
         self.expect(self.delete(w['id'], grace_ms=0), 200)
 
+    def test_head_and_tail_across_many_chunks(self):
+        # each echo is its own chunk: it is read before the next write
+        w = self.create(cmd='cat')
+        full = b''
+        for i in range(60):
+            line = b'line %02d\n' % i
+            full += line
+            self.stdin(w['id'], data=line)
+            self.read_until(w['id'], full, tty=False)
+        last = self.get(w['id'], cursor=0, max_bytes=0)
+        self.assertGreater(last['last_chunk'], 20)
+        r = self.get_raw(w['id'], cursor=0, max_bytes=101, head_tail='true')
+        self.expect(r, 200)
+        self.assertEqual(window_bytes(r.json), full[:50] + full[-51:])
+        self.assertEqual(r.json['truncated_bytes'], len(full) - 101)
+        self.assertGreater(len(r.json['output']), 10)
+        self.expect(self.delete(w['id'], grace_ms=0), 200)
+
     def test_no_room_for_a_tail(self):
         w = self.create(cmd='seq 1 20000', yield_ms=30000, max_bytes=0,
                         head_tail=True)
