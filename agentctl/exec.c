@@ -58,6 +58,8 @@
 #define EXEC_LAG_WAIT_MS	50		/* recheck the lag this often */
 #define EXEC_PIPE_RING		(2u << 20)	/* ring bytes asked for when stdin
 						   is a pipe (see above) */
+#define EXEC_REDRAW_WAIT_MS	500		/* attach: wait this long for a
+						   redraw at the other size */
 
 /* One session's output, as this process follows it. */
 struct follow {
@@ -116,6 +118,10 @@ static int	exec_stdin_post(struct client *, struct exec_ctx *,
 static void	*exec_input_main(void *);
 static void	*exec_signal_main(void *);
 static void	exec_resize(struct client *, struct exec_ctx *);
+static uint64_t	exec_resize_to(struct client *, struct exec_ctx *, unsigned,
+		    unsigned);
+static void	exec_redraw(struct client *, struct exec_ctx *, unsigned,
+		    unsigned);
 static void	exec_lag_wait(uint64_t bytes_out);
 static void	exec_detach(struct exec_ctx *, int code);
 static void	exec_threads(struct exec_ctx *, int input);
@@ -469,21 +475,63 @@ static void
 exec_resize(struct client *c, struct exec_ctx *x)
 {
 	unsigned	 rows, cols;
+
+	if (x->tty && term_size(&rows, &cols) == 0)
+		exec_resize_to(c, x, rows, cols);
+}
+
+/*
+ * Size the session's PTY rows x cols.  Returns the session's last_chunk
+ * right after the resize, or 0 when it failed.
+ */
+static uint64_t
+exec_resize_to(struct client *c, struct exec_ctx *x, unsigned rows,
+    unsigned cols)
+{
+	uint64_t	 last = 0;
 	json_t		*j;
 	char		*path, body[64];
 	int		 status;
 
-	if (!x->tty || term_size(&rows, &cols) != 0)
-		return;
 	snprintf(body, sizeof body, "{\"rows\": %u, \"cols\": %u}", rows, cols);
 	path = ctl_session_path(x->id, "/resize");
 	status = ctl_api(c, "POST", path, "application/json", body,
 	    strlen(body), CTL_TIMEOUT_MS, &j);
-	if (status != 200 && status != 409)
+	if (status == 200)
+		last = (uint64_t)ctl_json_int(j, "last_chunk", 0);
+	else if (status != 409)
 		ctl_warn("resize: %s", ctl_json_str(json_object_get(j, "error"),
 		    "message", "refused"));
 	json_decref(j);
 	free(path);
+	return (last);
+}
+
+/*
+ * Make a full-screen program draw its screen again when attach finds the
+ * session at the terminal's size already (resizing to it would send no
+ * SIGWINCH, and the newest chunk alone is not a screen): as dtach does,
+ * resize one column narrower and back.  In between, wait (up to
+ * EXEC_REDRAW_WAIT_MS) for the program's output, so that it sees two
+ * sizes rather than two SIGWINCHs merged into one at its old size.
+ */
+static void
+exec_redraw(struct client *c, struct exec_ctx *x, unsigned rows,
+    unsigned cols)
+{
+	uint64_t	 last;
+	json_t		*j = NULL;
+	char		*path;
+
+	last = exec_resize_to(c, x, rows, cols > 1 ? cols - 1 : cols + 1);
+	if (asprintf(&path, "%s?cursor=%" PRIu64 "&wait_ms=%d&max_bytes=0",
+	    x->path, last, EXEC_REDRAW_WAIT_MS) == -1)
+		ctl_fatal("out of memory");
+	(void)ctl_api(c, "GET", path, NULL, NULL, 0,
+	    EXEC_REDRAW_WAIT_MS + CTL_TIMEOUT_MS, &j);
+	json_decref(j);
+	free(path);
+	exec_resize_to(c, x, rows, cols);
 }
 
 /* The signals the signal thread takes. */
@@ -733,6 +781,7 @@ cmd_attach(int argc, char **argv)
 	sigset_t	 set;
 	json_t		*j;
 	char		*path;
+	unsigned	 rows, cols, srows, scols;
 	int		 ch, status, key = EXEC_DETACH_DEFAULT;
 
 	while ((ch = ctl_getopt(argc, argv, "k:", longopts)) != -1) {
@@ -758,6 +807,8 @@ cmd_attach(int argc, char **argv)
 		    "agentctl tail %s", f.id, ctl_json_int(j, "exit_code", -1),
 		    f.id);
 	f.tty = ctl_json_bool(j, "tty", 0);
+	srows = (unsigned)ctl_json_int(j, "rows", 0);
+	scols = (unsigned)ctl_json_int(j, "cols", 0);
 	f.merge = f.tty;
 	f.last_chunk = (uint64_t)ctl_json_int(j, "last_chunk", 0);
 	/* From the newest chunk on: the prompt, say, is shown again. */
@@ -778,7 +829,11 @@ cmd_attach(int argc, char **argv)
 		x.local_tty = 1;
 	}
 	exec_block_signals(&set);
-	exec_resize(c, &x);
+	if (x.tty && term_size(&rows, &cols) == 0 && rows == srows &&
+	    cols == scols)
+		exec_redraw(c, &x, rows, cols);
+	else
+		exec_resize(c, &x);
 	exec_threads(&x, 1);
 	do
 		follow_poll(c, &f, CTL_POLL_WAIT_MS);

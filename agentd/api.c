@@ -38,6 +38,7 @@
 /* What a waiter waits for. */
 #define WAIT_OUTPUT	0x1	/* a chunk after cursor, exit, or output close */
 #define WAIT_EXIT	0x2	/* the session exits */
+#define WAIT_IDLE	0x4	/* no new output for idle_ms, or exit */
 
 /* A request waiting on a session. */
 struct waiter {
@@ -50,8 +51,11 @@ struct waiter {
 	int			 window;	/* answer with an output window */
 	uint64_t		 cursor;
 	size_t			 max_bytes;
+	int			 head_tail;
 	int64_t			 written;	/* stdin: bytes written, else -1 */
+	int64_t			 idle_ms;
 	struct event		*timer;
+	struct event		*idle;		/* WAIT_IDLE: quiet for idle_ms */
 	struct event		*closed;	/* the client went away */
 };
 TAILQ_HEAD(waiters, waiter);
@@ -62,14 +66,22 @@ struct api_answer {
 	int		 window;	/* with an output window */
 	uint64_t	 cursor;
 	size_t		 max_bytes;
+	int		 head_tail;	/* over max_bytes: head and tail */
 	int64_t		 written;	/* -1: none */
+	int64_t		 idle_ms;	/* a WAIT_IDLE's quiet time */
+	int64_t		 idle_left_ms;	/* of it, still to come (0: all) */
 };
 
 static struct waiters	*api_waiters(struct session *);
 static void	api_answer(struct evhttp_request *, struct session *,
 		    const struct api_answer *);
-static int	api_window(struct session *, uint64_t, size_t,
+static int	api_window(struct session *, uint64_t, size_t, int,
 		    struct proto_window *, struct proto_err *);
+static void	api_window_cut(struct ring *, size_t, struct proto_window *);
+static size_t	api_window_bytes(const struct proto_window *);
+static int	api_wait_flags(int64_t wait_ms, int64_t yield_ms,
+		    int64_t idle_ms, int64_t *ms);
+static void	api_waiter_idle(evutil_socket_t, short, void *);
 static void	api_wait(struct evhttp_request *, struct session *, int flags,
 		    int64_t ms, const struct api_answer *, int delete);
 static int	api_waiter_done(struct waiter *, int answer);
@@ -92,6 +104,8 @@ static const struct proto_limits	*api_limits(void);
 /* A growing read buffer and chunk arrays, reused by every window. */
 static uint8_t			*scratch;
 static size_t			 scratch_len;
+static uint8_t			*tailbuf;	/* a head_tail window's tail */
+static size_t			 tailbuf_len;
 static struct ring_chunk	 rchunks[SESSION_WINDOW_CHUNKS];
 static struct proto_chunk	 pchunks[SESSION_WINDOW_CHUNKS];
 
@@ -256,14 +270,17 @@ api_metrics(struct http_req *hr)
  */
 static int
 api_window(struct session *s, uint64_t cursor, size_t max_bytes,
-    struct proto_window *w, struct proto_err *err)
+    int head_tail, struct proto_window *w, struct proto_err *err)
 {
 	struct ring		*r = session_ring(s);
 	struct ring_read_result	 res;
-	size_t			 need, i;
+	size_t			 need, i, lim = max_bytes;
 	int			 error;
 
-	need = max_bytes < SESSION_READ_MAX ? SESSION_READ_MAX : max_bytes;
+	/* head_tail: whole chunks holding at least the head's bytes. */
+	if (head_tail && lim < max_bytes / 2 + SESSION_READ_MAX)
+		lim = max_bytes / 2 + SESSION_READ_MAX;
+	need = lim < SESSION_READ_MAX ? SESSION_READ_MAX : lim;
 	if (need > ring_chunk_max(r) && ring_chunk_max(r) >= SESSION_READ_MAX)
 		need = ring_chunk_max(r);
 	if (scratch_len < need) {
@@ -271,7 +288,7 @@ api_window(struct session *s, uint64_t cursor, size_t max_bytes,
 		scratch = xmalloc(need);
 		scratch_len = need;
 	}
-	error = ring_read(r, cursor, scratch, scratch_len, max_bytes, rchunks,
+	error = ring_read(r, cursor, scratch, scratch_len, lim, rchunks,
 	    nitems(rchunks), &res);
 	if (error == -ERANGE)
 		return (proto_fail(err, 400, "invalid_cursor",
@@ -293,9 +310,123 @@ api_window(struct session *s, uint64_t cursor, size_t max_bytes,
 	w->cursor = res.nchunks > 0 ? rchunks[res.nchunks - 1].id : cursor;
 	w->dropped = res.dropped;
 	w->more = res.more;
+	w->head_tail = head_tail;
+	if (head_tail && res.nchunks > 0 && (res.more ||
+	    res.nbytes > max_bytes))
+		api_window_cut(r, max_bytes, w);
 	w->eof = session_exited(s) && session_output_closed(s) &&
-	    w->cursor == ring_newest(r) && !res.more;
+	    w->cursor == ring_newest(r) && !w->more;
 	return (0);
+}
+
+/*
+ * head_tail: when the output after the cursor (every chunk up to the
+ * newest; the window read holds more chunks, or one chunk over budget) is
+ * more than max_bytes, keep its first max_bytes / 2 bytes (the
+ * window read already begins with them) and its last max_bytes - that,
+ * cutting chunks where they cross; say how many bytes lie between, and the
+ * cursor that reads them (the id before the first chunk not returned
+ * whole).  The window then ends at the newest chunk.  A window of
+ * SESSION_WINDOW_CHUNKS chunks at most: a tail of more tiny chunks is cut
+ * shorter, its bytes counted as left out.
+ */
+static void
+api_window_cut(struct ring *r, size_t max_bytes, struct proto_window *w)
+{
+	struct ring_read_result	 res;
+	struct ring_chunk	 rc;
+	struct ring_stats	 st;
+	size_t			 head = max_bytes / 2, tail = max_bytes - head;
+	size_t			 i, nh, nt, got = 0, len, skip, at;
+	uint64_t		 id, head_end, start = pchunks[0].offset;
+
+	ring_stats(r, &st);
+	if (st.bytes_total - start <= max_bytes)
+		return;		/* it fits: cut by the chunk count only */
+
+	/*
+	 * The head: the window's first bytes, the last chunk cut; at most
+	 * half the window's chunks, the tail may want the others.
+	 */
+	for (nh = 0; nh < w->n && nh < SESSION_WINDOW_CHUNKS / 2 &&
+	    got < head; nh++) {
+		len = head - got < pchunks[nh].len ? head - got :
+		    pchunks[nh].len;
+		got += len;
+		if (len < pchunks[nh].len) {
+			pchunks[nh++].len = len;
+			break;
+		}
+	}
+	w->truncated_cursor = nh > 0 ? pchunks[nh - 1].id : w->cursor;
+	if (nh > 0 && pchunks[nh - 1].len < rchunks[nh - 1].len)
+		w->truncated_cursor--;		/* cut: read it whole */
+	else if (nh == 0)
+		w->truncated_cursor = pchunks[0].id - 1;
+	head_end = nh > 0 ? pchunks[nh - 1].offset + pchunks[nh - 1].len :
+	    start;
+
+	/*
+	 * The tail: whole chunks back from the newest, into tailbuf (a
+	 * chunk is at most SESSION_READ_MAX); their descriptors go to the
+	 * end of rchunks meanwhile, data as an index.
+	 */
+	if (tailbuf_len < tail + SESSION_READ_MAX) {
+		free(tailbuf);
+		tailbuf_len = tail + SESSION_READ_MAX;
+		tailbuf = xmalloc(tailbuf_len);
+	}
+	got = 0;
+	at = SESSION_WINDOW_CHUNKS;
+	for (id = st.newest; got < tail && at > nh && id > 0; id--) {
+		if (ring_read(r, id - 1, tailbuf + got, tailbuf_len - got,
+		    SIZE_MAX, &rc, 1, &res) != 0 || res.nchunks != 1 ||
+		    rc.id != id || rc.offset + rc.len <= head_end)
+			break;
+		rc.data = (const uint8_t *)(uintptr_t)got;
+		rchunks[--at] = rc;
+		got += rc.len;
+	}
+	/* Back to front in tailbuf: the newest chunk came first. */
+	nt = SESSION_WINDOW_CHUNKS - at;
+	for (i = 0; i < nt; i++) {
+		rc = rchunks[at + i];
+		pchunks[nh + i].id = rc.id;
+		pchunks[nh + i].offset = rc.offset;
+		pchunks[nh + i].data = tailbuf + (uintptr_t)rc.data;
+		pchunks[nh + i].len = rc.len;
+		pchunks[nh + i].stream = rc.stream;
+	}
+	/* Only the last tail bytes: cut the oldest tail chunk's front. */
+	if (nt > 0 && got > tail) {
+		skip = got - tail;
+		pchunks[nh].data += skip;
+		pchunks[nh].len -= skip;
+		pchunks[nh].offset += skip;
+	}
+	w->n = nh + nt;
+	w->truncated_at = nh;
+	w->truncated_bytes = (nt > 0 ? pchunks[nh].offset : st.bytes_total) -
+	    head_end;
+	if (nt > 0) {
+		w->cursor = pchunks[w->n - 1].id;
+		w->more = 0;
+	} else {
+		/* No tail (max_bytes < 2): go on from the left-out bytes. */
+		w->cursor = w->truncated_cursor;
+		w->more = 1;
+	}
+}
+
+/* Bytes of data in a window. */
+static size_t
+api_window_bytes(const struct proto_window *w)
+{
+	size_t	i, n = 0;
+
+	for (i = 0; i < w->n; i++)
+		n += w->chunks[i].len;
+	return (n);
 }
 
 /* Answer with the session object, and its output window if asked. */
@@ -310,7 +441,8 @@ api_answer(struct evhttp_request *req, struct session *s,
 
 	session_view(s, &v);
 	if (a->window) {
-		if (api_window(s, a->cursor, a->max_bytes, &w, &err) != 0) {
+		if (api_window(s, a->cursor, a->max_bytes, a->head_tail, &w,
+		    &err) != 0) {
 			http_reply_error(req, &err, NULL);
 			return;
 		}
@@ -319,14 +451,18 @@ api_answer(struct evhttp_request *req, struct session *s,
 			v.last_chunk = w.chunks[w.n - 1].id;
 	}
 	if (a->window && w.n > 0)	/* base64 and JSON around each chunk */
-		http_buf_take(&b, (w.chunks[w.n - 1].offset -
-		    w.chunks[0].offset + w.chunks[w.n - 1].len) / 3 * 4 +
-		    w.n * 96 + 1024);
+		http_buf_take(&b, api_window_bytes(&w) / 3 * 4 + w.n * 96 +
+		    1024);
 	proto_render_session(&b, &v, a->window ? &w : NULL, a->written);
 	if (scratch_len > API_SCRATCH_KEEP) {
 		free(scratch);
 		scratch = NULL;
 		scratch_len = 0;
+	}
+	if (tailbuf_len > API_SCRATCH_KEEP) {
+		free(tailbuf);
+		tailbuf = NULL;
+		tailbuf_len = 0;
 	}
 	http_reply(req, a->status, &b);
 }
@@ -359,6 +495,7 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 {
 	struct waiter	*w;
 	struct timeval	 tv;
+	int64_t		 idle;
 
 	w = xcalloc(1, sizeof *w);
 	w->req = req;
@@ -368,7 +505,9 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 	w->window = a->window;
 	w->cursor = a->cursor;
 	w->max_bytes = a->max_bytes;
+	w->head_tail = a->head_tail;
 	w->written = a->written;
+	w->idle_ms = a->idle_ms;
 	w->delete = delete;
 	w->timer = evtimer_new(agentd_base, api_waiter_timeout, w);
 	if (w->timer == NULL)
@@ -376,10 +515,21 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 	tv.tv_sec = ms / 1000;
 	tv.tv_usec = (ms % 1000) * 1000;
 	evtimer_add(w->timer, &tv);
+	if (flags & WAIT_IDLE) {
+		if ((w->idle = evtimer_new(agentd_base, api_waiter_idle,
+		    w)) == NULL)
+			fatal("%s: out of memory", __func__);
+		idle = a->idle_left_ms > 0 ? a->idle_left_ms : w->idle_ms;
+		tv.tv_sec = idle / 1000;
+		tv.tv_usec = (idle % 1000) * 1000;
+		evtimer_add(w->idle, &tv);
+	}
 
 	/* evhttp stops reading while a request is out: watch for the close. */
 	w->closed = http_watch_client(req, api_waiter_closed, w);
 	TAILQ_INSERT_TAIL(api_waiters(s), w, entry);
+	if (flags & (WAIT_OUTPUT | WAIT_IDLE))
+		session_watch(s, 1);
 }
 
 /*
@@ -393,14 +543,20 @@ api_waiter_done(struct waiter *w, int answer)
 	int			 delete = w->delete;
 
 	TAILQ_REMOVE(api_waiters(w->s), w, entry);
+	if (w->flags & (WAIT_OUTPUT | WAIT_IDLE))
+		session_watch(w->s, 0);
 	event_free(w->timer);
+	if (w->idle != NULL)
+		event_free(w->idle);
 	event_free(w->closed);
 	if (answer) {
 		a.status = w->status;
 		a.window = w->window;
 		a.cursor = w->cursor;
 		a.max_bytes = w->max_bytes;
+		a.head_tail = w->head_tail;
 		a.written = w->written;
+		a.idle_ms = w->idle_ms;
 		api_answer(w->req, w->s, &a);
 	}
 	free(w);
@@ -419,6 +575,17 @@ api_waiter_timeout(evutil_socket_t fd, short events, void *arg)
 		    __func__, session_id(s));
 	if (api_waiter_done(w, 1))
 		session_remove(s);
+}
+
+/* A WAIT_IDLE waiter's session was quiet for idle_ms: answer it. */
+static void
+api_waiter_idle(evutil_socket_t fd, short events, void *arg)
+{
+	struct waiter	*w = arg;
+
+	log_debug("%s: session %s quiet for %lld ms", __func__,
+	    session_id(w->s), (long long)w->idle_ms);
+	api_waiter_done(w, 1);
 }
 
 /* A waiter's client closed its connection: free both at once. */
@@ -446,6 +613,7 @@ api_session_event(struct session *s, int events)
 {
 	struct waiters	**slot = (struct waiters **)session_user(s);
 	struct waiter	 *w, *next;
+	struct timeval	  tv;
 	int		  remove = 0;
 
 	if (*slot == NULL)
@@ -458,6 +626,11 @@ api_session_event(struct session *s, int events)
 			if (events & SESSION_EV_REMOVED)
 				w->delete = 0;
 			remove |= api_waiter_done(w, 1);
+		} else if ((w->flags & WAIT_IDLE) &&
+		    (events & SESSION_EV_OUTPUT)) {
+			tv.tv_sec = w->idle_ms / 1000;
+			tv.tv_usec = (w->idle_ms % 1000) * 1000;
+			evtimer_add(w->idle, &tv);	/* quiet from now on */
 		}
 	}
 	if (events & SESSION_EV_REMOVED) {
@@ -502,6 +675,29 @@ api_flush_waiters(void)
 	}
 }
 
+/*
+ * What a create or stdin waits for, and *ms how long at most: idle_ms
+ * (answer once the output was quiet that long) replaces wait_ms's "the
+ * first output", and without wait_ms or yield_ms is capped at
+ * PROTO_WAIT_MAX_MS; yield_ms waits for the exit.
+ */
+static int
+api_wait_flags(int64_t wait_ms, int64_t yield_ms, int64_t idle_ms, int64_t *ms)
+{
+	int	flags = 0;
+
+	if (idle_ms > 0)
+		flags |= WAIT_IDLE;
+	else if (wait_ms > 0)
+		flags |= WAIT_OUTPUT;
+	if (yield_ms > 0)
+		flags |= WAIT_EXIT;
+	*ms = wait_ms > yield_ms ? wait_ms : yield_ms;
+	if (idle_ms > 0 && *ms == 0)
+		*ms = PROTO_WAIT_MAX_MS;
+	return (flags);
+}
+
 /* POST /v1/sessions */
 static void
 api_create(struct http_req *hr)
@@ -512,7 +708,7 @@ api_create(struct http_req *hr)
 	struct api_answer	 a;
 	struct session		*s;
 	char			*loc;
-	int			 flags = 0;
+	int			 flags;
 	int64_t			 ms;
 
 	if (proto_parse_create(hr->body, hr->body_len, api_limits(), &pc,
@@ -537,12 +733,10 @@ api_create(struct http_req *hr)
 	a.window = 1;
 	a.cursor = 0;
 	a.max_bytes = pc.max_bytes;
+	a.head_tail = pc.head_tail;
 	a.written = -1;
-	if (pc.wait_ms > 0)
-		flags |= WAIT_OUTPUT;
-	if (pc.yield_ms > 0)
-		flags |= WAIT_EXIT;
-	ms = pc.wait_ms > pc.yield_ms ? pc.wait_ms : pc.yield_ms;
+	a.idle_ms = pc.idle_ms;
+	flags = api_wait_flags(pc.wait_ms, pc.yield_ms, pc.idle_ms, &ms);
 	proto_create_free(&pc);
 	if (flags == 0 || session_exited(s) ||
 	    ((flags & WAIT_OUTPUT) && api_ready(s, 0)))
@@ -587,7 +781,7 @@ api_wants_raw(struct http_req *hr)
  */
 static void
 api_answer_raw(struct evhttp_request *req, struct session *s,
-    uint64_t cursor, size_t max_bytes)
+    uint64_t cursor, size_t max_bytes, int head_tail)
 {
 	struct evkeyvalq	*h = evhttp_request_get_output_headers(req);
 	struct proto_session	 v;
@@ -598,15 +792,28 @@ api_answer_raw(struct evhttp_request *req, struct session *s,
 	size_t			 i;
 
 	session_view(s, &v);
-	if (api_window(s, cursor, max_bytes, &w, &err) != 0) {
+	if (api_window(s, cursor, max_bytes, head_tail, &w, &err) != 0) {
 		http_reply_error(req, &err, NULL);
 		return;
 	}
 	if (w.n > 0)
-		http_buf_take(&b, w.chunks[w.n - 1].offset - w.chunks[0].offset +
-		    w.chunks[w.n - 1].len);
-	for (i = 0; i < w.n; i++)
+		http_buf_take(&b, api_window_bytes(&w));
+	for (i = 0; i < w.n; i++) {
+		if (w.truncated_bytes > 0 && i == w.truncated_at) {
+			snprintf(num, sizeof num, "%zu", b.len);
+			evhttp_add_header(h, "X-Agentd-Truncated-At", num);
+		}
 		proto_buf_append(&b, w.chunks[i].data, w.chunks[i].len);
+	}
+	if (head_tail) {
+		snprintf(num, sizeof num, "%" PRIu64, w.truncated_bytes);
+		evhttp_add_header(h, "X-Agentd-Truncated-Bytes", num);
+		if (w.truncated_bytes > 0) {
+			snprintf(num, sizeof num, "%" PRIu64,
+			    w.truncated_cursor);
+			evhttp_add_header(h, "X-Agentd-Truncated-Cursor", num);
+		}
+	}
 	snprintf(num, sizeof num, "%" PRIu64, w.cursor);
 	evhttp_add_header(h, "X-Agentd-Cursor", num);
 	snprintf(num, sizeof num, "%" PRIu64, w.dropped);
@@ -631,6 +838,7 @@ api_read(struct http_req *hr, struct session *s)
 	struct proto_query	 q;
 	struct proto_err	 err;
 	struct api_answer	 a;
+	int64_t			 quiet;
 
 	if (proto_parse_query(hr->query, &q, &err) != 0) {
 		http_reply_error(hr->req, &err, NULL);
@@ -647,13 +855,23 @@ api_read(struct http_req *hr, struct session *s)
 	a.window = 1;
 	a.cursor = q.cursor;
 	a.max_bytes = q.max_bytes;
+	a.head_tail = q.head_tail;
 	a.written = -1;
+	a.idle_ms = q.idle_ms;
+	/* A GET's quiet time counts from the last output read. */
+	if (q.idle_ms > 0 && !session_exited(s) && !api_wants_raw(hr) &&
+	    (quiet = session_quiet_ms(s)) < q.idle_ms) {
+		a.idle_left_ms = q.idle_ms - quiet;
+		api_wait(hr->req, s, WAIT_IDLE, q.wait_ms > 0 ? q.wait_ms :
+		    PROTO_WAIT_MAX_MS, &a, 0);
+		return;
+	}
 	if (q.wait_ms > 0 && !api_ready(s, q.cursor) && !api_wants_raw(hr)) {
 		api_wait(hr->req, s, WAIT_OUTPUT, q.wait_ms, &a, 0);
 		return;
 	}
 	if (api_wants_raw(hr))
-		api_answer_raw(hr->req, s, q.cursor, q.max_bytes);
+		api_answer_raw(hr->req, s, q.cursor, q.max_bytes, q.head_tail);
 	else
 		api_answer(hr->req, s, &a);
 }
@@ -681,7 +899,9 @@ api_stdin(struct http_req *hr, struct session *s)
 		in.eof = q.eof;
 		in.yield_ms = q.yield_ms;
 		in.wait_ms = q.wait_ms;
+		in.idle_ms = q.idle_ms;
 		in.max_bytes = q.max_bytes;
+		in.head_tail = q.head_tail;
 	} else if (proto_parse_stdin(hr->body, hr->body_len, &in, &err) != 0) {
 		http_reply_error(hr->req, &err, NULL);
 		return;
@@ -692,6 +912,8 @@ api_stdin(struct http_req *hr, struct session *s)
 	a.window = 1;
 	a.cursor = ring_newest(session_ring(s));
 	a.max_bytes = in.max_bytes;
+	a.head_tail = in.head_tail;
+	a.idle_ms = in.idle_ms;
 	n = session_write_stdin(s, in.data, in.len, in.eof, &err);
 	if (in.data != (const uint8_t *)hr->body)
 		proto_stdin_free(&in);
@@ -700,11 +922,7 @@ api_stdin(struct http_req *hr, struct session *s)
 		return;
 	}
 	a.written = n;
-	if (in.wait_ms > 0)
-		flags |= WAIT_OUTPUT;
-	if (in.yield_ms > 0)
-		flags |= WAIT_EXIT;
-	ms = in.wait_ms > in.yield_ms ? in.wait_ms : in.yield_ms;
+	flags = api_wait_flags(in.wait_ms, in.yield_ms, in.idle_ms, &ms);
 	if (flags == 0 || session_exited(s) ||
 	    ((flags & WAIT_OUTPUT) && api_ready(s, a.cursor)))
 		api_answer(hr->req, s, &a);

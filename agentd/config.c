@@ -76,6 +76,12 @@ static const struct opt opts[] = {
 	  " units ms/s/m)" },
 	{ "hostname", OPT_STRING, OFF(hostname), 0, 0, "NAME",
 	  "as PID 1, set the hostname (default: keep)" },
+	{ "env", OPT_LIST, OFF(env), 0, 0, "NAME=VALUE",
+	  "a variable every session gets under its request's env "
+	  "(repeatable; wins over --env-file)" },
+	{ "env-file", OPT_STRING, OFF(env_file), 0, 0, "PATH",
+	  "NAME=VALUE lines every session gets under its request's env "
+	  "('#' comments and blank lines skipped)" },
 	{ "log-level", OPT_STRING, OFF(log_level), 0, 0, "LEVEL",
 	  "debug, info, warn or error (default info)" },
 };
@@ -95,6 +101,9 @@ static int	config_read_token(struct config *);
 static void	config_usage(FILE *);
 static void	config_defaults(struct config *);
 static char	*config_env_name(const struct opt *);
+static int	config_env_add(struct config *, size_t *, const char *,
+		    const char *, unsigned);
+static int	config_env_defaults(struct config *);
 
 /* Set the defaults. */
 static void
@@ -103,6 +112,7 @@ config_defaults(struct config *cfg)
 	memset(cfg, 0, sizeof *cfg);
 	cfg->listen = xcalloc(2, sizeof *cfg->listen);
 	cfg->listen[0] = xstrdup(CONFIG_LISTEN_DEFAULT);
+	cfg->env = xcalloc(1, sizeof *cfg->env);
 	cfg->socket_path = xstrdup(CONFIG_SOCKET_DEFAULT);
 	cfg->log_level = xstrdup("info");
 	cfg->max_sessions = CONFIG_MAX_SESSIONS_DEFAULT;
@@ -281,6 +291,89 @@ config_read_token(struct config *cfg)
 	return (0);
 }
 
+/*
+ * Add "NAME=VALUE" to the default environment (replacing an earlier NAME),
+ * or say on stderr why it is not one (from: the flag or file, line: > 0 in
+ * a file).
+ */
+static int
+config_env_add(struct config *cfg, size_t *n, const char *kv,
+    const char *from, unsigned line)
+{
+	const char	*eq = strchr(kv, '=');
+	size_t		 klen, i;
+
+	klen = eq != NULL ? (size_t)(eq - kv) : 0;
+	if (klen == 0) {
+		if (line > 0)
+			fprintf(stderr, "agentd: %s line %u: not NAME=VALUE\n",
+			    from, line);
+		else
+			fprintf(stderr, "agentd: %s '%s': not NAME=VALUE\n",
+			    from, kv);
+		return (-1);
+	}
+	for (i = 0; i < *n; i++) {
+		if (strncmp(cfg->env_defaults[i], kv, klen + 1) == 0)
+			break;
+	}
+	if (i < *n)
+		free(cfg->env_defaults[i]);
+	else {
+		cfg->env_defaults = xrealloc(cfg->env_defaults,
+		    (*n + 2) * sizeof *cfg->env_defaults);
+		cfg->env_defaults[(*n)++] = NULL;
+		cfg->env_defaults[*n] = NULL;
+	}
+	cfg->env_defaults[i] = xstrdup(kv);
+	return (0);
+}
+
+/*
+ * Build the sessions' default environment: --env-file's lines, then --env
+ * over them.  Lines are NAME=VALUE as they stand (no quotes, no expansion);
+ * blank lines and lines starting with '#' are skipped.
+ */
+static int
+config_env_defaults(struct config *cfg)
+{
+	FILE		*f;
+	char		*line = NULL;
+	size_t		 cap = 0, n = 0, i;
+	ssize_t		 len;
+	unsigned	 lineno = 0;
+	int		 error = 0;
+
+	cfg->env_defaults = xcalloc(1, sizeof *cfg->env_defaults);
+	if (cfg->env_file != NULL && *cfg->env_file != '\0') {
+		if ((f = fopen(cfg->env_file, "re")) == NULL) {
+			fprintf(stderr, "agentd: --env-file %s: %s\n",
+			    cfg->env_file, strerror(errno));
+			return (-1);
+		}
+		while (error == 0 && (len = getline(&line, &cap, f)) != -1) {
+			lineno++;
+			while (len > 0 && (line[len - 1] == '\n' ||
+			    line[len - 1] == '\r'))
+				line[--len] = '\0';
+			if (len == 0 || line[0] == '#')
+				continue;
+			error = config_env_add(cfg, &n, line, cfg->env_file,
+			    lineno);
+		}
+		if (error == 0 && ferror(f)) {
+			fprintf(stderr, "agentd: --env-file %s: %s\n",
+			    cfg->env_file, strerror(errno));
+			error = -1;
+		}
+		free(line);
+		fclose(f);
+	}
+	for (i = 0; error == 0 && cfg->env[i] != NULL; i++)
+		error = config_env_add(cfg, &n, cfg->env[i], "--env", 0);
+	return (error);
+}
+
 /* Print the usage, one line per flag. */
 static void
 config_usage(FILE *f)
@@ -401,7 +494,7 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 		return (-1);
 	}
 
-	if (config_read_token(cfg) != 0)
+	if (config_read_token(cfg) != 0 || config_env_defaults(cfg) != 0)
 		return (-1);
 	if (cfg->token != NULL) {
 		cfg->token_len = strlen(cfg->token);
@@ -431,6 +524,14 @@ config_free(struct config *cfg)
 	for (i = 0; cfg->listen != NULL && cfg->listen[i] != NULL; i++)
 		free(cfg->listen[i]);
 	free(cfg->listen);
+	for (i = 0; cfg->env != NULL && cfg->env[i] != NULL; i++)
+		free(cfg->env[i]);
+	free(cfg->env);
+	for (i = 0; cfg->env_defaults != NULL && cfg->env_defaults[i] != NULL;
+	    i++)
+		free(cfg->env_defaults[i]);
+	free(cfg->env_defaults);
+	free(cfg->env_file);
 	free(cfg->socket_path);
 	free(cfg->token_file);
 	if (cfg->token != NULL)

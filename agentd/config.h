@@ -47,6 +47,9 @@ struct config {
 	int64_t		  idle_timeout_ms;
 	int64_t		  header_timeout_ms;
 	char		 *hostname;		/* PID 1: set this hostname */
+	char		**env;			/* --env K=V, NULL-terminated */
+	char		 *env_file;		/* --env-file PATH */
+	char		**env_defaults;		/* the file's K=V, then --env's */
 	char		**companion;		/* argv after "--", or NULL */
 	int		  pid1;			/* getpid() == 1 */
 };

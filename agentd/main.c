@@ -379,6 +379,7 @@ main(int argc, char **argv)
 	limits.stdin_buffer = config.stdin_buffer;
 	limits.exited_ttl_ms = config.exited_ttl_ms;
 	limits.workdir = config.workdir;
+	limits.env = config.env_defaults;
 	session_init(&limits, agentd_session_event);
 
 	if (http_start(&config) != 0) {

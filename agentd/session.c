@@ -36,6 +36,9 @@
 #define SESSION_HUP_POLL_MAX_MS	1000	/* slowest look at a hung-up master */
 #define SESSION_SWEEP_MS	20	/* sweep pinned leaders after a reap */
 #define SESSION_SWEEP_MAX_MS	1000	/* backed off to while none is released */
+#define SESSION_JOIN_BYTES	4096	/* bytes a chunk joined from reads grows to */
+#define SESSION_JOIN_SHARE	64	/* ... and at most this share of the ring */
+#define SESSION_READ_SHARE	16	/* a read takes at most this share of the ring */
 
 /* One output fd of a session: the PTY master, or stdout or stderr. */
 struct session_out {
@@ -68,6 +71,19 @@ struct session {
 
 	struct ring	*ring;
 	size_t		 ring_bytes;
+
+	/*
+	 * The chunk being joined from reads of one stream while no reader
+	 * waits: the ring's pending reservation, published when anyone looks
+	 * at the session (session_publish()).
+	 */
+	uint8_t		*pend;		/* the reservation, or NULL */
+	size_t		 pend_len;	/* bytes read into it */
+	size_t		 pend_room;	/* its size */
+	enum ring_stream pend_stream;
+	int		 watchers;	/* readers waiting for new output */
+	int64_t		 output_ms;	/* monotonic: the last output read, or
+					   the start */
 	struct session_out out[2];	/* tty: out[0] only */
 	int		 nopen;		/* output fds still open */
 	int		 hup;		/* tty: EIO while the leader lives */
@@ -125,12 +141,15 @@ static size_t			 nrunning;
 static uint64_t			 ring_total;	/* bytes of every ring */
 
 static void	session_notify(struct session *, int);
+static void	session_env_set(char **, size_t *, const char *);
 static char	**session_environ(const struct proto_create *,
 		    const struct pty_user *);
 static void	session_strv_free(char **);
 static char	**session_strv_dup(char *const *);
 static void	session_read_cb(evutil_socket_t, short, void *);
 static int	session_capture(struct session_out *, size_t budget);
+static void	*session_room(struct session_out *, size_t, size_t *);
+static void	session_publish(struct session *);
 static void	session_close_out(struct session_out *);
 static void	session_write_cb(evutil_socket_t, short, void *);
 static void	session_flush_stdin(struct session *);
@@ -310,19 +329,40 @@ session_strv_free(char **v)
 	free(v);
 }
 
+/* Set "K=V" in env (n entries, room for one more): replace K or append. */
+static void
+session_env_set(char **env, size_t *n, const char *kv)
+{
+	const char	*eq = strchr(kv, '=');
+	size_t		 klen, j;
+
+	klen = eq != NULL ? (size_t)(eq - kv) : strlen(kv);
+	for (j = 0; j < *n; j++) {
+		if (strncmp(env[j], kv, klen) == 0 && env[j][klen] == '=')
+			break;
+	}
+	if (j < *n)
+		free(env[j]);
+	else
+		j = (*n)++;
+	env[j] = xstrdup(kv);
+}
+
 /*
  * The child's environment: a clean base (PATH, HOME, USER, LOGNAME, LANG,
- * TERM for a tty) with the request's variables over it.  Nothing of agentd's
- * own environment leaks but PATH and LANG.
+ * TERM for a tty), agentd's --env/--env-file defaults over it, then the
+ * request's variables.  Nothing of agentd's own environment leaks but PATH
+ * and LANG.
  */
 static char **
 session_environ(const struct proto_create *pc, const struct pty_user *u)
 {
 	const char	*path = getenv("PATH"), *lang = getenv("LANG");
 	char		**env;
-	size_t		  n = 0, cap = 8, i, j, klen;
-	const char	 *eq;
+	size_t		  n = 0, cap = 8, i;
 
+	for (i = 0; limits.env != NULL && limits.env[i] != NULL; i++)
+		cap++;
 	for (i = 0; pc->env != NULL && pc->env[i] != NULL; i++)
 		cap++;
 	env = xcalloc(cap + 1, sizeof *env);
@@ -335,20 +375,10 @@ session_environ(const struct proto_create *pc, const struct pty_user *u)
 	if (pc->tty)
 		env[n++] = xstrdup("TERM=xterm-256color");
 
-	for (i = 0; pc->env != NULL && pc->env[i] != NULL; i++) {
-		eq = strchr(pc->env[i], '=');
-		klen = eq != NULL ? (size_t)(eq - pc->env[i]) : strlen(pc->env[i]);
-		for (j = 0; j < n; j++) {
-			if (strncmp(env[j], pc->env[i], klen) == 0 &&
-			    env[j][klen] == '=')
-				break;
-		}
-		if (j < n)
-			free(env[j]);
-		else
-			j = n++;
-		env[j] = xstrdup(pc->env[i]);
-	}
+	for (i = 0; limits.env != NULL && limits.env[i] != NULL; i++)
+		session_env_set(env, &n, limits.env[i]);
+	for (i = 0; pc->env != NULL && pc->env[i] != NULL; i++)
+		session_env_set(env, &n, pc->env[i]);
 	env[n] = NULL;
 	return (env);
 }
@@ -462,6 +492,7 @@ session_create(const struct proto_create *pc, struct session **out,
 	s->cols = pc->cols;
 	s->pid = proc.pid;
 	s->started_ms = clock_wall_ms();
+	s->output_ms = clock_mono_ms();
 	s->ended_ms = -1;
 	s->ring_bytes = pc->ring_bytes;
 
@@ -591,8 +622,9 @@ session_id(const struct session *s)
 
 /* The session's ring. */
 struct ring *
-session_ring(const struct session *s)
+session_ring(struct session *s)
 {
+	session_publish(s);
 	return (s->ring);
 }
 
@@ -619,10 +651,11 @@ session_user(struct session *s)
 
 /* Fill a rendering view. */
 void
-session_view(const struct session *s, struct proto_session *v)
+session_view(struct session *s, struct proto_session *v)
 {
 	struct ring_stats	st;
 
+	session_publish(s);
 	ring_stats(s->ring, &st);
 	memset(v, 0, sizeof *v);
 	v->id = s->id;
@@ -704,9 +737,13 @@ session_hup_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * Read from o into the ring until EAGAIN or budget bytes; each read is one
- * chunk, read straight into the ring.  Returns 1 when the fd reached EOF
- * (or EIO on a PTY master), 0 otherwise.
+ * Read from o into the ring until EAGAIN or budget bytes, straight into the
+ * ring.  Reads of one stream are joined into one chunk, up to
+ * SESSION_JOIN_BYTES, while no reader waits (one chunk per read made tiny
+ * chunks fill the ring's index long before its bytes); the chunk is
+ * published when full, when the other stream has output, at the end of
+ * the round if a reader waits, and whenever anyone looks at the session.
+ * Returns 1 when the fd reached EOF (or EIO on a PTY master), 0 otherwise.
  */
 static int
 session_capture(struct session_out *o, size_t budget)
@@ -716,43 +753,119 @@ session_capture(struct session_out *o, size_t budget)
 	size_t		 len, done = 0;
 	ssize_t		 n;
 	void		*p;
-	int		 avail;
+	int		 avail, closed = 0;
 
 	while (done < budget) {
-		if (ioctl(o->fd, FIONREAD, &avail) == -1 || avail <= 0) {
+		if (ioctl(o->fd, FIONREAD, &avail) == -1 || avail < 0)
+			avail = 0;
+		if ((p = session_room(o, (size_t)avail, &len)) == NULL) {
 			/* EOF, or data that arrived since: read it aside. */
 			n = read(o->fd, small, sizeof small);
-			if (n > 0)
+			if (n > 0) {
+				session_publish(s);
 				ring_append(s->ring, small, n, o->stream);
-		} else {
-			len = (size_t)avail < SESSION_READ_MAX ?
-			    (size_t)avail : SESSION_READ_MAX;
-			p = ring_reserve(s->ring, &len);
-			n = read(o->fd, p, len);
-			if (n > 0)
-				ring_commit(s->ring, n, o->stream);
+			}
+		} else if ((n = read(o->fd, p, len)) > 0) {
+			s->pend_len += n;
+			if (s->pend_len == s->pend_room)
+				session_publish(s);
 		}
 		if (n > 0) {
 			done += n;
 			continue;
 		}
-		if (n == 0 || errno == EIO)
+		if (n == 0 || errno == EIO) {
+			closed = 1;
 			break;
+		}
 		if (errno == EINTR)
 			continue;
 		if (errno == EAGAIN)
-			goto out;
+			break;
 		log_warn("%s: session %s fd %d: %s", __func__, s->id, o->fd,
 		    strerror(errno));
+		closed = 1;
 		break;
 	}
-	if (done >= budget)
-		goto out;
+	if (s->watchers > 0)
+		session_publish(s);
+	if (done > 0)
+		s->output_ms = clock_mono_ms();
 	agentd_stats.output_bytes += done;
-	return (1);
-out:
-	agentd_stats.output_bytes += done;
-	return (0);
+	return (closed);
+}
+
+/*
+ * Where the next read of o goes, and *len how much to read: the free room
+ * of the pending chunk if it is o's stream's and there is room for avail
+ * bytes (FIONREAD's figure); else a new pending chunk (the old one
+ * published) of avail bytes or the join size, whichever is larger.  A read
+ * takes at most SESSION_READ_MAX and 1/SESSION_READ_SHARE of the ring, so a
+ * small ring is not emptied by one eviction.  NULL when avail is 0 and no
+ * pending room is left: the caller reads aside rather than evict old output
+ * for nothing.
+ */
+static void *
+session_room(struct session_out *o, size_t avail, size_t *len)
+{
+	struct session	*s = o->s;
+	size_t		 join, want, most;
+
+	most = ring_chunk_max(s->ring) / SESSION_READ_SHARE;
+	if (most > SESSION_READ_MAX)
+		most = SESSION_READ_MAX;
+	if (avail > most)
+		avail = most;
+	if (s->pend != NULL && s->pend_stream == o->stream &&
+	    s->pend_room - s->pend_len >= (avail > 0 ? avail : 1)) {
+		*len = s->pend_room - s->pend_len;
+		return (s->pend + s->pend_len);
+	}
+	if (avail == 0)
+		return (NULL);
+	session_publish(s);
+
+	join = ring_chunk_max(s->ring) / SESSION_JOIN_SHARE;
+	if (join > SESSION_JOIN_BYTES)
+		join = SESSION_JOIN_BYTES;
+	want = avail > join ? avail : join;
+	if ((s->pend = ring_reserve(s->ring, &want)) == NULL)
+		return (NULL);	/* ids used up: ring_append says so too */
+	s->pend_len = 0;
+	s->pend_room = want;
+	s->pend_stream = o->stream;
+	*len = want;
+	return (s->pend);
+}
+
+/* Publish the pending chunk, if any bytes were read into it. */
+static void
+session_publish(struct session *s)
+{
+	if (s->pend == NULL)
+		return;
+	if (s->pend_len > 0)
+		ring_commit(s->ring, s->pend_len, s->pend_stream);
+	s->pend = NULL;
+	s->pend_len = s->pend_room = 0;
+}
+
+/* Milliseconds since output was last read (or since the start). */
+int64_t
+session_quiet_ms(const struct session *s)
+{
+	return (clock_mono_ms() - s->output_ms);
+}
+
+/* A reader starts (on) or stops waiting for new output. */
+void
+session_watch(struct session *s, int on)
+{
+	if (on) {
+		s->watchers++;
+		session_publish(s);
+	} else if (s->watchers > 0)
+		s->watchers--;
 }
 
 /* Close one output fd; the last one closes the output. */
@@ -773,6 +886,7 @@ session_close_out(struct session_out *o)
 	close(o->fd);
 	o->fd = -1;
 	if (--s->nopen == 0) {
+		session_publish(s);
 		ring_close(s->ring);
 		log_debug("%s: session %s output closed", __func__, s->id);
 		session_notify(s, SESSION_EV_CLOSED);
@@ -802,6 +916,7 @@ session_check_exit(struct session *s, int capped)
 			if (closed)
 				session_close_out(&s->out[i]);
 		}
+		session_publish(s);
 		session_notify(s, SESSION_EV_OUTPUT);
 	}
 	s->exited = 1;

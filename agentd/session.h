@@ -30,7 +30,7 @@
 
 #define SESSION_DRAIN_CAP_MS	250	/* exited at most this long after the status */
 #define SESSION_KILL_AFTER_MS	2000	/* timeout_ms: SIGTERM, then SIGKILL after this */
-#define SESSION_READ_MAX	65536	/* bytes of one read(2) of output */
+#define SESSION_READ_MAX	65536	/* bytes of one read(2) of output: of a chunk too */
 #define SESSION_READ_BUDGET	(256 * 1024) /* bytes read per fd per loop turn */
 #define SESSION_WINDOW_CHUNKS	4096	/* chunks in one output window at most */
 
@@ -53,6 +53,7 @@ struct session_limits {
 	uint64_t	 stdin_buffer;		/* bytes queued per session */
 	int64_t		 exited_ttl_ms;
 	const char	*workdir;		/* default cwd, or NULL */
+	char *const	*env;			/* "K=V" under each request's env, or NULL */
 };
 
 /*
@@ -83,15 +84,27 @@ size_t	 session_count(void);
 uint64_t session_ring_bytes_total(void);
 
 const char	*session_id(const struct session *);
-struct ring	*session_ring(const struct session *);
+/* The ring, with every byte captured so far published in it. */
+struct ring	*session_ring(struct session *);
 int	 session_exited(const struct session *);
 /* Output closed and every chunk published: nothing more will come. */
 int	 session_output_closed(const struct session *);
 /* The observer's per-session slot (the waiters of the API layer). */
 void	**session_user(struct session *);
 
-/* Fill a view for rendering; valid until the session changes. */
-void	 session_view(const struct session *, struct proto_session *);
+/*
+ * Fill a view for rendering (publishing what was captured, as
+ * session_ring() does); valid until the session changes.
+ */
+void	 session_view(struct session *, struct proto_session *);
+/*
+ * A reader starts (on 1) or stops (on 0) waiting for new output: while one
+ * waits, each read of output is published at once instead of being joined
+ * with the next ones.
+ */
+void	 session_watch(struct session *, int on);
+/* Milliseconds since the session's output was last read (or its start). */
+int64_t	 session_quiet_ms(const struct session *);
 
 /*
  * Queue input.  Returns the bytes accepted (all of len) or -1 with err:

@@ -39,10 +39,11 @@ static void	 proto_strv_free(char **);
 static const char *const proto_create_fields[] = {
 	"cmd", "argv", "shell", "tty", "rows", "cols", "cwd", "env", "user",
 	"stdin", "timeout_ms", "yield_ms", "wait_ms", "max_bytes", "ring_bytes",
-	"id", NULL
+	"id", "login", "idle_ms", "head_tail", NULL
 };
 static const char *const proto_stdin_fields[] = {
-	"data", "text", "eof", "yield_ms", "wait_ms", "max_bytes", NULL
+	"data", "text", "eof", "yield_ms", "wait_ms", "max_bytes", "idle_ms",
+	"head_tail", NULL
 };
 static const char *const proto_resize_fields[] = { "rows", "cols", NULL };
 static const char *const proto_signal_fields[] = { "signal", "target", NULL };
@@ -221,21 +222,29 @@ proto_id_valid(const char *id)
 	return (i > 0);
 }
 
-/* Build c->argv from exactly one of "cmd" (with "shell") and "argv". */
+/*
+ * Build c->argv from exactly one of "cmd" (with "shell", and "login" for a
+ * login shell: shell -lc cmd) and "argv".
+ */
 static int
 proto_create_argv(json_t *o, struct proto_create *c, struct proto_err *err)
 {
 	json_t		*cmd, *argv, *v;
 	const char	*shell = PROTO_SHELL_DEFAULT, *s = NULL;
 	size_t		 i, n;
+	int		 login = 0;
 
 	cmd = proto_field(o, "cmd");
 	argv = proto_field(o, "argv");
 	if ((cmd == NULL) == (argv == NULL))
 		return (proto_fail(err, 400, "invalid_request",
 		    "exactly one of 'cmd' and 'argv' is required"));
-	if (proto_get_string(o, "shell", 0, &shell, NULL, err) != 0)
+	if (proto_get_string(o, "shell", 0, &shell, NULL, err) != 0 ||
+	    proto_get_bool(o, "login", &login, err) != 0)
 		return (-1);
+	if (login && cmd == NULL)
+		return (proto_fail(err, 400, "invalid_request",
+		    "field 'login' needs 'cmd' (a login shell runs a command)"));
 
 	if (cmd != NULL) {
 		if (proto_get_string(o, "cmd", 1, &s, NULL, err) != 0)
@@ -243,7 +252,7 @@ proto_create_argv(json_t *o, struct proto_create *c, struct proto_err *err)
 		if ((c->argv = calloc(4, sizeof *c->argv)) == NULL)
 			return (proto_oom(err));
 		if ((c->argv[0] = strdup(shell)) == NULL ||
-		    (c->argv[1] = strdup("-c")) == NULL ||
+		    (c->argv[1] = strdup(login ? "-lc" : "-c")) == NULL ||
 		    (c->argv[2] = strdup(s)) == NULL)
 			return (proto_oom(err));
 		return (0);
@@ -361,6 +370,9 @@ proto_create_numbers(json_t *o, const struct proto_limits *lim,
 	    err) != 0 ||
 	    proto_get_count(o, "wait_ms", PROTO_WAIT_MAX_MS, &c->wait_ms,
 	    err) != 0 ||
+	    proto_get_count(o, "idle_ms", PROTO_WAIT_MAX_MS, &c->idle_ms,
+	    err) != 0 ||
+	    proto_get_bool(o, "head_tail", &c->head_tail, err) != 0 ||
 	    proto_get_count(o, "max_bytes", PROTO_MAX_BYTES_MAX, &max_bytes,
 	    err) != 0 ||
 	    proto_get_int(o, "ring_bytes", ring_min, ring_max, &ring, err) != 0)
@@ -428,6 +440,9 @@ proto_parse_stdin(const char *body, size_t len, struct proto_stdin *in,
 	    err) != 0 ||
 	    proto_get_count(o, "wait_ms", PROTO_WAIT_MAX_MS, &in->wait_ms,
 	    err) != 0 ||
+	    proto_get_count(o, "idle_ms", PROTO_WAIT_MAX_MS, &in->idle_ms,
+	    err) != 0 ||
+	    proto_get_bool(o, "head_tail", &in->head_tail, err) != 0 ||
 	    proto_get_count(o, "max_bytes", PROTO_MAX_BYTES_MAX, &max_bytes,
 	    err) != 0)
 		goto fail;

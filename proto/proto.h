@@ -110,9 +110,10 @@ struct proto_limits {
 /*
  * POST /v1/sessions.  Exactly one of cmd and argv (a non-empty array of
  * strings).  shell is read only with cmd (ignored, but type-checked, with
- * argv).  cwd, user and shell: non-empty strings.  env: an object of strings,
+ * argv).  login (bool) makes cmd [shell, "-lc", cmd]; with argv it is 400.  cwd, user and shell: non-empty strings.  env: an object of strings,
  * keys non-empty and without '='; an empty object gives env NULL.
- * timeout_ms >= 0; yield_ms, wait_ms >= 0, clamped to PROTO_WAIT_MAX_MS;
+ * timeout_ms >= 0; yield_ms, wait_ms, idle_ms >= 0, clamped to
+ * PROTO_WAIT_MAX_MS; head_tail a boolean;
  * max_bytes >= 0, clamped to PROTO_MAX_BYTES_MAX; ring_bytes in the limits'
  * min..max (not clamped).  All owned strings are malloc'd.
  */
@@ -127,7 +128,9 @@ struct proto_create {
 	int64_t		  timeout_ms;	/* 0: none */
 	int64_t		  yield_ms;	/* clamped to PROTO_WAIT_MAX_MS */
 	int64_t		  wait_ms;	/* clamped to PROTO_WAIT_MAX_MS */
+	int64_t		  idle_ms;	/* clamped to PROTO_WAIT_MAX_MS */
 	size_t		  max_bytes;
+	int		  head_tail;	/* over max_bytes: its head and tail */
 	size_t		  ring_bytes;
 	char		  id[PROTO_ID_MAX + 1];	/* "" when not given */
 };
@@ -143,7 +146,8 @@ int	proto_id_valid(const char *id);
  * POST /v1/sessions/{id}/stdin, as JSON or as a raw body plus a query.
  * proto_parse_stdin reads the JSON form: at most one of "data" (base64) and
  * "text" (a string, sent as its UTF-8 bytes); neither is 0 bytes (useful
- * with eof).  eof bool; yield_ms, wait_ms, max_bytes as in create.
+ * with eof).  eof bool; yield_ms, wait_ms, idle_ms, max_bytes, head_tail as
+ * in create.
  */
 struct proto_stdin {
 	uint8_t		*data;		/* malloc'd, or NULL when len is 0 */
@@ -151,7 +155,9 @@ struct proto_stdin {
 	int		 eof;
 	int64_t		 yield_ms;
 	int64_t		 wait_ms;
+	int64_t		 idle_ms;
 	size_t		 max_bytes;
+	int		 head_tail;
 };
 int	proto_parse_stdin(const char *body, size_t len, struct proto_stdin *,
 	    struct proto_err *);
@@ -195,17 +201,20 @@ struct proto_query {
 	size_t		 max_bytes;	/* default PROTO_MAX_BYTES_DEFAULT */
 	int64_t		 grace_ms;	/* default -1: not given */
 	int		 eof;		/* eof=true|1 */
+	int64_t		 idle_ms;	/* default 0, clamped */
+	int		 head_tail;	/* head_tail=true|1 */
 };
 /*
  * Parse a raw query string (no '?'; NULL or "" gives the defaults).  Keys
  * and values are percent-decoded ('+' is a space); bad percent-encoding is
  * 400 invalid_request.  Unknown keys are ignored; a repeated key: the last
  * one wins.  cursor: decimal digits fitting 64 bits, else 400
- * invalid_cursor.  wait_ms, yield_ms, max_bytes, grace_ms: decimal digits,
+ * invalid_cursor.  eof and head_tail: true, false, 1, 0 or bare.  wait_ms,
+ * yield_ms, idle_ms, max_bytes, grace_ms: decimal digits,
  * else 400 invalid_request naming the key; values beyond 64 bits saturate,
- * then wait_ms and yield_ms are clamped to PROTO_WAIT_MAX_MS and max_bytes
- * to PROTO_MAX_BYTES_MAX; a grace_ms above PROTO_GRACE_MAX_MS is 400
- * invalid_request.  A value of ours longer than 32 bytes (decoded) is
+ * then wait_ms, yield_ms and idle_ms are clamped to PROTO_WAIT_MAX_MS and
+ * max_bytes to PROTO_MAX_BYTES_MAX; a grace_ms above PROTO_GRACE_MAX_MS is
+ * 400 invalid_request.  A value of ours longer than 32 bytes (decoded) is
  * refused like a non-number.  eof: true, false, 1 or 0; a bare "eof" is
  * true.
  */
@@ -252,6 +261,10 @@ struct proto_window {
 	uint64_t	 dropped;
 	int		 more;
 	int		 eof;
+	int		 head_tail;	/* render truncated_bytes and _cursor */
+	uint64_t	 truncated_bytes;	/* left out between head and tail */
+	uint64_t	 truncated_cursor;	/* the cursor that reads them */
+	size_t		 truncated_at;	/* chunks before the cut (the head) */
 };
 
 /*

@@ -88,23 +88,25 @@ proto_query_pair(const char *key, size_t klen, const char *val, size_t vlen,
     int has_value, struct proto_query *q, struct proto_err *err)
 {
 	uint64_t	n;
-	int		r;
+	int		r, *flag;
 
 #define KEY_IS(s) (klen == sizeof(s) - 1 && memcmp(key, s, klen) == 0)
-	if (KEY_IS("eof")) {
+	if (KEY_IS("eof") || KEY_IS("head_tail")) {
+		flag = KEY_IS("eof") ? &q->eof : &q->head_tail;
 		if (!has_value || (vlen == 4 && memcmp(val, "true", 4) == 0) ||
 		    (vlen == 1 && val[0] == '1'))
-			q->eof = 1;
+			*flag = 1;
 		else if ((vlen == 5 && memcmp(val, "false", 5) == 0) ||
 		    (vlen == 1 && val[0] == '0'))
-			q->eof = 0;
+			*flag = 0;
 		else
 			return (proto_fail(err, 400, "invalid_request",
-			    "query parameter 'eof' must be true, false, 1 or 0"));
+			    "query parameter '%.*s' must be true, false, 1 or 0",
+			    (int)klen, key));
 		return (0);
 	}
 	if (!KEY_IS("cursor") && !KEY_IS("wait_ms") && !KEY_IS("yield_ms") &&
-	    !KEY_IS("max_bytes") && !KEY_IS("grace_ms"))
+	    !KEY_IS("max_bytes") && !KEY_IS("grace_ms") && !KEY_IS("idle_ms"))
 		return (0);
 	r = vlen > PROTO_QUERY_VAL_MAX ? -1 : proto_digits(val, vlen, &n);
 	if (KEY_IS("cursor")) {
@@ -124,6 +126,9 @@ proto_query_pair(const char *key, size_t klen, const char *val, size_t vlen,
 		q->wait_ms = n > PROTO_WAIT_MAX_MS ? PROTO_WAIT_MAX_MS : (int64_t)n;
 	else if (KEY_IS("yield_ms"))
 		q->yield_ms = n > PROTO_WAIT_MAX_MS ? PROTO_WAIT_MAX_MS :
+		    (int64_t)n;
+	else if (KEY_IS("idle_ms"))
+		q->idle_ms = n > PROTO_WAIT_MAX_MS ? PROTO_WAIT_MAX_MS :
 		    (int64_t)n;
 	else if (KEY_IS("max_bytes"))
 		q->max_bytes = n > PROTO_MAX_BYTES_MAX ? PROTO_MAX_BYTES_MAX :

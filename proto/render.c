@@ -328,6 +328,15 @@ proto_window_fields(struct proto_buf *b, const struct proto_window *w)
 	proto_put_bool(b, w->more);
 	LIT(b, ",\"eof\":");
 	proto_put_bool(b, w->eof);
+	if (w->head_tail) {
+		LIT(b, ",\"truncated_bytes\":");
+		proto_put_u64(b, w->truncated_bytes);
+		LIT(b, ",\"truncated_cursor\":");
+		if (w->truncated_bytes > 0)
+			proto_put_u64(b, w->truncated_cursor);
+		else
+			LIT(b, "null");
+	}
 }
 
 /* Render a session object, with a window and "written" when given. */

@@ -104,6 +104,8 @@ static int	 fd_nonblock(int);
 static int	 fd_lift(int *);
 static int	 open_master(struct spawn_fds *, const struct pty_spec *,
 		     char *, size_t, char *, size_t);
+static int	 env_utf8(char *const *);
+static int	 master_utf8(int);
 static int	 open_pipes(struct spawn_fds *, const struct pty_spec *,
 		     char *, size_t);
 static int	 report_read(int, struct child_report *);
@@ -231,7 +233,52 @@ fd_lift(int *fd)
 	return 0;
 }
 
-/* Open a PTY master, name its slave and set the window size. */
+/*
+ * Whether the locale an environment selects (LC_ALL, else LC_CTYPE, else
+ * LANG, the first one set and not empty) uses UTF-8.
+ */
+static int
+env_utf8(char *const *envp)
+{
+	static const char *const	 names[] = { "LC_ALL=", "LC_CTYPE=",
+					    "LANG=" };
+	const char			*v;
+	size_t				 i, j, len;
+
+	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+		len = strlen(names[i]);
+		for (j = 0; envp != NULL && envp[j] != NULL; j++) {
+			if (strncmp(envp[j], names[i], len) != 0)
+				continue;
+			v = envp[j] + len;
+			if (*v == '\0')
+				continue;
+			return strcasestr(v, "UTF-8") != NULL ||
+			    strcasestr(v, "UTF8") != NULL;
+		}
+	}
+	return 0;
+}
+
+/* Set IUTF8 on a PTY (termios of a master are those of its slave). */
+static int
+master_utf8(int master)
+{
+	struct termios	t;
+
+	if (tcgetattr(master, &t) == -1)
+		return -errno;
+	t.c_iflag |= IUTF8;
+	if (tcsetattr(master, TCSANOW, &t) == -1)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Open a PTY master, name its slave and set the window size; for a UTF-8
+ * locale set IUTF8, so the line discipline erases a whole character (as
+ * tmux and sshd do).
+ */
 static int
 open_master(struct spawn_fds *f, const struct pty_spec *spec, char *slave,
     size_t slavelen, char *cause, size_t causelen)
@@ -261,6 +308,10 @@ open_master(struct spawn_fds *f, const struct pty_spec *spec, char *slave,
 	if (ioctl(f->master, TIOCSWINSZ, &ws) == -1) {
 		error = -errno;
 		cause_set(cause, causelen, "TIOCSWINSZ: %s", strerror(-error));
+		return error;
+	}
+	if (env_utf8(spec->envp) && (error = master_utf8(f->master)) != 0) {
+		cause_set(cause, causelen, "IUTF8: %s", strerror(-error));
 		return error;
 	}
 	if ((error = fd_nonblock(f->master)) != 0) {

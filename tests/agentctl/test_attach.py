@@ -161,6 +161,30 @@ class TestAttach(CtlTestCase):
         self.assertIn('[session %s exited with code 5]' % sid, screen)
         self.assertIn('TERM-RESTORED', screen)
 
+    def test_attach_at_the_same_size_redraws(self):
+        # A full-screen-ish program: it draws its screen (clear, then a line
+        # saying its size) at start and on every SIGWINCH.  Once told to, it
+        # moves the cursor home: the newest chunk holds no screen at all.
+        sid = self.uid('fs')
+        prog = ('stty -echo; draw() { clear; echo "SCREEN $(stty size)"; }; '
+                'trap draw WINCH; draw; read go; printf "\\033[H"; '
+                'while :; do sleep 0.05; done')
+        self.agentd.create(id=sid, tty=True, rows=30, cols=100,
+                           argv=['sh', '-c', prog])
+        wait_until(lambda: b'SCREEN 30 100' in self.agentd.output(sid),
+                   what='the first screen')
+        self.assertRc(self.ctl('send', sid, 'go'), 0)
+        wait_until(lambda: self.agentd.output(sid).endswith(b'\x1b[H'),
+                   what='the cursor move')
+        t = self.tmux
+        t.start('e1', self.env, [self.ctlbin, 'attach', sid])   # 100x30
+        t.wait('e1', r'^SCREEN 30 100$', 'the screen drawn again')
+        self.wait_size(sid, 30, 100)
+        t.keys('e1', '-H', '1d')
+        t.wait('e1', r'^AGENTCTL-RC=0$', 'the detach')
+        self.assertIn('TERM-RESTORED', t.screen('e1'))
+        self.ctl('rm', '--grace', '0', sid)
+
     def test_attach_sigterm_restores_terminal(self):
         sid = self.shell_session()
         t = self.tmux

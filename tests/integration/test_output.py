@@ -64,10 +64,10 @@ class CursorTest(AgentdTestCase):
             self.assertFalse(g['eof'])
 
     def test_max_bytes_windows(self):
-        # Many chunks: one line each, with a pause so reads stay separate.
-        w = self.create(cmd='for i in $(seq 1 40); do echo 0123456789abcdef$i; sleep 0.01; done',
-                        yield_ms=20000)
-        self.wait_state(w['id'])
+        # Many chunks: one line each, with a pause so reads stay separate,
+        # and a reader waiting for each (else agentd joins them in a chunk).
+        w = self.create(cmd='for i in $(seq 1 40); do echo 0123456789abcdef$i; sleep 0.01; done')
+        self.read_all(w['id'], tty=False, wait_ms=5000)
         ck = WindowChecker(self, tty=False)
         while not ck.eof:
             g = self.get(w['id'], cursor=ck.cursor, max_bytes=50)

@@ -305,13 +305,25 @@ fuzz_query(const char *p, size_t n)
 	must(q.wait_ms >= 0 && q.wait_ms <= PROTO_WAIT_MAX_MS &&
 	    q.yield_ms >= 0 && q.yield_ms <= PROTO_WAIT_MAX_MS &&
 	    q.max_bytes <= PROTO_MAX_BYTES_MAX && q.grace_ms >= -1 &&
-	    (q.eof == 0 || q.eof == 1), "query out of range");
+	    (q.eof == 0 || q.eof == 1) && q.idle_ms >= 0 &&
+	    q.idle_ms <= PROTO_WAIT_MAX_MS &&
+	    (q.head_tail == 0 || q.head_tail == 1), "query out of range");
 	/* jansson reads integers up to INT64_MAX only. */
 	w.cursor = q.cursor & INT64_MAX;
 	w.dropped = q.grace_ms < 0 ? 0 : (uint64_t)q.grace_ms;
 	w.eof = q.eof;
+	w.head_tail = q.head_tail;
+	w.truncated_bytes = (uint64_t)q.idle_ms;
+	w.truncated_cursor = q.max_bytes;
 	proto_render_session(&b, &s, &w, q.wait_ms);
 	j = reparse(&b);
+	must(!q.head_tail || (json_integer_value(json_object_get(j,
+	    "truncated_bytes")) == q.idle_ms && (q.idle_ms == 0 ?
+	    json_is_null(json_object_get(j, "truncated_cursor")) :
+	    json_integer_value(json_object_get(j, "truncated_cursor")) ==
+	    (json_int_t)q.max_bytes)), "truncated fields differ");
+	must(q.head_tail || json_object_get(j, "truncated_bytes") == NULL,
+	    "truncated fields without head_tail");
 	json_decref(j);
 	proto_buf_free(&b);
 }

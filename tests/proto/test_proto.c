@@ -186,6 +186,31 @@ START_TEST(create_cmd_shell_and_empty)
 }
 END_TEST
 
+START_TEST(create_login)
+{
+	struct proto_create	c;
+	struct proto_err	e;
+
+	ck_assert_int_eq(create("{\"cmd\":\"env\",\"login\":true,"
+	    "\"shell\":\"/bin/bash\"}", &c, &e), 0);
+	ck_assert_str_eq(c.argv[0], "/bin/bash");
+	ck_assert_str_eq(c.argv[1], "-lc");
+	ck_assert_str_eq(c.argv[2], "env");
+	proto_create_free(&c);
+	ck_assert_int_eq(create("{\"cmd\":\"env\",\"login\":false}", &c,
+	    &e), 0);
+	ck_assert_str_eq(c.argv[1], "-c");
+	proto_create_free(&c);
+	ck_assert_int_eq(create("{\"argv\":[\"env\"],\"login\":true}", &c,
+	    &e), -1);
+	ck_assert_int_eq(e.status, 400);
+	ck_assert_ptr_nonnull(strstr(e.message, "login"));
+	ck_assert_int_eq(create("{\"cmd\":\"env\",\"login\":1}", &c, &e),
+	    -1);
+	ck_assert_str_eq(e.code, "invalid_request");
+}
+END_TEST
+
 START_TEST(create_argv)
 {
 	struct proto_create	c;
@@ -1342,6 +1367,83 @@ START_TEST(render_exited)
 }
 END_TEST
 
+START_TEST(render_window_head_tail)
+{
+	static const char *const keys[] = {
+		"id", "pid", "tty", "rows", "cols", "argv", "cwd", "user",
+		"state", "exit_code", "signal", "timed_out", "started_at",
+		"ended_at", "last_chunk", "bytes_out", "output", "cursor",
+		"dropped_chunks", "more", "eof", "truncated_bytes",
+		"truncated_cursor", NULL
+	};
+	struct proto_session	 s = sample_session();
+	struct proto_window	 w;
+	json_t			*j;
+
+	memset(&w, 0, sizeof w);
+	w.cursor = 17;
+	w.head_tail = 1;
+	j = render_json(&s, &w, -1);
+	check_keys(j, keys);
+	ck_assert_int_eq(json_integer_value(json_object_get(j,
+	    "truncated_bytes")), 0);
+	ck_assert(json_is_null(json_object_get(j, "truncated_cursor")));
+	json_decref(j);
+	w.truncated_bytes = 12345;
+	w.truncated_cursor = 9;
+	j = render_json(&s, &w, -1);
+	check_keys(j, keys);
+	ck_assert_int_eq(json_integer_value(json_object_get(j,
+	    "truncated_bytes")), 12345);
+	ck_assert_int_eq(json_integer_value(json_object_get(j,
+	    "truncated_cursor")), 9);
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(budget_fields)
+{
+	struct proto_create	c;
+	struct proto_stdin	in;
+	struct proto_query	q;
+	struct proto_err	e;
+	const char		*j;
+
+	ck_assert_int_eq(create("{\"cmd\":\"x\"}", &c, &e), 0);
+	ck_assert_int_eq(c.idle_ms, 0);
+	ck_assert_int_eq(c.head_tail, 0);
+	proto_create_free(&c);
+	ck_assert_int_eq(create("{\"cmd\":\"x\",\"idle_ms\":99999999,"
+	    "\"head_tail\":true}", &c, &e), 0);
+	ck_assert_int_eq(c.idle_ms, PROTO_WAIT_MAX_MS);
+	ck_assert_int_eq(c.head_tail, 1);
+	proto_create_free(&c);
+	ck_assert_int_eq(create("{\"cmd\":\"x\",\"idle_ms\":-1}", &c, &e),
+	    -1);
+	ck_assert_ptr_nonnull(strstr(e.message, "idle_ms"));
+
+	j = "{\"text\":\"a\",\"idle_ms\":250,\"head_tail\":true}";
+	ck_assert_int_eq(proto_parse_stdin(j, strlen(j), &in, &e), 0);
+	ck_assert_int_eq(in.idle_ms, 250);
+	ck_assert_int_eq(in.head_tail, 1);
+	proto_stdin_free(&in);
+	j = "{\"text\":\"a\",\"head_tail\":1}";
+	ck_assert_int_eq(proto_parse_stdin(j, strlen(j), &in, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.message, "head_tail"));
+
+	ck_assert_int_eq(proto_parse_query("idle_ms=70000&head_tail", &q, &e),
+	    0);
+	ck_assert_int_eq(q.idle_ms, PROTO_WAIT_MAX_MS);
+	ck_assert_int_eq(q.head_tail, 1);
+	ck_assert_int_eq(proto_parse_query("head_tail=0&idle_ms=5", &q, &e), 0);
+	ck_assert_int_eq(q.head_tail, 0);
+	ck_assert_int_eq(q.idle_ms, 5);
+	ck_assert_int_eq(proto_parse_query("head_tail=yes", &q, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.message, "head_tail"));
+	ck_assert_int_eq(proto_parse_query("idle_ms=-3", &q, &e), -1);
+}
+END_TEST
+
 START_TEST(render_window)
 {
 	static const char *const keys[] = {
@@ -1373,6 +1475,7 @@ START_TEST(render_window)
 		fill(bytes[i], ch[i].len, &seed);
 		off += ch[i].len;
 	}
+	memset(&w, 0, sizeof w);
 	w.chunks = ch;
 	w.n = 6;
 	w.cursor = 21;
@@ -1595,6 +1698,9 @@ proto_suite(void)
 	t = tcase_create("create");
 	tcase_add_test(t, create_cmd_defaults);
 	tcase_add_test(t, create_cmd_shell_and_empty);
+	tcase_add_test(t, create_login);
+	tcase_add_test(t, budget_fields);
+	tcase_add_test(t, render_window_head_tail);
 	tcase_add_test(t, create_argv);
 	tcase_add_test(t, create_all_fields);
 	tcase_add_test(t, create_boundaries_and_clamps);

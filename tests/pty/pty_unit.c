@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "pty.h"
@@ -772,6 +773,40 @@ START_TEST(test_veof)
 }
 END_TEST
 
+/* IUTF8 follows the child's locale: LC_ALL, else LC_CTYPE, else LANG. */
+START_TEST(test_iutf8)
+{
+	static char *const envs[][4] = {
+		{ "LANG=C.UTF-8", NULL },
+		{ "LANG=C", NULL },
+		{ "LANG=C", "LC_ALL=en_US.utf8", NULL },
+		{ "LANG=C.UTF-8", "LC_CTYPE=POSIX", NULL },
+		{ "LANG=C.UTF-8", "LC_ALL=", "LC_CTYPE=C", NULL },
+		{ NULL },
+	};
+	static const int	 want[] = { 1, 0, 1, 0, 0, 0 };
+	char			*argv[] = { "sh", "-c", "read x", NULL };
+	char			 cause[PTY_CAUSE_MAX];
+	struct pty_spec		 s;
+	struct pty_proc		 p;
+	struct termios		 t;
+	size_t			 i;
+
+	for (i = 0; i < sizeof want / sizeof want[0]; i++) {
+		t_spec(&s, argv, 1);
+		s.envp = envs[i];
+		ck_assert_int_eq(pty_spawn(&s, &p, cause, sizeof cause), 0);
+		ck_assert_int_eq(tcgetattr(p.master, &t), 0);
+		ck_assert_msg(!!(t.c_iflag & IUTF8) == want[i],
+		    "environment %zu: IUTF8 %s", i,
+		    want[i] ? "missing" : "set");
+		ck_assert_int_eq(write(p.master, "\n", 1), 1);
+		ck_assert_int_eq(t_wait(p.pid), 0);
+		pty_close(&p);
+	}
+}
+END_TEST
+
 /* pty_kill_group reaches a background grandchild; the group then is gone. */
 START_TEST(test_kill_group)
 {
@@ -1142,6 +1177,7 @@ pty_suite(void)
 	tcase_set_timeout(ctl, T_CASE_TIMEOUT);
 	tcase_add_test(ctl, test_resize_winch);
 	tcase_add_test(ctl, test_veof);
+	tcase_add_test(ctl, test_iutf8);
 	tcase_add_loop_test(ctl, test_kill_group, 0, 2);
 	tcase_add_test(ctl, test_kill_group_term);
 	tcase_add_loop_test(ctl, test_kill_foreground, 0, 2);
