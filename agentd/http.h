@@ -17,6 +17,9 @@
 
 #include "proto.h"
 
+#define HTTP_BODY_SLACK		65536	/* bytes evhttp reads past --max-body */
+#define HTTP_HEADERS_MAX	(64 * 1024) /* bytes of request line and headers */
+
 struct event;
 struct evhttp_request;
 struct config;
@@ -74,5 +77,7 @@ struct http_code_count {
 	uint64_t	 count;
 };
 size_t	http_code_counts(const struct http_code_count **);
+/* Count an answer by its status code (one not sent through http_reply). */
+void	http_count(int code);
 
 #endif /* AGENTD_HTTP_H */
