@@ -22,6 +22,7 @@
 #include "agentd.h"
 #include "api.h"
 #include "config.h"
+#include "conn.h"
 #include "files.h"
 #include "debug.h"
 #include "http.h"
@@ -240,6 +241,7 @@ api_metrics(struct http_req *hr)
 	    session_ring_bytes_total(), agentd_stats.zombies_reaped,
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
+	conn_metrics(&b);
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)
 		proto_buf_printf(&b, "agentd_http_requests_total{code=\"%d\"} "

@@ -74,6 +74,9 @@ static const struct opt opts[] = {
 	  "MS", "the first request must arrive whole within this of the "
 	  "connect, later ones within --idle-timeout plus this (default 10000;"
 	  " units ms/s/m)" },
+	{ "max-headers", OPT_COUNT, OFF(max_headers), 8, 10000, "N",
+	  "header lines of a request at most; one more gets 431 and a close "
+	  "(default 100)" },
 	{ "hostname", OPT_STRING, OFF(hostname), 0, 0, "NAME",
 	  "as PID 1, set the hostname (default: keep)" },
 	{ "log-level", OPT_STRING, OFF(log_level), 0, 0, "LEVEL",
@@ -116,6 +119,7 @@ config_defaults(struct config *cfg)
 	cfg->max_connections = CONFIG_MAX_CONNECTIONS_DEFAULT;
 	cfg->idle_timeout_ms = CONFIG_IDLE_TIMEOUT_DEFAULT;
 	cfg->header_timeout_ms = CONFIG_HEADER_TIMEOUT_DEFAULT;
+	cfg->max_headers = CONFIG_MAX_HEADERS_DEFAULT;
 }
 
 /* "max-sessions" -> "AGENTD_MAX_SESSIONS". */

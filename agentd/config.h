@@ -25,6 +25,7 @@
 #define CONFIG_MAX_CONNECTIONS_DEFAULT	16384	/* TCP; the unix socket as many */
 #define CONFIG_IDLE_TIMEOUT_DEFAULT	(120 * 1000)	/* ms */
 #define CONFIG_HEADER_TIMEOUT_DEFAULT	(10 * 1000)	/* ms */
+#define CONFIG_MAX_HEADERS_DEFAULT	100	/* header lines of a request */
 
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
@@ -46,6 +47,7 @@ struct config {
 	uint64_t	  max_connections;
 	int64_t		  idle_timeout_ms;
 	int64_t		  header_timeout_ms;
+	uint64_t	  max_headers;
 	char		 *hostname;		/* PID 1: set this hostname */
 	char		**companion;		/* argv after "--", or NULL */
 	int		  pid1;			/* getpid() == 1 */

@@ -14,6 +14,7 @@ struct bufferevent;
 struct config;
 struct event_base;
 struct evhttp_request;
+struct proto_buf;
 
 /* The connections of one evhttp: TCP, or the unix socket. */
 struct conn_pool;
@@ -34,5 +35,8 @@ void	 conn_stop(void);
  * answered, and its bytes count until then.
  */
 void	 conn_request_whole(struct evhttp_request *);
+
+/* Append the counters of admission to a /metrics answer. */
+void	 conn_metrics(struct proto_buf *);
 
 #endif /* AGENTD_CONN_H */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -76,6 +77,8 @@ static void		 http_new(struct http_server *, int unix_socket);
 static void		 http_dispatch(struct evhttp_request *, void *);
 static int		 http_authorized(struct http_req *);
 static int		 http_peer_ok(struct evhttp_request *);
+static int		 http_type_is(const char *, const char *);
+static int		 http_ends_with(const char *, const char *);
 static int		 http_listen_tcp(const char *);
 static int		 http_listen_unix(const char *);
 static void		 http_add_listener(struct evhttp *, int fd,
@@ -396,21 +399,31 @@ static int
 http_authorized(struct http_req *hr)
 {
 	struct evkeyvalq	*h = evhttp_request_get_input_headers(hr->req);
-	const char		*v;
+	const char		*v, *x;
 
 	if (hr->unix_peer)
 		return (http_peer_ok(hr->req));
+	v = evhttp_find_header(h, "Authorization");
+	x = evhttp_find_header(h, "X-Access-Token");
+	return (http_token_ok(v, v != NULL ? strlen(v) : 0, x,
+	    x != NULL ? strlen(x) : 0));
+}
+
+/* Whether an Authorization or X-Access-Token value carries the token. */
+int
+http_token_ok(const char *v, size_t len, const char *x, size_t xlen)
+{
 	if (cfg->token == NULL)
 		return (1);
-	if ((v = evhttp_find_header(h, "Authorization")) != NULL) {
-		if (strncasecmp(v, "Bearer ", 7) != 0)
+	if (v != NULL) {
+		if (len < 7 || strncasecmp(v, "Bearer ", 7) != 0)
 			return (0);
-		for (v += 7; *v == ' '; v++)
+		for (v += 7, len -= 7; len > 0 && *v == ' '; v++, len--)
 			;
-		return (ct_equal(v, strlen(v), cfg->token, cfg->token_len));
+		return (ct_equal(v, len, cfg->token, cfg->token_len));
 	}
-	if ((v = evhttp_find_header(h, "X-Access-Token")) != NULL)
-		return (ct_equal(v, strlen(v), cfg->token, cfg->token_len));
+	if (x != NULL)
+		return (ct_equal(x, xlen, cfg->token, cfg->token_len));
 	return (0);
 }
 
@@ -469,6 +482,27 @@ http_dispatch(struct evhttp_request *req, void *arg)
 		return;
 	}
 	api_route(&hr);
+}
+
+/* Whether a Content-Type is type, parameters aside. */
+static int
+http_type_is(const char *ct, const char *type)
+{
+	size_t	len = strlen(type);
+
+	while (*ct == ' ')
+		ct++;
+	return (strncasecmp(ct, type, len) == 0 && (ct[len] == '\0' ||
+	    ct[len] == ';' || ct[len] == ' ' || ct[len] == '\t'));
+}
+
+/* Whether s ends with suffix. */
+static int
+http_ends_with(const char *s, const char *suffix)
+{
+	size_t	len = strlen(s), slen = strlen(suffix);
+
+	return (len >= slen && strcmp(s + len - slen, suffix) == 0);
 }
 
 /* Count an answer by its status code. */
@@ -559,7 +593,9 @@ void
 http_reply_raw(struct evhttp_request *req, int status, const char *type,
     struct proto_buf *b)
 {
-	struct evbuffer	*out;
+	struct evkeyvalq	*h;
+	struct evbuffer		*out;
+	char			 date[40], num[32];
 
 	if (b->oom) {
 		proto_buf_free(b);
@@ -575,11 +611,31 @@ http_reply_raw(struct evhttp_request *req, int status, const char *type,
 		free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "Content-Type", type);
+	h = evhttp_request_get_output_headers(req);
+	evhttp_add_header(h, "Content-Type", type);
+	/* evhttp dates HTTP/1.1 answers only. */
+	http_date(date, sizeof date);
+	evhttp_add_header(h, "Date", date);
+	/* evhttp sends a HEAD answer's body: only say how long it is. */
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+		snprintf(num, sizeof num, "%zu", evbuffer_get_length(out));
+		evhttp_add_header(h, "Content-Length", num);
+		evbuffer_drain(out, evbuffer_get_length(out));
+	}
 	http_count(status);
 	evhttp_send_reply(req, status, NULL, out);
 	evbuffer_free(out);
+}
+
+/* An HTTP date of now, "Sun, 06 Nov 1994 08:49:37 GMT". */
+void
+http_date(char *buf, size_t len)
+{
+	struct tm	tm;
+	time_t		now = time(NULL);
+
+	gmtime_r(&now, &tm);
+	strftime(buf, len, "%a, %d %b %Y %H:%M:%S GMT", &tm);
 }
 
 /* Answer with a JSON body. */
@@ -621,8 +677,41 @@ http_fail(struct evhttp_request *req, int status, const char *code,
 int
 http_method(struct http_req *hr, int allowed)
 {
+	static const struct {
+		int		 method;
+		const char	*name;
+	} names[] = {
+		{ EVHTTP_REQ_GET, "GET" }, { EVHTTP_REQ_HEAD, "HEAD" },
+		{ EVHTTP_REQ_POST, "POST" }, { EVHTTP_REQ_PUT, "PUT" },
+		{ EVHTTP_REQ_DELETE, "DELETE" },
+	};
+	char	allow[64];
+	size_t	i, off = 0;
+
+	/*
+	 * A POST's body is JSON (stdin's may be raw bytes): a browser sends
+	 * text/plain or a form across sites without asking first.
+	 */
+	if ((hr->method & allowed) && hr->method == EVHTTP_REQ_POST &&
+	    hr->body_len > 0 &&
+	    !http_type_is(hr->content_type, "application/json") &&
+	    !(http_type_is(hr->content_type, "application/octet-stream") &&
+	    http_ends_with(hr->path, "/stdin"))) {
+		http_fail(hr->req, 415, "unsupported_media_type", "a POST body "
+		    "is application/json (stdin: or application/octet-stream), "
+		    "not '%.64s'", hr->content_type);
+		return (-1);
+	}
 	if (hr->method & allowed)
 		return (0);
+	allow[0] = '\0';
+	for (i = 0; i < nitems(names); i++) {
+		if (allowed & names[i].method)
+			off += snprintf(allow + off, sizeof allow - off, "%s%s",
+			    off > 0 ? ", " : "", names[i].name);
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(hr->req), "Allow",
+	    allow);
 	http_fail(hr->req, 405, "method_not_allowed",
 	    "method not allowed on %s", hr->path);
 	return (-1);

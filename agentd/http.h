@@ -43,7 +43,19 @@ void	http_stop_accepting(void);
 /* Free everything (after shutdown). */
 void	http_free(void);
 
-/* Answer 405 unless the method is among allowed; 0 when it is. */
+/*
+ * Whether a TCP request's Authorization (or, without one, X-Access-Token)
+ * value carries the token; always when none is configured.  The values
+ * need no NUL; NULL when absent.
+ */
+int	http_token_ok(const char *authorization, size_t alen,
+	    const char *xtoken, size_t xlen);
+
+/*
+ * Answer 405 unless the method is among allowed, or 415 for a POST body
+ * that is not application/json (on .../stdin, application/octet-stream
+ * too); 0 when neither.
+ */
 int	http_method(struct http_req *, int allowed);
 
 /*
@@ -70,6 +82,9 @@ void	http_buf_take(struct proto_buf *b, size_t want);
 /* Answer with raw bytes of a content type; takes the buffer's memory. */
 void	http_reply_raw(struct evhttp_request *, int status, const char *type,
 	    struct proto_buf *);
+
+/* Write an HTTP date of now (len 30 at least). */
+void	http_date(char *buf, size_t len);
 
 /* Requests answered, by status code, for /metrics. */
 struct http_code_count {

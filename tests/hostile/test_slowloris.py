@@ -7,7 +7,7 @@ from hostilelib import (HostileTestCase, SLOW, closed_by_peer, connect,
                         healthz_latency, percentile, read_answer, status_of,
                         raise_nofile)
 
-PARTIAL = b'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: '
+PARTIAL = b'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: '
 
 
 class HeaderTimeoutTest(HostileTestCase):
@@ -54,7 +54,7 @@ class HeaderTimeoutTest(HostileTestCase):
     def test_whole_request_is_answered_after_a_slow_start(self):
         """A request that completes within the deadline is answered."""
         s = connect(self.agentd.port)
-        for b in (b'GET /healthz HTTP/1.1\r\n', b'Host: x\r\n', b'\r\n'):
+        for b in (b'GET /healthz HTTP/1.1\r\n', b'Host: localhost\r\n', b'\r\n'):
             s.sendall(b)
             time.sleep(0.2)
         data, _ = read_answer(s, 5 * SLOW)
@@ -77,7 +77,7 @@ class HeaderTimeoutTest(HostileTestCase):
     def test_keep_alive_idle_then_closed(self):
         """After an answer: open for --idle-timeout, then closed."""
         s = connect(self.agentd.port)
-        s.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+        s.sendall(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
         data, closed = read_answer(s, 5 * SLOW)
         self.assertEqual(status_of(data), 200)
         self.assertFalse(closed)
