@@ -174,7 +174,8 @@ static void		 conn_input(struct evbuffer *,
 static void		 conn_shed_cb(evutil_socket_t, short, void *);
 static void		 conn_send_error(struct conn *, int status,
 			    const char *code, const char *message);
-static void		 conn_gate(struct conn *, struct evbuffer *);
+static void		 conn_gate(struct conn *, struct evbuffer *,
+			    size_t keep);
 static int		 conn_head_step(struct conn *, struct evbuffer *);
 static int		 conn_chunk_step(struct conn *, struct evbuffer *);
 static void		 conn_admit(struct conn *, struct evbuffer *,
@@ -527,7 +528,7 @@ conn_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 			event_active(conn_shed_ev, EV_TIMEOUT, 0);
 		}
 	}
-	conn_gate(c, buf);
+	conn_gate(c, buf, info->orig_size);
 }
 
 /* Close the connections that went past the budget. */
@@ -670,7 +671,7 @@ conn_request_done(struct evhttp_request *req, void *arg)
 	c->nlines = 0;
 	in = bufferevent_get_input(evhttp_connection_get_bufferevent(c->evcon));
 	if (evbuffer_get_length(in) > 0)
-		conn_gate(c, in);
+		conn_gate(c, in, 0);
 }
 
 /*
@@ -682,16 +683,32 @@ conn_request_done(struct evhttp_request *req, void *arg)
  * size, Expect) and refused with a JSON answer, or handed to evhttp.  A
  * chunked body passes through the gate too, a chunk-size line at a time
  * (extensions are dropped; evhttp does not parse them).  Runs in the input
- * buffer's callback, before evhttp's read callback sees the bytes.
+ * buffer's callback, before evhttp's read callback sees the bytes; keep
+ * bytes at the front of in were handed on already.
  */
 static void
-conn_gate(struct conn *c, struct evbuffer *in)
+conn_gate(struct conn *c, struct evbuffer *in, size_t keep)
 {
-	size_t	len;
+	struct evbuffer	*front;
+	size_t		 len;
 
+	if (c->state == CONN_BODY)
+		return;
 	if (c->held == NULL && (c->held = evbuffer_new()) == NULL)
 		fatal("%s: out of memory", __func__);
-	evbuffer_add_buffer(c->held, in);
+	if (keep == 0)
+		evbuffer_add_buffer(c->held, in);
+	else {
+		/* What was handed on before and evhttp has not read stays. */
+		if ((front = evbuffer_new()) == NULL)
+			fatal("%s: out of memory", __func__);
+		evbuffer_remove_buffer(in, front, keep);
+		evbuffer_add_buffer(c->held, in);
+		c->releasing = 1;
+		evbuffer_prepend_buffer(in, front);
+		c->releasing = 0;
+		evbuffer_free(front);
+	}
 	while ((len = evbuffer_get_length(c->held)) > 0) {
 		switch (c->state) {
 		case CONN_BODY:
@@ -884,6 +901,11 @@ conn_parse(const char *p, size_t len, struct conn_head *h,
 	else
 		return (conn_refusal(r, 400, "invalid_request",
 		    "malformed request line"));
+	for (q = sp1 + 1; q < sp2; q++) {
+		if ((unsigned char)*q <= ' ' || *q == 0x7f)
+			return (conn_refusal(r, 400, "invalid_request",
+			    "malformed request target"));
+	}
 	/* evhttp answers a target it cannot parse with HTML. */
 	uri = xmalloc(sp2 - sp1);
 	memcpy(uri, sp1 + 1, sp2 - sp1 - 1);
