@@ -37,7 +37,7 @@ struct opt {
 static const struct opt opts[] = {
 	{ "listen", OPT_LIST, OFF(listen), 0, 0, "ADDR:PORT",
 	  "TCP address to serve (repeatable; default " CONFIG_LISTEN_DEFAULT
-	  ", [::]:PORT for IPv6)" },
+	  ", and [::]:49984 by --dual-stack)" },
 	{ "socket", OPT_STRING, OFF(socket_path), 0, 0, "PATH",
 	  "unix socket, mode 0600 (default " CONFIG_SOCKET_DEFAULT
 	  "; '' disables)" },
@@ -77,6 +77,10 @@ static const struct opt opts[] = {
 	{ "max-headers", OPT_COUNT, OFF(max_headers), 8, 10000, "N",
 	  "header lines of a request at most; one more gets 431 and a close "
 	  "(default 100)" },
+	{ "dual-stack", OPT_COUNT, OFF(dual_stack), 0, 1, "0|1",
+	  "also listen on the other family's twin of a wildcard or loopback "
+	  "--listen ([::] for 0.0.0.0, [::1] for 127.0.0.1), and refuse to "
+	  "start when it is taken (default 1)" },
 	{ "hostname", OPT_STRING, OFF(hostname), 0, 0, "NAME",
 	  "as PID 1, set the hostname (default: keep)" },
 	{ "log-level", OPT_STRING, OFF(log_level), 0, 0, "LEVEL",
@@ -120,6 +124,7 @@ config_defaults(struct config *cfg)
 	cfg->idle_timeout_ms = CONFIG_IDLE_TIMEOUT_DEFAULT;
 	cfg->header_timeout_ms = CONFIG_HEADER_TIMEOUT_DEFAULT;
 	cfg->max_headers = CONFIG_MAX_HEADERS_DEFAULT;
+	cfg->dual_stack = 1;
 }
 
 /* "max-sessions" -> "AGENTD_MAX_SESSIONS". */

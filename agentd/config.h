@@ -48,6 +48,7 @@ struct config {
 	int64_t		  idle_timeout_ms;
 	int64_t		  header_timeout_ms;
 	uint64_t	  max_headers;
+	uint64_t	  dual_stack;		/* listen on each --listen's twin */
 	char		 *hostname;		/* PID 1: set this hostname */
 	char		**companion;		/* argv after "--", or NULL */
 	int		  pid1;			/* getpid() == 1 */

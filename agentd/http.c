@@ -80,7 +80,12 @@ static int		 http_peer_ok(struct evhttp_request *);
 static int		 http_type_is(const char *, const char *);
 static int		 http_ends_with(const char *, const char *);
 static int		 http_listen_tcp(const char *);
+static const char	*http_twin(const char *);
+static int		 http_listed(const char *, const char *);
+static int		 http_bind_tcp(const char *, const char *, const char *,
+			     int twin);
 static int		 http_listen_unix(const char *);
+static int		 http_unix_clear(const struct sockaddr_un *);
 static void		 http_add_listener(struct evhttp *, int fd,
 			     const char *name, int unix_socket);
 static void		 http_accept_error(struct evconnlistener *, void *);
@@ -124,14 +129,48 @@ http_new(struct http_server *srv, int unix_socket)
 	evhttp_set_default_content_type(h, "application/json");
 }
 
-/* Split "ADDR:PORT" or "[V6]:PORT", bind, listen and serve. */
+/*
+ * The same port on the other family's wildcard or loopback address:
+ * without it a user could bind [::1]:PORT beside 127.0.0.1:PORT and take
+ * the requests (and the token) of clients that resolve localhost to ::1.
+ */
+static const char *
+http_twin(const char *host)
+{
+	if (*host == '\0' || strcmp(host, "0.0.0.0") == 0)
+		return ("::");
+	if (strcmp(host, "::") == 0)
+		return ("0.0.0.0");
+	if (strcmp(host, "127.0.0.1") == 0)
+		return ("::1");
+	if (strcmp(host, "::1") == 0)
+		return ("127.0.0.1");
+	return (NULL);
+}
+
+/* Whether --listen names host:port itself (then it is no twin). */
+static int
+http_listed(const char *host, const char *port)
+{
+	char	spec[300], v6[300];
+	size_t	i;
+
+	snprintf(spec, sizeof spec, "%s:%s", host, port);
+	snprintf(v6, sizeof v6, "[%s]:%s", host, port);
+	for (i = 0; cfg->listen[i] != NULL; i++) {
+		if (strcmp(cfg->listen[i], spec) == 0 ||
+		    strcmp(cfg->listen[i], v6) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* Split "ADDR:PORT" or "[V6]:PORT"; listen there, and on its twin. */
 static int
 http_listen_tcp(const char *spec)
 {
-	struct addrinfo	 hints, *res;
 	char		 host[256], *colon;
-	const char	*port;
-	int		 fd, one = 1, error;
+	const char	*port, *twin;
 
 	if (strlen(spec) >= sizeof host ||
 	    (colon = strrchr(spec, ':')) == NULL) {
@@ -145,13 +184,38 @@ http_listen_tcp(const char *spec)
 		memmove(host, host + 1, strlen(host));
 		host[strlen(host) - 1] = '\0';
 	}
+	if (http_bind_tcp(host, port, spec, 0) != 0)
+		return (-1);
+	if (!cfg->dual_stack || (twin = http_twin(host)) == NULL ||
+	    http_listed(twin, port))
+		return (0);
+	return (http_bind_tcp(twin, port, spec, 1));
+}
 
+/*
+ * Bind host:port, listen and serve.  A twin (of spec) that cannot be had
+ * because the machine lacks its family is skipped; one that is taken
+ * fails the start.
+ */
+static int
+http_bind_tcp(const char *host, const char *port, const char *spec, int twin)
+{
+	struct addrinfo	 hints, *res;
+	char		 name[300];
+	int		 fd, one = 1, error;
+
+	if (strchr(host, ':') != NULL)
+		snprintf(name, sizeof name, "[%s]:%s", host, port);
+	else
+		snprintf(name, sizeof name, "%s:%s", host, port);
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
 	if ((error = getaddrinfo(host[0] != '\0' ? host : NULL, port, &hints,
 	    &res)) != 0) {
+		if (twin)
+			return (0);	/* no such family here */
 		log_error("%s: --listen %s: %s", __func__, spec,
 		    gai_strerror(error));
 		return (-1);
@@ -173,15 +237,71 @@ http_listen_tcp(const char *spec)
 	    listen(fd, HTTP_BACKLOG) == -1)
 		goto fail;
 	freeaddrinfo(res);
-	http_add_listener(http_tcp.h, fd, spec, 0);
-	log_info("%s: listening on %s", __func__, spec);
+	http_add_listener(http_tcp.h, fd, name, 0);
+	log_info("%s: listening on %s", __func__, name);
 	return (0);
 fail:
-	log_error("%s: --listen %s: %s", __func__, spec, strerror(errno));
+	error = errno;
 	if (fd != -1)
 		close(fd);
 	freeaddrinfo(res);
+	if (twin && (error == EAFNOSUPPORT || error == EADDRNOTAVAIL ||
+	    error == EPROTONOSUPPORT)) {
+		log_info("%s: not listening on %s beside --listen %s: %s",
+		    __func__, name, spec, strerror(error));
+		return (0);
+	}
+	if (twin && error == EADDRINUSE) {
+		log_error("%s: %s is in use, beside --listen %s: another process "
+		    "would get the requests (and the token) of clients that "
+		    "reach it there; not starting (--dual-stack 0 allows it)",
+		    __func__, name, spec);
+		return (-1);
+	}
+	log_error("%s: --listen %s: %s: %s", __func__, spec, name,
+	    strerror(error));
 	return (-1);
+}
+
+/*
+ * Remove a stale socket of an earlier agentd from the path; nothing else:
+ * not a file that is no socket, not a socket something still listens on.
+ * Returns 0, or -1 after logging why.
+ */
+static int
+http_unix_clear(const struct sockaddr_un *sun)
+{
+	struct stat	 st;
+	const char	*path = sun->sun_path;
+	int		 fd, live;
+
+	if (lstat(path, &st) == -1)
+		return (0);
+	if (!S_ISSOCK(st.st_mode)) {
+		log_error("%s: --socket %s: exists and is no socket; not "
+		    "removing it", __func__, path);
+		return (-1);
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) == -1)
+		return (0);
+	live = connect(fd, (const struct sockaddr *)sun, sizeof *sun) == 0 ||
+	    errno == EAGAIN;
+	close(fd);
+	if (live) {
+		log_error("%s: --socket %s: in use by a running process "
+		    "(another agentd?)", __func__, path);
+		return (-1);
+	}
+	if (unlink(path) == -1 && errno != ENOENT) {
+		log_error("%s: --socket %s: a stale socket of uid %u that agentd "
+		    "cannot remove: %s%s", __func__, path, (unsigned)st.st_uid,
+		    strerror(errno), errno == EPERM || errno == EACCES ?
+		    " (in a sticky directory only its owner or root can; or "
+		    "choose another --socket)" : "");
+		return (-1);
+	}
+	return (0);
 }
 
 /* Create the unix socket, mode 0600, and serve. */
@@ -199,11 +319,10 @@ http_listen_unix(const char *path)
 		return (-1);
 	}
 	strcpy(sun.sun_path, path);
+	if (http_unix_clear(&sun) != 0)
+		return (-1);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0)) == -1)
-		goto fail;
-	/* A stale socket of an earlier agentd is in the way; nothing else. */
-	if (unlink(path) == -1 && errno != ENOENT)
 		goto fail;
 	mask = umask(0177);
 	if (bind(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {

@@ -4,11 +4,13 @@ Host required on HTTP/1.1, Date on HTTP/1.0, chunk extensions ignored, and
 every error body JSON.  Raw sockets, so that nothing is smoothed over."""
 
 import json
+import os
 import socket
+import subprocess
 import time
 import unittest
 
-from harness import AgentdTestCase, SLOW
+from harness import AgentdTestCase, SLOW, agentd_path, free_port
 
 
 class Raw:
@@ -223,6 +225,90 @@ class HttpTest(AgentdTestCase):
             with self.subTest(req=req[:70]):
                 self.assertJsonError(st, hdrs, body, want)
             r.close()
+
+
+class ListenTest(AgentdTestCase):
+    """Port squatting (issue 13, item 8): a user who binds [::1]:PORT beside
+    agentd's 127.0.0.1:PORT gets the requests, and the token, of every
+    client that resolves localhost to ::1.  agentd listens on the twin too,
+    and does not start when it is taken."""
+
+    autostart = False
+
+    def v6_listener(self, port):
+        s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        try:
+            s.bind(('::1', port))
+        except OSError as e:
+            s.close()
+            raise unittest.SkipTest('no IPv6 loopback here: %s' % e)
+        s.listen(8)
+        self.addCleanup(s.close)
+        return s
+
+    def run_agentd(self, *args):
+        """Run agentd briefly: its exit status (None: still running)."""
+        if '--socket' not in args:
+            args = ('--socket', '') + args
+        if '--listen' not in args:
+            args += ('--listen', '127.0.0.1:%d' % free_port())
+        p = subprocess.Popen([agentd_path()] + list(args),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+        try:
+            _, err = p.communicate(timeout=3 * SLOW)
+        except subprocess.TimeoutExpired:
+            p.terminate()
+            _, err = p.communicate()
+            return None, err
+        return p.returncode, err
+
+    def test_loopback_twin_is_served(self):
+        a = self.start_agentd()
+        self.v6_listener(0)       # skips without IPv6
+        s = socket.create_connection(('::1', a.port), timeout=5 * SLOW)
+        s.sendall(b'GET /healthz HTTP/1.1\r\nHost: [::1]\r\n\r\n')
+        self.assertTrue(s.recv(100).startswith(b'HTTP/1.1 200'))
+        s.close()
+
+    def test_squatted_twin_stops_the_start(self):
+        port = free_port()
+        self.v6_listener(port)
+        rc, err = self.run_agentd('--listen', '127.0.0.1:%d' % port)
+        self.assertIsNotNone(rc, 'agentd started beside a squatter of '
+                             '[::1]:%d' % port)
+        self.assertNotEqual(rc, 0)
+        self.assertIn(b'[::1]:%d is in use' % port, err)
+        # Asked not to: it starts.
+        rc, err = self.run_agentd('--listen', '127.0.0.1:%d' % port,
+                                  '--dual-stack', '0')
+        self.assertIsNone(rc, err)
+
+    def test_socket_path_is_never_taken_from_others(self):
+        """--socket removes a stale socket only: not a file, not the live
+        socket of another agentd."""
+        a = self.start_agentd()
+        path = os.path.join(a.dir, 'file')
+        with open(path, 'w') as f:
+            f.write('keep me')
+        rc, err = self.run_agentd('--socket', path)
+        self.assertIsNotNone(rc, 'agentd started on a file')
+        self.assertNotEqual(rc, 0)
+        with open(path) as f:
+            self.assertEqual(f.read(), 'keep me')
+        rc, err = self.run_agentd('--socket', a.socket_path)
+        self.assertIsNotNone(rc, 'agentd took a live socket')
+        self.assertIn(b'in use', err)
+        r = self.req('GET', '/v1/sessions', client=a.unix_client())
+        self.assertEqual(r.status, 200)
+        # A stale one (nobody listens) is replaced.
+        stale = os.path.join(a.dir, 'stale.sock')
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(stale)
+        s.close()
+        rc, err = self.run_agentd('--socket', stale)
+        self.assertIsNone(rc, err)
 
 
 if __name__ == '__main__':
