@@ -77,6 +77,11 @@ static const struct opt opts[] = {
 	{ "max-headers", OPT_COUNT, OFF(max_headers), 8, 10000, "N",
 	  "header lines of a request at most; one more gets 431 and a close "
 	  "(default 100)" },
+	{ "preauth-timeout", OPT_MILLIS, OFF(preauth_timeout_ms), 100,
+	  86400000, "MS", "with a token, a TCP connection that has not sent "
+	  "it yet must send a request within this of its start or its last "
+	  "answer, if shorter than --header-timeout (default 5000; units "
+	  "ms/s/m)" },
 	{ "dual-stack", OPT_COUNT, OFF(dual_stack), 0, 1, "0|1",
 	  "also listen on the other family's twin of a wildcard or loopback "
 	  "--listen ([::] for 0.0.0.0, [::1] for 127.0.0.1), and refuse to "
@@ -125,6 +130,7 @@ config_defaults(struct config *cfg)
 	cfg->header_timeout_ms = CONFIG_HEADER_TIMEOUT_DEFAULT;
 	cfg->max_headers = CONFIG_MAX_HEADERS_DEFAULT;
 	cfg->dual_stack = 1;
+	cfg->preauth_timeout_ms = CONFIG_PREAUTH_TIMEOUT_DEFAULT;
 }
 
 /* "max-sessions" -> "AGENTD_MAX_SESSIONS". */

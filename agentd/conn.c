@@ -190,6 +190,7 @@ static void		 conn_refuse(struct conn *, const struct conn_refusal *);
 static void		 conn_prove(struct conn *);
 static int		 conn_evict(struct conn *);
 static int		 conn_is_loopback(int fd);
+static int64_t		 conn_timeout(struct conn *, int64_t ms);
 static int		 conn_refusal(struct conn_refusal *, int status,
 			    const char *code, const char *fmt, ...)
 			    __attribute__((format(printf, 4, 5)));
@@ -357,7 +358,16 @@ conn_setup(struct conn *c)
 		conn_reject(c);
 		return;
 	}
-	conn_arm(c, cfg->header_timeout_ms);
+	conn_arm(c, conn_timeout(c, cfg->header_timeout_ms));
+}
+
+/* A deadline of ms, or the shorter pre-auth one while c is unproven. */
+static int64_t
+conn_timeout(struct conn *c, int64_t ms)
+{
+	if (c->unproven && cfg->preauth_timeout_ms < ms)
+		return (cfg->preauth_timeout_ms);
+	return (ms);
 }
 
 /*
@@ -658,7 +668,8 @@ conn_request_done(struct evhttp_request *req, void *arg)
 	c->busy = 0;
 	conn_inflight -= c->pending;
 	c->pending = 0;
-	conn_arm(c, cfg->idle_timeout_ms + cfg->header_timeout_ms);
+	conn_arm(c, conn_timeout(c, cfg->idle_timeout_ms +
+	    cfg->header_timeout_ms));
 	if (c->state == CONN_DRAIN)
 		return;
 	/*

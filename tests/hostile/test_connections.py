@@ -30,7 +30,8 @@ class MaxConnectionsTest(HostileTestCase):
     that has not gives way.  The unix socket has a budget of its own."""
 
     LIMIT = 50
-    agentd_args = ('--max-connections', str(LIMIT), '--header-timeout', '60s')
+    agentd_args = ('--max-connections', str(LIMIT), '--header-timeout', '60s',
+                   '--preauth-timeout', '60s')
 
     def prove(self, s):
         """An authenticated request on s: its connection is never evicted."""
@@ -108,7 +109,8 @@ class ReserveTest(HostileTestCase):
     closes the oldest of them, with a 503, instead of being refused."""
 
     LIMIT = 32
-    agentd_args = ('--max-connections', str(LIMIT), '--header-timeout', '60s')
+    agentd_args = ('--max-connections', str(LIMIT), '--header-timeout', '60s',
+                   '--preauth-timeout', '60s')
 
     def test_idle_unauthenticated_connections_give_way(self):
         base = self.fds()
@@ -157,7 +159,8 @@ class TenThousandTest(HostileTestCase):
     every fd is given back when the clients go."""
 
     N = int(os.environ.get('AGENTD_HOSTILE_CONNS', '10000'))
-    agentd_args = ('--header-timeout', '300s', '--idle-timeout', '300s')
+    agentd_args = ('--header-timeout', '300s', '--idle-timeout', '300s',
+                   '--preauth-timeout', '300s')
 
     def test_ten_thousand_idle_connections(self):
         limit = raise_nofile()
