@@ -82,6 +82,10 @@ static const struct opt opts[] = {
 	  "it yet must send a request within this of its start or its last "
 	  "answer, if shorter than --header-timeout (default 5000; units "
 	  "ms/s/m)" },
+	{ "max-peer-unproven", OPT_COUNT, OFF(max_peer_unproven), 1, 1000000,
+	  "N", "with a token, TCP connections of one peer address (IPv6: its "
+	  "/64) that have not sent it yet, at most; one more closes the "
+	  "peer's oldest with a 503 (default 256)" },
 	{ "dual-stack", OPT_COUNT, OFF(dual_stack), 0, 1, "0|1",
 	  "also listen on the other family's twin of a wildcard or loopback "
 	  "--listen ([::] for 0.0.0.0, [::1] for 127.0.0.1), and refuse to "
@@ -131,6 +135,7 @@ config_defaults(struct config *cfg)
 	cfg->max_headers = CONFIG_MAX_HEADERS_DEFAULT;
 	cfg->dual_stack = 1;
 	cfg->preauth_timeout_ms = CONFIG_PREAUTH_TIMEOUT_DEFAULT;
+	cfg->max_peer_unproven = CONFIG_MAX_PEER_UNPROVEN_DEFAULT;
 }
 
 /* "max-sessions" -> "AGENTD_MAX_SESSIONS". */

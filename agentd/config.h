@@ -27,6 +27,7 @@
 #define CONFIG_HEADER_TIMEOUT_DEFAULT	(10 * 1000)	/* ms */
 #define CONFIG_MAX_HEADERS_DEFAULT	100	/* header lines of a request */
 #define CONFIG_PREAUTH_TIMEOUT_DEFAULT	(5 * 1000)	/* ms */
+#define CONFIG_MAX_PEER_UNPROVEN_DEFAULT 256	/* connections of one peer */
 
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
@@ -50,6 +51,7 @@ struct config {
 	int64_t		  header_timeout_ms;
 	uint64_t	  max_headers;
 	int64_t		  preauth_timeout_ms;
+	uint64_t	  max_peer_unproven;
 	uint64_t	  dual_stack;		/* listen on each --listen's twin */
 	char		 *hostname;		/* PID 1: set this hostname */
 	char		**companion;		/* argv after "--", or NULL */

@@ -61,6 +61,7 @@
 #define CONN_HEADER_COST	128	/* bytes evhttp allocates for a header
 					   line besides its text */
 #define CONN_CHUNK_LINE_MAX	1024	/* bytes of a chunk-size line */
+#define CONN_PEER_BUCKETS	4096	/* hash buckets of peers */
 
 /* Where a connection is in its request, for the gate (conn_gate). */
 enum conn_state {
@@ -109,6 +110,15 @@ struct conn_pool {
 	TAILQ_HEAD(, conn) unproven;
 };
 
+/* A peer address (IPv6: a /64) and its connections without the token. */
+struct conn_peer {
+	LIST_ENTRY(conn_peer)	 entry;
+	uint8_t			 key[16];
+	size_t			 n;
+	TAILQ_HEAD(, conn)	 conns;		/* oldest first */
+};
+LIST_HEAD(conn_peers, conn_peer);
+
 /* One accepted connection. */
 struct conn {
 	TAILQ_ENTRY(conn)	 entry;		/* on conn_pending, then conn_shed */
@@ -124,6 +134,8 @@ struct conn {
 	int			 loopback;	/* its local address is */
 	int			 unproven;	/* on the pool's unproven list */
 	TAILQ_ENTRY(conn)	 uentry;	/* on the pool's unproven list */
+	struct conn_peer	*peer;		/* while unproven */
+	TAILQ_ENTRY(conn)	 pentry;	/* on the peer's list */
 	enum conn_state		 state;
 	struct evbuffer		*held;		/* bytes held back from evhttp */
 	size_t			 scanned;	/* of held, whole lines */
@@ -151,6 +163,7 @@ static uint64_t		 conn_request_max; /* bytes, evhttp's largest */
 static uint64_t		 conn_shed_count;
 static uint64_t		 conn_refused;	/* by the gate */
 static uint64_t		 conn_evicted;	/* unproven, for a new connection */
+static struct conn_peers conn_peers[CONN_PEER_BUCKETS];
 /* Set-up connections by fd, to find a request's connection. */
 static struct conn	**conn_by_fd;
 static size_t		 conn_by_fd_len;
@@ -191,6 +204,8 @@ static void		 conn_prove(struct conn *);
 static int		 conn_evict(struct conn *);
 static int		 conn_is_loopback(int fd);
 static int64_t		 conn_timeout(struct conn *, int64_t ms);
+static void		 conn_peer_add(struct conn *);
+static void		 conn_peer_drop(struct conn *);
 static int		 conn_refusal(struct conn_refusal *, int status,
 			    const char *code, const char *fmt, ...)
 			    __attribute__((format(printf, 4, 5)));
@@ -352,6 +367,7 @@ conn_setup(struct conn *c)
 		if (cfg->token != NULL) {
 			TAILQ_INSERT_TAIL(&c->pool->unproven, c, uentry);
 			c->unproven = 1;
+			conn_peer_add(c);
 		}
 	}
 	if (c->pool->nconns > cfg->max_connections && conn_evict(c) != 0) {
@@ -427,6 +443,87 @@ conn_prove(struct conn *c)
 		return;
 	TAILQ_REMOVE(&c->pool->unproven, c, uentry);
 	c->unproven = 0;
+	conn_peer_drop(c);
+}
+
+/*
+ * Count an unproven connection against its peer; past --max-peer-unproven
+ * the peer's oldest gives way, so that one peer's flood only closes its
+ * own connections.
+ */
+static void
+conn_peer_add(struct conn *c)
+{
+	struct sockaddr_storage	 ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
+	socklen_t		 len = sizeof ss;
+	struct conn_peers	*bucket;
+	struct conn_peer	*p;
+	struct conn		*v;
+	uint8_t			 key[16];
+	uint32_t		 h = 2166136261u;
+	size_t			 i;
+
+	memset(key, 0, sizeof key);
+	if (getpeername(c->fd, (struct sockaddr *)&ss, &len) != 0)
+		return;
+	if (ss.ss_family == AF_INET) {
+		key[10] = key[11] = 0xff;
+		memcpy(key + 12, &sin->sin_addr, 4);
+	} else if (ss.ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr))
+		memcpy(key, &sin6->sin6_addr, 16);
+	else if (ss.ss_family == AF_INET6)
+		memcpy(key, &sin6->sin6_addr, 8);	/* the /64 */
+	else
+		return;
+	for (i = 0; i < sizeof key; i++)
+		h = (h ^ key[i]) * 16777619u;	/* FNV-1a */
+	bucket = &conn_peers[h % CONN_PEER_BUCKETS];
+	LIST_FOREACH(p, bucket, entry) {
+		if (memcmp(p->key, key, sizeof key) == 0)
+			break;
+	}
+	if (p == NULL) {
+		p = xcalloc(1, sizeof *p);
+		memcpy(p->key, key, sizeof key);
+		TAILQ_INIT(&p->conns);
+		LIST_INSERT_HEAD(bucket, p, entry);
+	}
+	c->peer = p;
+	TAILQ_INSERT_TAIL(&p->conns, c, pentry);
+	if (++p->n <= cfg->max_peer_unproven)
+		return;
+	TAILQ_FOREACH(v, &p->conns, pentry) {
+		if (v != c && !v->busy)
+			break;
+	}
+	if (v == NULL)
+		return;
+	conn_evicted++;
+	log_debug("%s: fd %d: its peer has %zu connections without the token; "
+	    "closing fd %d", __func__, c->fd, p->n, v->fd);
+	conn_send_error(v, 503, "too_many_connections", "--max-peer-unproven "
+	    "reached; this peer's oldest connection without the token gave "
+	    "way");
+	evhttp_connection_free(v->evcon);	/* conn_closed runs */
+}
+
+/* Uncount a connection from its peer; free the peer with its last. */
+static void
+conn_peer_drop(struct conn *c)
+{
+	struct conn_peer	*p = c->peer;
+
+	if (p == NULL)
+		return;
+	TAILQ_REMOVE(&p->conns, c, pentry);
+	c->peer = NULL;
+	if (--p->n == 0) {
+		LIST_REMOVE(p, entry);
+		free(p);
+	}
 }
 
 /*
@@ -627,6 +724,7 @@ conn_closed(struct evhttp_connection *evcon, void *arg)
 		TAILQ_REMOVE(&conn_shed, c, entry);
 	if (c->unproven)
 		TAILQ_REMOVE(&c->pool->unproven, c, uentry);
+	conn_peer_drop(c);
 	if (c->held != NULL)
 		evbuffer_free(c->held);
 	evbuffer_remove_cb_entry(bufferevent_get_input(

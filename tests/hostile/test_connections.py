@@ -154,13 +154,54 @@ class ReserveTest(HostileTestCase):
         self.assertIn(b'WWW-Authenticate: Bearer', data)
 
 
+class PeerLimitTest(HostileTestCase):
+    """One peer's connections without the token are limited: past
+    --max-peer-unproven its own oldest gives way, another peer's stay."""
+
+    agentd_args = ('--max-peer-unproven', '4', '--header-timeout', '60s',
+                   '--preauth-timeout', '60s')
+
+    def connect_from(self, src):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind((src, 0))
+        s.connect(('127.0.0.1', self.agentd.port))
+        return s
+
+    def test_a_peer_only_pushes_out_its_own(self):
+        mine = [self.connect_from('127.0.0.2') for _ in range(4)]
+        other = [self.connect_from('127.0.0.3') for _ in range(4)]
+        time.sleep(0.2)
+        more = [self.connect_from('127.0.0.2') for _ in range(2)]
+        for s in mine[:2]:
+            data, closed = read_answer(s, 5 * SLOW)
+            self.assertEqual(status_of(data), 503, data[:300])
+            self.assertIn(b'max-peer-unproven', data)
+        time.sleep(0.2)
+        self.assertEqual(still_open(other + mine[2:] + more),
+                         other + mine[2:] + more)
+        # A connection that sent the token no longer counts.
+        s = more[0]
+        s.sendall(b'GET /v1/sessions HTTP/1.1\r\nHost: localhost\r\n'
+                  b'Authorization: Bearer %s\r\n\r\n'
+                  % self.agentd.token.encode())
+        data, _ = read_answer(s, 5 * SLOW)
+        self.assertEqual(status_of(data), 200, data[:300])
+        extra = self.connect_from('127.0.0.2')
+        time.sleep(0.2)
+        self.assertEqual(still_open(mine[2:] + more + [extra]),
+                         mine[2:] + more + [extra])
+        for s in mine + other + more + [extra]:
+            s.close()
+        self.assertAlive()
+
+
 class TenThousandTest(HostileTestCase):
     """10,000 idle connections are held; healthz still answers at once;
     every fd is given back when the clients go."""
 
     N = int(os.environ.get('AGENTD_HOSTILE_CONNS', '10000'))
     agentd_args = ('--header-timeout', '300s', '--idle-timeout', '300s',
-                   '--preauth-timeout', '300s')
+                   '--preauth-timeout', '300s', '--max-peer-unproven', '100000')
 
     def test_ten_thousand_idle_connections(self):
         limit = raise_nofile()

@@ -124,7 +124,7 @@ class PreauthTimeoutTest(HostileTestCase):
 class SlowlorisTest(HostileTestCase):
     """Hundreds of half-open requests must not delay healthz."""
 
-    agentd_args = ('--header-timeout', '3000')
+    agentd_args = ('--header-timeout', '3000', '--max-peer-unproven', '1000')
     HALF_OPEN = 500
 
     def test_healthz_under_slowloris(self):
