@@ -15,18 +15,29 @@
  * with -Wl,--wrap=evhttp_connection_set_closecb, and on connections of ours
  * the wrapper records theirs, which ours calls first.
  *
- * Memory.  Headers (64 KiB at most) and bodies are read before any handler,
- * or the token check, sees them.  Every connection's bytes since its last
- * answer count: one that sends more than a request may hold is closed with
- * a 413, and past one budget for all (CONN_INFLIGHT_MIN, or two of the
- * largest requests) the connection adding bytes is closed with a 503.
+ * Admission.  With a token configured, a TCP connection is unproven until
+ * a request on it carries the token.  One connection too many closes the
+ * oldest unproven one instead of being refused (conn_evict), and one peer
+ * holds at most --max-peer-unproven of them (conn_peer_add): idle peers
+ * cannot lock the platform out.
+ *
+ * The gate (conn_gate, below).  Each request's head is held back from
+ * evhttp until it is whole, and checked: refusals are JSON, and no body
+ * byte is read before the token.
+ *
+ * Memory.  Heads (64 KiB and --max-headers lines at most) and bodies are
+ * read before any handler sees them.  Every connection's bytes since its
+ * last answer count, and each header line its parsed cost: one that sends
+ * more than a request may hold is closed with a 413, and past one budget
+ * for all (CONN_INFLIGHT_MIN, or two of the largest requests) the
+ * connection adding bytes is closed with a 503.
  *
  * Timeouts.  A request must arrive whole within --header-timeout of the
  * connection's start; after an answer on a keep-alive connection the next
- * one has --idle-timeout plus --header-timeout; while a handler holds a
- * request (a long-poll) no deadline runs.  evhttp's own timeout
- * (--idle-timeout) cuts a connection that stays silent, or that stops
- * reading an answer.
+ * one has --idle-timeout plus --header-timeout; an unproven connection
+ * --preauth-timeout when that is shorter; while a handler holds a request
+ * (a long-poll) no deadline runs.  evhttp's own timeout (--idle-timeout)
+ * cuts a connection that stays silent, or that stops reading an answer.
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
