@@ -46,6 +46,7 @@
 #include <arpa/inet.h>
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,8 @@
 					   line besides its text */
 #define CONN_CHUNK_LINE_MAX	1024	/* bytes of a chunk-size line */
 #define CONN_PEER_BUCKETS	4096	/* hash buckets of peers */
+#define CONN_TRIM_BYTES		(8u << 20) /* in flight once, trim after */
+#define CONN_TRIM_MS		200	/* trim this long after the drop */
 
 /* Where a connection is in its request, for the gate (conn_gate). */
 enum conn_state {
@@ -175,6 +178,8 @@ static uint64_t		 conn_shed_count;
 static uint64_t		 conn_refused;	/* by the gate */
 static uint64_t		 conn_evicted;	/* unproven, for a new connection */
 static struct conn_peers conn_peers[CONN_PEER_BUCKETS];
+static uint64_t		 conn_inflight_high; /* bytes, since the last trim */
+static struct event	*conn_trim_ev;
 /* Set-up connections by fd, to find a request's connection. */
 static struct conn	**conn_by_fd;
 static size_t		 conn_by_fd_len;
@@ -217,6 +222,8 @@ static int		 conn_is_loopback(int fd);
 static int64_t		 conn_timeout(struct conn *, int64_t ms);
 static void		 conn_peer_add(struct conn *);
 static void		 conn_peer_drop(struct conn *);
+static void		 conn_uncount(struct conn *);
+static void		 conn_trim_cb(evutil_socket_t, short, void *);
 static int		 conn_refusal(struct conn_refusal *, int status,
 			    const char *code, const char *fmt, ...)
 			    __attribute__((format(printf, 4, 5)));
@@ -232,7 +239,8 @@ conn_start(const struct config *c)
 	cfg = c;
 	if ((conn_setup_ev = event_new(agentd_base, -1, 0, conn_setup_cb,
 	    NULL)) == NULL || (conn_shed_ev = event_new(agentd_base, -1, 0,
-	    conn_shed_cb, NULL)) == NULL)
+	    conn_shed_cb, NULL)) == NULL || (conn_trim_ev = evtimer_new(
+	    agentd_base, conn_trim_cb, NULL)) == NULL)
 		fatal("%s: out of memory", __func__);
 	/* Two requests of evhttp's largest always fit. */
 	conn_request_max = 2 * cfg->max_body + HTTP_BODY_SLACK +
@@ -270,7 +278,9 @@ conn_stop(void)
 		event_free(conn_setup_ev);
 	if (conn_shed_ev != NULL)
 		event_free(conn_shed_ev);
-	conn_setup_ev = conn_shed_ev = NULL;
+	if (conn_trim_ev != NULL)
+		event_free(conn_trim_ev);
+	conn_setup_ev = conn_shed_ev = conn_trim_ev = NULL;
 	free(conn_by_fd);
 	conn_by_fd = NULL;
 	conn_by_fd_len = 0;
@@ -634,6 +644,8 @@ conn_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 	}
 	c->pending += info->n_added;
 	conn_inflight += info->n_added;
+	if (conn_inflight > conn_inflight_high)
+		conn_inflight_high = conn_inflight;
 	if (c->busy)
 		return;
 	if (!c->shed) {
@@ -684,6 +696,35 @@ conn_shed_cb(evutil_socket_t fd, short events, void *arg)
 	}
 }
 
+/*
+ * A connection's bytes are answered, dropped or gone.  When what was in
+ * flight falls from much to little, glibc keeps the freed heap (48 MiB of
+ * 60 connections' bodies stayed after they closed): trim it a moment
+ * later, once for a burst of closes.  musl gives it back by itself.
+ */
+static void
+conn_uncount(struct conn *c)
+{
+	struct timeval	tv = { 0, CONN_TRIM_MS * 1000 };
+
+	conn_inflight -= c->pending;
+	c->pending = 0;
+	if (conn_inflight_high >= CONN_TRIM_BYTES &&
+	    conn_inflight < CONN_TRIM_BYTES / 8 && conn_trim_ev != NULL &&
+	    !evtimer_pending(conn_trim_ev, NULL))
+		evtimer_add(conn_trim_ev, &tv);
+}
+
+/* Give freed heap back to the kernel (glibc). */
+static void
+conn_trim_cb(evutil_socket_t fd, short events, void *arg)
+{
+	conn_inflight_high = conn_inflight;
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
 /* Start (or restart) the connection's deadline. */
 static void
 conn_arm(struct conn *c, int64_t ms)
@@ -730,7 +771,7 @@ conn_closed(struct evhttp_connection *evcon, void *arg)
 		c->closecb(evcon, c->closecb_arg);
 	c->pool->nconns--;
 	agentd_stats.connections_open--;
-	conn_inflight -= c->pending;
+	conn_uncount(c);
 	if (c->shed)
 		TAILQ_REMOVE(&conn_shed, c, entry);
 	if (c->unproven)
@@ -775,8 +816,7 @@ conn_request_done(struct evhttp_request *req, void *arg)
 	struct evbuffer	*in;
 
 	c->busy = 0;
-	conn_inflight -= c->pending;
-	c->pending = 0;
+	conn_uncount(c);
 	conn_arm(c, conn_timeout(c, cfg->idle_timeout_ms +
 	    cfg->header_timeout_ms));
 	if (c->state == CONN_DRAIN)
@@ -881,8 +921,7 @@ conn_refuse(struct conn *c, const struct conn_refusal *r)
 		shutdown(c->fd, SHUT_WR);
 	c->state = CONN_DRAIN;
 	evbuffer_drain(c->held, evbuffer_get_length(c->held));
-	conn_inflight -= c->pending;
-	c->pending = 0;
+	conn_uncount(c);
 	conn_arm(c, CONN_LINGER_MS);
 }
 

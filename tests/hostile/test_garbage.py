@@ -7,7 +7,7 @@ import socket
 import time
 
 from hostilelib import (HostileTestCase, SANITIZED, SLOW, asan_env, connect,
-                        connect_unix, read_answer, status_of)
+                        connect_unix, read_answer, rss_kib, status_of)
 
 SEED = 20240611
 
@@ -318,4 +318,45 @@ class InflightBudgetTest(HostileTestCase):
         # ASan adds shadow memory and redzones to the 64 MiB budget.
         self.assertLess(rss, (128 if SANITIZED else 72) * 1024)
         self.wait_fds(base_fds)
+        self.assertAlive()
+
+
+class MemoryReturnsTest(HostileTestCase):
+    """Memory held for requests in flight goes back once their connections
+    close (issue 13, item 1): glibc kept 48 MiB of 60 connections' bodies
+    after they closed; agentd now trims its heap after such a drop."""
+
+    CONNS = 60
+    agentd_args = ('--max-body', '4MiB', '--header-timeout', '60s')
+
+    def test_rss_returns_after_close(self):
+        if SANITIZED:
+            self.skipTest("ASan's allocator keeps freed memory in quarantine")
+        base = rss_kib(self.pid())
+        socks = []
+        for _ in range(self.CONNS):
+            s = connect(self.agentd.port)
+            s.sendall(b'PUT /v1/files?path=/tmp/x HTTP/1.1\r\nHost: localhost\r\n'
+                      b'Authorization: Bearer %s\r\nContent-Length: 3000000'
+                      b'\r\n\r\n' % self.agentd.token.encode())
+            try:
+                for _ in range(20):
+                    s.sendall(b'x' * 100000)
+            except OSError:
+                pass
+            socks.append(s)
+        time.sleep(1.0)
+        peak = rss_kib(self.pid()) - base
+        for s in socks:
+            s.close()
+        deadline = time.monotonic() + 10 * SLOW
+        while True:
+            time.sleep(0.3)
+            after = rss_kib(self.pid()) - base
+            if after < 8 * 1024 or time.monotonic() > deadline:
+                break
+        print('%d unfinished 2 MB bodies: RSS +%d KiB at the peak, +%d KiB '
+              'after the close' % (self.CONNS, peak, after))
+        self.assertGreater(peak, 20 * 1024, 'the bodies were not held')
+        self.assertLess(after, 8 * 1024)
         self.assertAlive()
