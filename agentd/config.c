@@ -66,7 +66,8 @@ static const struct opt opts[] = {
 	  "as PID 1, how to end the machine (default poweroff)" },
 	{ "max-connections", OPT_COUNT, OFF(max_connections), 1, 1000000, "N",
 	  "HTTP connections held at most, TCP and the unix socket each; one "
-	  "more gets 503 and a close (default 16384)" },
+	  "more closes the oldest that has not sent the token, else gets 503 "
+	  "and a close (default 16384)" },
 	{ "idle-timeout", OPT_MILLIS, OFF(idle_timeout_ms), 100, 86400000, "MS",
 	  "close a connection idle between requests after this (default 120000;"
 	  " units ms/s/m)" },
