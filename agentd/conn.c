@@ -153,6 +153,7 @@ struct conn {
 	enum conn_state		 state;
 	struct evbuffer		*held;		/* bytes held back from evhttp */
 	size_t			 scanned;	/* of held, whole lines */
+	size_t			 searched;	/* of held, no line end in it */
 	uint64_t		 nlines;	/* of the head, or trailer */
 	uint64_t		 chunk_left;	/* bytes of the chunk to pass */
 	uint64_t		 chunked_total;	/* bytes of the chunked body */
@@ -827,7 +828,7 @@ conn_request_done(struct evhttp_request *req, void *arg)
 	 * after this callback).
 	 */
 	c->state = CONN_HEAD;
-	c->scanned = 0;
+	c->scanned = c->searched = 0;
 	c->nlines = 0;
 	in = bufferevent_get_input(evhttp_connection_get_bufferevent(c->evcon));
 	if (evbuffer_get_length(in) > 0)
@@ -949,26 +950,39 @@ conn_head_step(struct conn *c, struct evbuffer *in)
 {
 	struct conn_refusal	 r;
 	struct evbuffer_ptr	 p;
-	size_t			 eol = 0;
+	size_t			 len = evbuffer_get_length(c->held);
+	char			 cr = '\0';
 
-	evbuffer_ptr_set(c->held, &p, c->scanned, EVBUFFER_PTR_SET);
-	p = evbuffer_search_eol(c->held, &p, &eol, EVBUFFER_EOL_CRLF);
+	/* Search each byte once, whatever the size of the reads. */
+	if (c->searched < c->scanned)
+		c->searched = c->scanned;
+	if (evbuffer_ptr_set(c->held, &p, c->searched, EVBUFFER_PTR_SET) == 0)
+		p = evbuffer_search(c->held, "\n", 1, &p);
+	else
+		p.pos = -1;
 	if (p.pos == -1) {
-		if (evbuffer_get_length(c->held) <= HTTP_HEADERS_MAX)
+		c->searched = len;
+		if (len <= HTTP_HEADERS_MAX)
 			return (0);
 		conn_refusal(&r, 431, "headers_too_large", "the request line "
 		    "and headers are over %d bytes", HTTP_HEADERS_MAX);
 		conn_refuse(c, &r);
 		return (1);
 	}
-	if ((size_t)p.pos == c->scanned) {
-		if (c->nlines == 0)	/* an empty line before a request */
-			evbuffer_drain(c->held, eol);
-		else
-			conn_admit(c, in, (size_t)p.pos + eol);
+	if ((size_t)p.pos == c->scanned + 1) {
+		evbuffer_ptr_set(c->held, &p, c->scanned, EVBUFFER_PTR_SET);
+		evbuffer_copyout_from(c->held, &p, &cr, 1);
+		evbuffer_ptr_set(c->held, &p, c->scanned + 1, EVBUFFER_PTR_SET);
+	}
+	if ((size_t)p.pos == c->scanned || cr == '\r') {
+		if (c->nlines == 0) {	/* an empty line before a request */
+			evbuffer_drain(c->held, (size_t)p.pos + 1);
+			c->scanned = c->searched = 0;
+		} else
+			conn_admit(c, in, (size_t)p.pos + 1);
 		return (1);
 	}
-	c->scanned = (size_t)p.pos + eol;
+	c->scanned = (size_t)p.pos + 1;
 	if (++c->nlines > cfg->max_headers + 1)
 		conn_refusal(&r, 431, "headers_too_large", "more than %llu "
 		    "header lines (--max-headers)",
@@ -1000,7 +1014,7 @@ conn_admit(struct conn *c, struct evbuffer *in, size_t len)
 	c->pending += c->nlines * CONN_HEADER_COST;
 	conn_inflight += c->nlines * CONN_HEADER_COST;
 	c->state = h.chunked ? CONN_CHUNK_SIZE : CONN_BODY;
-	c->scanned = 0;
+	c->scanned = c->searched = 0;
 	c->nlines = 0;
 	c->chunked_total = 0;
 	conn_release(c, in, len);
