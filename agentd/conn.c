@@ -1254,7 +1254,7 @@ conn_chunk_step(struct conn *c, struct evbuffer *in)
 {
 	struct conn_refusal	 r;
 	struct evbuffer_ptr	 p;
-	char			 line[CONN_CHUNK_LINE_MAX + 1], *end;
+	char			 line[CONN_CHUNK_LINE_MAX + 3], *end;
 	size_t			 eol = 0, len, n;
 	uint64_t		 size;
 
