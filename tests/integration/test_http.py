@@ -186,6 +186,19 @@ class HttpTest(AgentdTestCase):
         r.send(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
         self.assertEqual(r.answer()[0], 200)
 
+    def test_chunk_size_lines_are_bounded(self):
+        doc = b'{"cmd": "true", "yield_ms": 5000}'
+        for n, want in ((1024, 201), (1025, 400)):
+            line = b'%x;' % len(doc)
+            line += b'e' * (n - len(line))
+            r = self.raw()
+            r.send(b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n%s'
+                   b'Content-Type: application/json\r\n'
+                   b'Transfer-Encoding: chunked\r\n\r\n%s\r\n%s\r\n0\r\n\r\n'
+                   % (self.auth(), line, doc))
+            st, _, body = r.answer()
+            self.assertEqual(st, want, (n, body[:300]))
+
     def test_chunked_body_over_max_body_gets_json_413(self):
         r = self.raw()
         r.send(b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n%s'
