@@ -240,8 +240,8 @@ api_metrics(struct http_req *hr)
 	    agentd_stats.output_bytes, dropped, held,
 	    session_ring_bytes_total(), agentd_stats.zombies_reaped,
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
-	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	conn_metrics(&b);
+	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)
 		proto_buf_printf(&b, "agentd_http_requests_total{code=\"%d\"} "

@@ -2,6 +2,9 @@
  * http.h -- the HTTP side of agentd: listeners (TCP and the unix socket),
  * auth, routing, and the one shape of answers.
  *
+ * What happens to a connection before a handler sees its request (limits,
+ * the checks of a request's head, deadlines) is conn.h's.
+ *
  * Both transports serve the same routes.  TCP requests carry the token when
  * one is configured; unix-socket requests are checked by the peer's uid
  * (SO_PEERCRED: root or agentd's own uid) and need no token.
