@@ -1202,7 +1202,8 @@ conn_origin_same(const struct conn_head *h)
 
 /*
  * What agentd wants of a request before reading its body: one Host (on
- * HTTP/1.1), a loopback Host on a loopback connection, no cross-site
+ * HTTP/1.1), a loopback Host on a loopback connection without a token
+ * configured, no cross-site
  * browser origin, the token before a body, a body within --max-body, and
  * no Expect but 100-continue.  Returns 0, or -1 with a refusal.
  */
@@ -1215,7 +1216,12 @@ conn_policy(struct conn *c, const struct conn_head *h,
 	if (h->nhost > 1 || (h->minor == 1 && h->nhost == 0))
 		return (conn_refusal(r, 400, "invalid_request", "HTTP/1.1 "
 		    "needs one Host header; this request has %d", h->nhost));
-	if (c->loopback && h->host != NULL &&
+	/*
+	 * Without a token a page rebound to 127.0.0.1 could read answers;
+	 * with one it can do nothing, and a sidecar proxy that connects
+	 * over loopback may pass the platform's own Host on.
+	 */
+	if (c->loopback && cfg->token == NULL && h->host != NULL &&
 	    !conn_host_local(h->host, h->host_len))
 		return (conn_refusal(r, 403, "forbidden_host", "a loopback "
 		    "connection must name a loopback Host"));

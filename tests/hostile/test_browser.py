@@ -98,6 +98,21 @@ class BrowserTest(HostileTestCase):
             self.assertEqual(st, 200, (host, ans[:300]))
 
 
+class RebindingWithTokenTest(HostileTestCase):
+    """With a token a rebound page can do nothing (it has no token), and a
+    sidecar proxy that connects over loopback may pass the platform's own
+    Host on: any Host is served."""
+
+    def test_any_host_with_the_token(self):
+        s = connect(self.agentd.port)
+        s.sendall(b'GET /v1/sessions HTTP/1.1\r\nHost: sandbox.svc:49984\r\n'
+                  b'Authorization: Bearer %s\r\n\r\n'
+                  % self.agentd.token.encode())
+        data, _ = read_answer(s, 5 * SLOW)
+        s.close()
+        self.assertEqual(status_of(data), 200, data[:300])
+
+
 class HeaderFloodTest(HostileTestCase):
     """Thousands of tiny header lines (':\\n') cost evhttp ~110 bytes of heap
     each: 100 connections sending 12 MiB took RSS to 697 MiB.  Now a head
