@@ -22,6 +22,7 @@
 #include "agentd.h"
 #include "api.h"
 #include "config.h"
+#include "conn.h"
 #include "files.h"
 #include "debug.h"
 #include "http.h"
@@ -256,6 +257,7 @@ api_metrics(struct http_req *hr)
 	    session_ring_bytes_total(), agentd_stats.zombies_reaped,
 	    session_count_unreaped(),
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
+	conn_metrics(&b);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)

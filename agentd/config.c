@@ -37,7 +37,7 @@ struct opt {
 static const struct opt opts[] = {
 	{ "listen", OPT_LIST, OFF(listen), 0, 0, "ADDR:PORT",
 	  "TCP address to serve (repeatable; default " CONFIG_LISTEN_DEFAULT
-	  ", [::]:PORT for IPv6)" },
+	  ", and [::]:49984 by --dual-stack)" },
 	{ "socket", OPT_STRING, OFF(socket_path), 0, 0, "PATH",
 	  "unix socket, mode 0600 (default " CONFIG_SOCKET_DEFAULT
 	  "; '' disables)" },
@@ -66,7 +66,8 @@ static const struct opt opts[] = {
 	  "as PID 1, how to end the machine (default poweroff)" },
 	{ "max-connections", OPT_COUNT, OFF(max_connections), 1, 1000000, "N",
 	  "HTTP connections held at most, TCP and the unix socket each; one "
-	  "more gets 503 and a close (default 16384)" },
+	  "more closes the oldest that has not sent the token, else gets 503 "
+	  "and a close (default 16384)" },
 	{ "idle-timeout", OPT_MILLIS, OFF(idle_timeout_ms), 100, 86400000, "MS",
 	  "close a connection idle between requests after this (default 120000;"
 	  " units ms/s/m)" },
@@ -74,6 +75,22 @@ static const struct opt opts[] = {
 	  "MS", "the first request must arrive whole within this of the "
 	  "connect, later ones within --idle-timeout plus this (default 10000;"
 	  " units ms/s/m)" },
+	{ "max-headers", OPT_COUNT, OFF(max_headers), 8, 10000, "N",
+	  "header lines of a request at most; one more gets 431 and a close "
+	  "(default 100)" },
+	{ "preauth-timeout", OPT_MILLIS, OFF(preauth_timeout_ms), 100,
+	  86400000, "MS", "with a token, a TCP connection that has not sent "
+	  "it yet must send a request within this of its start or its last "
+	  "answer, if shorter than --header-timeout (default 5000; units "
+	  "ms/s/m)" },
+	{ "max-peer-unproven", OPT_COUNT, OFF(max_peer_unproven), 1, 1000000,
+	  "N", "with a token, TCP connections of one peer address (IPv6: its "
+	  "/64) that have not sent it yet, at most; one more closes the "
+	  "peer's oldest with a 503 (default 256)" },
+	{ "dual-stack", OPT_COUNT, OFF(dual_stack), 0, 1, "0|1",
+	  "also listen on the other family's twin of a wildcard or loopback "
+	  "--listen ([::] for 0.0.0.0, [::1] for 127.0.0.1), and refuse to "
+	  "start when it is taken (default 1)" },
 	{ "hostname", OPT_STRING, OFF(hostname), 0, 0, "NAME",
 	  "as PID 1, set the hostname (default: keep)" },
 	{ "env", OPT_LIST, OFF(env), 0, 0, "NAME=VALUE",
@@ -126,6 +143,10 @@ config_defaults(struct config *cfg)
 	cfg->max_connections = CONFIG_MAX_CONNECTIONS_DEFAULT;
 	cfg->idle_timeout_ms = CONFIG_IDLE_TIMEOUT_DEFAULT;
 	cfg->header_timeout_ms = CONFIG_HEADER_TIMEOUT_DEFAULT;
+	cfg->max_headers = CONFIG_MAX_HEADERS_DEFAULT;
+	cfg->dual_stack = 1;
+	cfg->preauth_timeout_ms = CONFIG_PREAUTH_TIMEOUT_DEFAULT;
+	cfg->max_peer_unproven = CONFIG_MAX_PEER_UNPROVEN_DEFAULT;
 }
 
 /* "max-sessions" -> "AGENTD_MAX_SESSIONS". */

@@ -25,6 +25,9 @@
 #define CONFIG_MAX_CONNECTIONS_DEFAULT	16384	/* TCP; the unix socket as many */
 #define CONFIG_IDLE_TIMEOUT_DEFAULT	(120 * 1000)	/* ms */
 #define CONFIG_HEADER_TIMEOUT_DEFAULT	(10 * 1000)	/* ms */
+#define CONFIG_MAX_HEADERS_DEFAULT	100	/* header lines of a request */
+#define CONFIG_PREAUTH_TIMEOUT_DEFAULT	(5 * 1000)	/* ms */
+#define CONFIG_MAX_PEER_UNPROVEN_DEFAULT 256	/* connections of one peer */
 
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
@@ -46,6 +49,10 @@ struct config {
 	uint64_t	  max_connections;
 	int64_t		  idle_timeout_ms;
 	int64_t		  header_timeout_ms;
+	uint64_t	  max_headers;
+	int64_t		  preauth_timeout_ms;
+	uint64_t	  max_peer_unproven;
+	uint64_t	  dual_stack;		/* listen on each --listen's twin */
 	char		 *hostname;		/* PID 1: set this hostname */
 	char		**env;			/* --env K=V, NULL-terminated */
 	char		 *env_file;		/* --env-file PATH */

@@ -1,38 +1,11 @@
 /*
- * http.c -- listeners, connections, auth and the shape of answers; routing
- * is api.c's.
- *
- * Connections.  libevent 2.1 has no public hook when evhttp accepts a
- * connection or frees one.  What it has: the bevcb (evhttp_set_bevcb), called
- * for each accepted connection before its evhttp_connection exists, and the
- * connection's close callback, called from evhttp_connection_free().  So the
- * bevcb creates the socket bufferevent, counts the connection and queues it;
- * an event made active there runs before any I/O on the new fd and finds the
- * evhttp_connection (the cbarg evhttp gave the bufferevent), sets the close
- * callback that uncounts it, arms its header deadline, and closes it at once
- * with a 503 when the connection is one too many (--max-connections).  Other
- * code may set a connection's close callback too (files.c does): agentd links
- * with -Wl,--wrap=evhttp_connection_set_closecb, and on connections of ours
- * the wrapper records theirs, which ours calls first.
- *
- * Memory.  Headers (64 KiB at most) and bodies are read before any handler,
- * or the token check, sees them.  Every connection's bytes since its last
- * answer count: one that sends more than a request may hold is closed with
- * a 413, and past one budget for all (HTTP_INFLIGHT_MIN, or two of the
- * largest requests) the connection adding bytes is closed with a 503.
- *
- * Timeouts.  A request must arrive whole within --header-timeout of the
- * connection's start; after an answer on a keep-alive connection the next
- * one has --idle-timeout plus --header-timeout; while a handler holds a
- * request (a long-poll) no deadline runs.  evhttp's own timeout
- * (--idle-timeout) cuts a connection that stays silent, or that stops
- * reading an answer.
+ * http.c -- listeners, auth, dispatch and the shape of answers; routing is
+ * api.c's, and what happens to a connection before its request is whole
+ * (admission, budget, deadlines) is conn.c's.
  */
-#include <sys/queue.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <sys/un.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -45,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -57,6 +31,7 @@
 #include "agentd.h"
 #include "api.h"
 #include "config.h"
+#include "conn.h"
 #include "http.h"
 #include "log.h"
 #include "util.h"
@@ -69,11 +44,7 @@
 #define HTTP_ACCEPT_PAUSE_MS	100	/* accept rests this long on EMFILE */
 #define HTTP_ACCEPT_LOG_MS	10000	/* log accept failures at most this often */
 #define HTTP_CODES_MAX		32	/* distinct status codes counted */
-#define HTTP_BODY_SLACK		65536	/* bytes evhttp reads past --max-body */
-#define HTTP_HEADERS_MAX	(64 * 1024) /* bytes of request line and headers */
 #define HTTP_FDS_SPARE		256	/* fds besides connections and sessions */
-#define HTTP_INFLIGHT_MIN	(64u << 20) /* bytes of requests in flight, all
-					   connections together, at least */
 
 /* One listening socket. */
 struct http_listener {
@@ -86,29 +57,10 @@ struct http_listener {
 
 /* An evhttp and its connections: one for TCP, one for the unix socket. */
 struct http_server {
-	struct evhttp	*h;
-	int		 unix_socket;
-	size_t		 nconns;	/* counted against --max-connections */
-	uint64_t	 rejected;	/* closed at once: one too many */
+	struct evhttp		*h;
+	struct conn_pool	*pool;
+	int			 unix_socket;
 };
-
-/* One accepted connection. */
-struct http_conn {
-	TAILQ_ENTRY(http_conn)	 entry;		/* on http_pending, then http_shed */
-	struct http_server	*srv;
-	struct bufferevent	*bev;
-	struct evhttp_connection *evcon;	/* NULL until set up */
-	int			 fd;
-	struct event		*deadline;	/* header timeout */
-	struct evbuffer_cb_entry *incb;		/* counts what arrives */
-	size_t			 pending;	/* bytes read since the last answer */
-	int			 busy;		/* a handler holds its request */
-	int			 shed;		/* on http_shed: 413 or 503 */
-	/* Another close callback set on this connection (files.c's). */
-	void			(*closecb)(struct evhttp_connection *, void *);
-	void			*closecb_arg;
-};
-TAILQ_HEAD(http_conns, http_conn);
 
 static struct http_server	 http_tcp;
 static struct http_server	 http_unix;
@@ -121,51 +73,24 @@ static size_t			 ncodes;
 static int64_t			 accept_logged_ms = -HTTP_ACCEPT_LOG_MS;
 static uint64_t			 accept_failures;
 
-/* Connections accepted but not yet set up (http_setup_cb's work). */
-static struct http_conns	 http_pending = TAILQ_HEAD_INITIALIZER(http_pending);
-static struct event		*http_setup_ev;
-/* Connections to close for the pending budget (http_shed_cb's work). */
-static struct http_conns	 http_shed = TAILQ_HEAD_INITIALIZER(http_shed);
-static struct event		*http_shed_ev;
-static uint64_t			 http_inflight;	/* bytes, every connection's */
-static uint64_t			 http_inflight_max;
-static uint64_t			 http_request_max; /* bytes, evhttp's largest */
-static uint64_t			 http_shed_count;
-/* Set-up connections by fd, to find a request's connection. */
-static struct http_conn		**http_by_fd;
-static size_t			 http_by_fd_len;
-
-/* The real setter, and the wrapper every other caller in agentd reaches. */
-void	__real_evhttp_connection_set_closecb(struct evhttp_connection *,
-	    void (*)(struct evhttp_connection *, void *), void *);
-void	__wrap_evhttp_connection_set_closecb(struct evhttp_connection *,
-	    void (*)(struct evhttp_connection *, void *), void *);
-
 static void		 http_new(struct http_server *, int unix_socket);
-static struct bufferevent *http_bevcb(struct event_base *, void *);
-static void		 http_setup_cb(evutil_socket_t, short, void *);
-static void		 http_setup(struct http_conn *);
-static void		 http_conn_closed(struct evhttp_connection *, void *);
-static void		 http_conn_deadline(evutil_socket_t, short, void *);
-static void		 http_conn_arm(struct http_conn *, int64_t ms);
-static struct http_conn	*http_conn_of(struct evhttp_connection *);
-static void		 http_request_done(struct evhttp_request *, void *);
-static void		 http_reject(struct http_conn *);
-static void		 http_conn_input(struct evbuffer *,
-			    const struct evbuffer_cb_info *, void *);
-static void		 http_shed_cb(evutil_socket_t, short, void *);
-static void		 http_send_error(struct http_conn *, int status,
-			    const char *code, const char *message);
 static void		 http_dispatch(struct evhttp_request *, void *);
 static int		 http_authorized(struct http_req *);
 static int		 http_peer_ok(struct evhttp_request *);
+static int		 http_type_is(const char *, const char *);
+static int		 http_ends_with(const char *, const char *);
+static int		 http_from_browser(const struct http_req *);
 static int		 http_listen_tcp(const char *);
+static const char	*http_twin(const char *);
+static int		 http_listed(const char *, const char *);
+static int		 http_bind_tcp(const char *, const char *, const char *,
+			     int twin);
 static int		 http_listen_unix(const char *);
+static int		 http_unix_clear(const struct sockaddr_un *);
 static void		 http_add_listener(struct evhttp *, int fd,
 			     const char *name, int unix_socket);
 static void		 http_accept_error(struct evconnlistener *, void *);
 static void		 http_accept_resume(evutil_socket_t, short, void *);
-static void		 http_count(int code);
 static void		 http_free_buf(const void *, size_t, void *);
 static void		 http_spares_free(void);
 
@@ -181,7 +106,8 @@ http_new(struct http_server *srv, int unix_socket)
 	srv->h = h;
 	srv->unix_socket = unix_socket;
 	evhttp_set_gencb(h, http_dispatch, srv);
-	evhttp_set_bevcb(h, http_bevcb, srv);
+	srv->pool = conn_pool_new(unix_socket);
+	evhttp_set_bevcb(h, conn_bevcb, srv->pool);
 	/*
 	 * Every method, unknown ones too (evhttp's internal bit 15): evhttp
 	 * would answer a method it does not allow with 501; the routes answer
@@ -205,307 +131,47 @@ http_new(struct http_server *srv, int unix_socket)
 }
 
 /*
- * evhttp accepted a connection: make its bufferevent, count it and queue it
- * for http_setup_cb, which runs before the loop polls the new fd.  The extra
- * reference keeps the bufferevent's memory until then, whatever evhttp does.
+ * The same port on the other family's wildcard or loopback address:
+ * without it a user could bind [::1]:PORT beside 127.0.0.1:PORT and take
+ * the requests (and the token) of clients that resolve localhost to ::1.
  */
-static struct bufferevent *
-http_bevcb(struct event_base *base, void *arg)
+static const char *
+http_twin(const char *host)
 {
-	struct http_server	*srv = arg;
-	struct http_conn	*c;
-
-	c = xcalloc(1, sizeof *c);
-	c->srv = srv;
-	c->fd = -1;
-	if ((c->bev = bufferevent_socket_new(base, -1,
-	    BEV_OPT_CLOSE_ON_FREE)) == NULL)
-		fatal("%s: out of memory", __func__);
-	bufferevent_incref(c->bev);
-	srv->nconns++;
-	agentd_stats.connections_open++;
-	agentd_stats.connections_total++;
-	TAILQ_INSERT_TAIL(&http_pending, c, entry);
-	event_active(http_setup_ev, EV_TIMEOUT, 0);
-	return (c->bev);
+	if (*host == '\0' || strcmp(host, "0.0.0.0") == 0)
+		return ("::");
+	if (strcmp(host, "::") == 0)
+		return ("0.0.0.0");
+	if (strcmp(host, "127.0.0.1") == 0)
+		return ("::1");
+	if (strcmp(host, "::1") == 0)
+		return ("127.0.0.1");
+	return (NULL);
 }
 
-/* Set up the connections accepted since the last time. */
-static void
-http_setup_cb(evutil_socket_t fd, short events, void *arg)
+/* Whether --listen names host:port itself (then it is no twin). */
+static int
+http_listed(const char *host, const char *port)
 {
-	struct http_conn	*c;
+	char	spec[300], v6[300];
+	size_t	i;
 
-	while ((c = TAILQ_FIRST(&http_pending)) != NULL) {
-		TAILQ_REMOVE(&http_pending, c, entry);
-		http_setup(c);
+	snprintf(spec, sizeof spec, "%s:%s", host, port);
+	snprintf(v6, sizeof v6, "[%s]:%s", host, port);
+	for (i = 0; cfg->listen[i] != NULL; i++) {
+		if (strcmp(cfg->listen[i], spec) == 0 ||
+		    strcmp(cfg->listen[i], v6) == 0)
+			return (1);
 	}
+	return (0);
 }
 
-/*
- * Find the connection's evhttp_connection, take over its close callback,
- * arm its deadline; or close it now when it is one too many.
- */
-static void
-http_setup(struct http_conn *c)
-{
-	struct bufferevent	*bev = c->bev;
-	void			*cbarg = NULL;
-	size_t			 n;
-
-	bufferevent_getcb(bev, NULL, NULL, NULL, &cbarg);
-	c->bev = NULL;
-	if (cbarg == NULL) {
-		/* evhttp failed to set it up and freed it already. */
-		c->srv->nconns--;
-		agentd_stats.connections_open--;
-		free(c);
-		bufferevent_decref(bev);
-		return;
-	}
-	c->evcon = cbarg;
-	c->fd = bufferevent_getfd(bev);
-	if ((c->deadline = evtimer_new(agentd_base, http_conn_deadline,
-	    c)) == NULL)
-		fatal("%s: out of memory", __func__);
-	__real_evhttp_connection_set_closecb(c->evcon, http_conn_closed, c);
-	c->incb = evbuffer_add_cb(bufferevent_get_input(bev), http_conn_input, c);
-	if (c->incb == NULL)
-		fatal("%s: out of memory", __func__);
-	bufferevent_decref(bev);	/* evhttp holds its own */
-	if (c->fd >= 0) {
-		if ((size_t)c->fd >= http_by_fd_len) {
-			n = http_by_fd_len == 0 ? 1024 : http_by_fd_len;
-			while (n <= (size_t)c->fd)
-				n *= 2;
-			http_by_fd = xrealloc(http_by_fd, n * sizeof *http_by_fd);
-			memset(http_by_fd + http_by_fd_len, 0,
-			    (n - http_by_fd_len) * sizeof *http_by_fd);
-			http_by_fd_len = n;
-		}
-		http_by_fd[c->fd] = c;
-	}
-	if (c->srv->nconns > cfg->max_connections) {
-		http_reject(c);
-		return;
-	}
-	http_conn_arm(c, cfg->header_timeout_ms);
-}
-
-/*
- * One connection too many: answer 503 without reading, and close.  The
- * answer is best effort (a full socket buffer or a request already sent
- * may lose it); the close is certain.
- */
-static void
-http_reject(struct http_conn *c)
-{
-	if (c->srv->rejected++ == 0 || c->srv->rejected % 1000 == 0)
-		log_warn("%s: %zu connections (--max-connections %llu): "
-		    "closing new ones (%llu so far)", __func__, c->srv->nconns - 1,
-		    (unsigned long long)cfg->max_connections,
-		    (unsigned long long)c->srv->rejected);
-	http_send_error(c, 503, "too_many_connections",
-	    "--max-connections reached");
-	evhttp_connection_free(c->evcon);	/* http_conn_closed runs */
-}
-
-/*
- * Write an error straight to a connection that is about to be closed,
- * unless evhttp has an answer of its own under way; best effort: a full
- * socket buffer, or unread bytes that make the close a reset, may lose it.
- */
-static void
-http_send_error(struct http_conn *c, int status, const char *code,
-    const char *message)
-{
-	struct iovec	 iov[2];
-	struct msghdr	 msg;
-	char		 head[160], body[256];
-	ssize_t		 n;
-
-	http_count(status);
-	if (c->fd < 0 || evbuffer_get_length(bufferevent_get_output(
-	    evhttp_connection_get_bufferevent(c->evcon))) > 0)
-		return;
-	iov[1].iov_base = body;
-	iov[1].iov_len = (size_t)snprintf(body, sizeof body,
-	    "{\"error\": {\"code\": \"%s\", \"message\": \"%s\"}}\n", code,
-	    message);
-	iov[0].iov_base = head;
-	iov[0].iov_len = (size_t)snprintf(head, sizeof head,
-	    "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: application/json\r\n"
-	    "Content-Length: %zu\r\n"
-	    "Connection: close\r\n\r\n", status, status == 413 ?
-	    "Payload Too Large" : "Service Unavailable", iov[1].iov_len);
-	memset(&msg, 0, sizeof msg);
-	msg.msg_iov = iov;
-	msg.msg_iovlen = 2;
-	n = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-	(void)n;
-}
-
-/*
- * Bytes arrived on a connection: count them until its answer.  A connection
- * that sends more than any request may hold (evhttp would read and drop
- * an oversized body to its declared end before answering) is closed with a
- * 413; past the budget of every connection's bytes in flight, the one that
- * adds more is closed with a 503 (at once, but outside evhttp's read).
- * Headers and bodies are read before any handler, or the token check, sees
- * them: without a budget enough connections could buffer agentd out of
- * memory.
- */
-static void
-http_conn_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
-    void *arg)
-{
-	struct http_conn	*c = arg;
-
-	if (info->n_added == 0)
-		return;
-	c->pending += info->n_added;
-	http_inflight += info->n_added;
-	if (c->busy || c->shed)
-		return;
-	if (c->pending > http_request_max)
-		c->shed = 413;
-	else if (http_inflight > http_inflight_max)
-		c->shed = 503;
-	if (c->shed) {
-		TAILQ_INSERT_TAIL(&http_shed, c, entry);
-		event_active(http_shed_ev, EV_TIMEOUT, 0);
-	}
-}
-
-/* Close the connections that went past the budget. */
-static void
-http_shed_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct http_conn	*c;
-	int			 status;
-
-	while ((c = TAILQ_FIRST(&http_shed)) != NULL) {
-		TAILQ_REMOVE(&http_shed, c, entry);
-		status = c->shed;
-		c->shed = 0;
-		if (c->busy)
-			continue;	/* whole after all: a handler has it */
-		if (status == 413) {
-			http_send_error(c, 413, "body_too_large", "the request "
-			    "is larger than --max-body allows");
-			evhttp_connection_free(c->evcon);
-			continue;
-		}
-		if (http_shed_count++ % 1000 == 0)
-			log_warn("%s: %llu bytes of requests in flight (at most "
-			    "%llu): closing fd %d (%llu so far)", __func__,
-			    (unsigned long long)http_inflight,
-			    (unsigned long long)http_inflight_max, c->fd,
-			    (unsigned long long)http_shed_count);
-		http_send_error(c, 503, "too_busy", "too many request bytes in "
-		    "flight; try again");
-		evhttp_connection_free(c->evcon);	/* http_conn_closed runs */
-	}
-}
-
-/* Start (or restart) the connection's deadline. */
-static void
-http_conn_arm(struct http_conn *c, int64_t ms)
-{
-	struct timeval	tv;
-
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(c->deadline, &tv);
-}
-
-/* No whole request arrived in time: close the connection. */
-static void
-http_conn_deadline(evutil_socket_t fd, short events, void *arg)
-{
-	struct http_conn	*c = arg;
-
-	log_debug("%s: fd %d: no request within the deadline; closing",
-	    __func__, c->fd);
-	evhttp_connection_free(c->evcon);	/* http_conn_closed runs */
-}
-
-/* The set-up connection of an evhttp_connection, or NULL. */
-static struct http_conn *
-http_conn_of(struct evhttp_connection *evcon)
-{
-	struct http_conn	*c;
-	int			 fd;
-
-	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
-	if (fd < 0 || (size_t)fd >= http_by_fd_len)
-		return (NULL);
-	c = http_by_fd[fd];
-	return (c != NULL && c->evcon == evcon ? c : NULL);
-}
-
-/* evhttp frees a connection: tell whoever else asked, uncount it. */
-static void
-http_conn_closed(struct evhttp_connection *evcon, void *arg)
-{
-	struct http_conn	*c = arg;
-
-	if (c->closecb != NULL)
-		c->closecb(evcon, c->closecb_arg);
-	c->srv->nconns--;
-	agentd_stats.connections_open--;
-	http_inflight -= c->pending;
-	if (c->shed)
-		TAILQ_REMOVE(&http_shed, c, entry);
-	evbuffer_remove_cb_entry(bufferevent_get_input(
-	    evhttp_connection_get_bufferevent(evcon)), c->incb);
-	if (c->fd >= 0 && (size_t)c->fd < http_by_fd_len &&
-	    http_by_fd[c->fd] == c)
-		http_by_fd[c->fd] = NULL;
-	event_free(c->deadline);
-	free(c);
-}
-
-/*
- * Every evhttp_connection_set_closecb() of agentd but http.c's own comes
- * here (-Wl,--wrap): on a connection of ours the callback is kept and
- * called by http_conn_closed(); elsewhere it is set as usual.
- */
-void
-__wrap_evhttp_connection_set_closecb(struct evhttp_connection *evcon,
-    void (*cb)(struct evhttp_connection *, void *), void *arg)
-{
-	struct http_conn	*c;
-
-	if ((c = http_conn_of(evcon)) == NULL) {
-		__real_evhttp_connection_set_closecb(evcon, cb, arg);
-		return;
-	}
-	c->closecb = cb;
-	c->closecb_arg = arg;
-}
-
-/* An answer went out: the next request has the idle time plus its own. */
-static void
-http_request_done(struct evhttp_request *req, void *arg)
-{
-	struct http_conn	*c = arg;
-
-	c->busy = 0;
-	http_inflight -= c->pending;
-	c->pending = 0;
-	http_conn_arm(c, cfg->idle_timeout_ms + cfg->header_timeout_ms);
-}
-
-/* Split "ADDR:PORT" or "[V6]:PORT", bind, listen and serve. */
+/* Split "ADDR:PORT" or "[V6]:PORT"; listen there, and on its twin. */
 static int
 http_listen_tcp(const char *spec)
 {
-	struct addrinfo	 hints, *res;
 	char		 host[256], *colon;
-	const char	*port;
-	int		 fd, one = 1, error;
+	const char	*port, *twin;
 
 	if (strlen(spec) >= sizeof host ||
 	    (colon = strrchr(spec, ':')) == NULL) {
@@ -519,13 +185,38 @@ http_listen_tcp(const char *spec)
 		memmove(host, host + 1, strlen(host));
 		host[strlen(host) - 1] = '\0';
 	}
+	if (http_bind_tcp(host, port, spec, 0) != 0)
+		return (-1);
+	if (!cfg->dual_stack || (twin = http_twin(host)) == NULL ||
+	    http_listed(twin, port))
+		return (0);
+	return (http_bind_tcp(twin, port, spec, 1));
+}
 
+/*
+ * Bind host:port, listen and serve.  A twin (of spec) that cannot be had
+ * because the machine lacks its family is skipped; one that is taken
+ * fails the start.
+ */
+static int
+http_bind_tcp(const char *host, const char *port, const char *spec, int twin)
+{
+	struct addrinfo	 hints, *res;
+	char		 name[300];
+	int		 fd, one = 1, error;
+
+	if (strchr(host, ':') != NULL)
+		snprintf(name, sizeof name, "[%s]:%s", host, port);
+	else
+		snprintf(name, sizeof name, "%s:%s", host, port);
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
 	if ((error = getaddrinfo(host[0] != '\0' ? host : NULL, port, &hints,
 	    &res)) != 0) {
+		if (twin)
+			return (0);	/* no such family here */
 		log_error("%s: --listen %s: %s", __func__, spec,
 		    gai_strerror(error));
 		return (-1);
@@ -547,15 +238,71 @@ http_listen_tcp(const char *spec)
 	    listen(fd, HTTP_BACKLOG) == -1)
 		goto fail;
 	freeaddrinfo(res);
-	http_add_listener(http_tcp.h, fd, spec, 0);
-	log_info("%s: listening on %s", __func__, spec);
+	http_add_listener(http_tcp.h, fd, name, 0);
+	log_info("%s: listening on %s", __func__, name);
 	return (0);
 fail:
-	log_error("%s: --listen %s: %s", __func__, spec, strerror(errno));
+	error = errno;
 	if (fd != -1)
 		close(fd);
 	freeaddrinfo(res);
+	if (twin && (error == EAFNOSUPPORT || error == EADDRNOTAVAIL ||
+	    error == EPROTONOSUPPORT)) {
+		log_info("%s: not listening on %s beside --listen %s: %s",
+		    __func__, name, spec, strerror(error));
+		return (0);
+	}
+	if (twin && error == EADDRINUSE) {
+		log_error("%s: %s is in use, beside --listen %s: another process "
+		    "would get the requests (and the token) of clients that "
+		    "reach it there; not starting (--dual-stack 0 allows it)",
+		    __func__, name, spec);
+		return (-1);
+	}
+	log_error("%s: --listen %s: %s: %s", __func__, spec, name,
+	    strerror(error));
 	return (-1);
+}
+
+/*
+ * Remove a stale socket of an earlier agentd from the path; nothing else:
+ * not a file that is no socket, not a socket something still listens on.
+ * Returns 0, or -1 after logging why.
+ */
+static int
+http_unix_clear(const struct sockaddr_un *sun)
+{
+	struct stat	 st;
+	const char	*path = sun->sun_path;
+	int		 fd, live;
+
+	if (lstat(path, &st) == -1)
+		return (0);
+	if (!S_ISSOCK(st.st_mode)) {
+		log_error("%s: --socket %s: exists and is no socket; not "
+		    "removing it", __func__, path);
+		return (-1);
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) == -1)
+		return (0);
+	live = connect(fd, (const struct sockaddr *)sun, sizeof *sun) == 0 ||
+	    errno == EAGAIN;
+	close(fd);
+	if (live) {
+		log_error("%s: --socket %s: in use by a running process "
+		    "(another agentd?)", __func__, path);
+		return (-1);
+	}
+	if (unlink(path) == -1 && errno != ENOENT) {
+		log_error("%s: --socket %s: a stale socket of uid %u that agentd "
+		    "cannot remove: %s%s", __func__, path, (unsigned)st.st_uid,
+		    strerror(errno), errno == EPERM || errno == EACCES ?
+		    " (in a sticky directory only its owner or root can; or "
+		    "choose another --socket)" : "");
+		return (-1);
+	}
+	return (0);
 }
 
 /* Create the unix socket, mode 0600, and serve. */
@@ -573,11 +320,10 @@ http_listen_unix(const char *path)
 		return (-1);
 	}
 	strcpy(sun.sun_path, path);
+	if (http_unix_clear(&sun) != 0)
+		return (-1);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0)) == -1)
-		goto fail;
-	/* A stale socket of an earlier agentd is in the way; nothing else. */
-	if (unlink(path) == -1 && errno != ENOENT)
 		goto fail;
 	mask = umask(0177);
 	if (bind(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
@@ -697,16 +443,7 @@ http_start(const struct config *c)
 
 	cfg = c;
 	http_raise_nofile();
-	if ((http_setup_ev = event_new(agentd_base, -1, 0, http_setup_cb,
-	    NULL)) == NULL || (http_shed_ev = event_new(agentd_base, -1, 0,
-	    http_shed_cb, NULL)) == NULL)
-		fatal("%s: out of memory", __func__);
-	/* Two requests of evhttp's largest always fit. */
-	http_request_max = 2 * cfg->max_body + HTTP_BODY_SLACK +
-	    HTTP_HEADERS_MAX;
-	http_inflight_max = 2 * http_request_max;
-	if (http_inflight_max < HTTP_INFLIGHT_MIN)
-		http_inflight_max = HTTP_INFLIGHT_MIN;
+	conn_start(cfg);
 	http_new(&http_tcp, 0);
 	http_new(&http_unix, 1);
 	for (i = 0; cfg->listen[i] != NULL; i++) {
@@ -746,21 +483,14 @@ http_free(void)
 	free(listeners);
 	listeners = NULL;
 	nlisteners = 0;
-	http_setup_cb(-1, 0, NULL);	/* accepted, not yet set up */
+	conn_flush();	/* accepted, not yet set up */
 	if (http_tcp.h != NULL)
 		evhttp_free(http_tcp.h);	/* each http_conn_closed runs */
 	if (http_unix.h != NULL)
 		evhttp_free(http_unix.h);
 	http_tcp.h = http_unix.h = NULL;
 	http_spares_free();	/* after the answers still queued */
-	if (http_setup_ev != NULL)
-		event_free(http_setup_ev);
-	if (http_shed_ev != NULL)
-		event_free(http_shed_ev);
-	http_setup_ev = http_shed_ev = NULL;
-	free(http_by_fd);
-	http_by_fd = NULL;
-	http_by_fd_len = 0;
+	conn_stop();
 	if (unix_path != NULL) {
 		unlink(unix_path);
 		free(unix_path);
@@ -789,21 +519,31 @@ static int
 http_authorized(struct http_req *hr)
 {
 	struct evkeyvalq	*h = evhttp_request_get_input_headers(hr->req);
-	const char		*v;
+	const char		*v, *x;
 
 	if (hr->unix_peer)
 		return (http_peer_ok(hr->req));
+	v = evhttp_find_header(h, "Authorization");
+	x = evhttp_find_header(h, "X-Access-Token");
+	return (http_token_ok(v, v != NULL ? strlen(v) : 0, x,
+	    x != NULL ? strlen(x) : 0));
+}
+
+/* Whether an Authorization or X-Access-Token value carries the token. */
+int
+http_token_ok(const char *v, size_t len, const char *x, size_t xlen)
+{
 	if (cfg->token == NULL)
 		return (1);
-	if ((v = evhttp_find_header(h, "Authorization")) != NULL) {
-		if (strncasecmp(v, "Bearer ", 7) != 0)
+	if (v != NULL) {
+		if (len < 7 || strncasecmp(v, "Bearer ", 7) != 0)
 			return (0);
-		for (v += 7; *v == ' '; v++)
+		for (v += 7, len -= 7; len > 0 && *v == ' '; v++, len--)
 			;
-		return (ct_equal(v, strlen(v), cfg->token, cfg->token_len));
+		return (ct_equal(v, len, cfg->token, cfg->token_len));
 	}
-	if ((v = evhttp_find_header(h, "X-Access-Token")) != NULL)
-		return (ct_equal(v, strlen(v), cfg->token, cfg->token_len));
+	if (x != NULL)
+		return (ct_equal(x, xlen, cfg->token, cfg->token_len));
 	return (0);
 }
 
@@ -813,7 +553,6 @@ http_dispatch(struct evhttp_request *req, void *arg)
 {
 	const struct evhttp_uri	*uri = evhttp_request_get_evhttp_uri(req);
 	struct evbuffer		*in = evhttp_request_get_input_buffer(req);
-	struct http_conn	*c;
 	struct http_req		 hr;
 	const char		*ct;
 	size_t			 len;
@@ -822,12 +561,7 @@ http_dispatch(struct evhttp_request *req, void *arg)
 	/* libevent writes 16 KiB per turn of the loop unless told. */
 	bufferevent_set_max_single_write(evhttp_connection_get_bufferevent(
 	    evhttp_request_get_connection(req)), HTTP_WRITE_MAX);
-	/* The request is whole: no deadline while a handler holds it. */
-	if ((c = http_conn_of(evhttp_request_get_connection(req))) != NULL) {
-		evtimer_del(c->deadline);
-		c->busy = 1;
-		evhttp_request_set_on_complete_cb(req, http_request_done, c);
-	}
+	conn_request_whole(req);
 	memset(&hr, 0, sizeof hr);
 	hr.req = req;
 	hr.method = evhttp_request_get_command(req);
@@ -870,8 +604,47 @@ http_dispatch(struct evhttp_request *req, void *arg)
 	api_route(&hr);
 }
 
+/* Whether a Content-Type is type, parameters aside. */
+static int
+http_type_is(const char *ct, const char *type)
+{
+	size_t	len = strlen(type);
+
+	while (*ct == ' ')
+		ct++;
+	return (strncasecmp(ct, type, len) == 0 && (ct[len] == '\0' ||
+	    ct[len] == ';' || ct[len] == ' ' || ct[len] == '\t'));
+}
+
+/*
+ * Whether a request comes from a web browser: it names an Origin or a
+ * Sec-Fetch-Site, or its User-Agent is a browser's ("Mozilla/...", which
+ * every browser sends and no HTTP library does by default).
+ */
+static int
+http_from_browser(const struct http_req *hr)
+{
+	struct evkeyvalq	*h = evhttp_request_get_input_headers(hr->req);
+	const char		*ua;
+
+	if (evhttp_find_header(h, "Origin") != NULL ||
+	    evhttp_find_header(h, "Sec-Fetch-Site") != NULL)
+		return (1);
+	ua = evhttp_find_header(h, "User-Agent");
+	return (ua != NULL && strncmp(ua, "Mozilla/", 8) == 0);
+}
+
+/* Whether s ends with suffix. */
+static int
+http_ends_with(const char *s, const char *suffix)
+{
+	size_t	len = strlen(s), slen = strlen(suffix);
+
+	return (len >= slen && strcmp(s + len - slen, suffix) == 0);
+}
+
 /* Count an answer by its status code. */
-static void
+void
 http_count(int code)
 {
 	size_t	i;
@@ -958,7 +731,9 @@ void
 http_reply_raw(struct evhttp_request *req, int status, const char *type,
     struct proto_buf *b)
 {
-	struct evbuffer	*out;
+	struct evkeyvalq	*h;
+	struct evbuffer		*out;
+	char			 date[40], num[32];
 
 	if (b->oom) {
 		proto_buf_free(b);
@@ -974,11 +749,31 @@ http_reply_raw(struct evhttp_request *req, int status, const char *type,
 		free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "Content-Type", type);
+	h = evhttp_request_get_output_headers(req);
+	evhttp_add_header(h, "Content-Type", type);
+	/* evhttp dates HTTP/1.1 answers only. */
+	http_date(date, sizeof date);
+	evhttp_add_header(h, "Date", date);
+	/* evhttp sends a HEAD answer's body: only say how long it is. */
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+		snprintf(num, sizeof num, "%zu", evbuffer_get_length(out));
+		evhttp_add_header(h, "Content-Length", num);
+		evbuffer_drain(out, evbuffer_get_length(out));
+	}
 	http_count(status);
 	evhttp_send_reply(req, status, NULL, out);
 	evbuffer_free(out);
+}
+
+/* An HTTP date of now, "Sun, 06 Nov 1994 08:49:37 GMT". */
+void
+http_date(char *buf, size_t len)
+{
+	struct tm	tm;
+	time_t		now = time(NULL);
+
+	gmtime_r(&now, &tm);
+	strftime(buf, len, "%a, %d %b %Y %H:%M:%S GMT", &tm);
 }
 
 /* Answer with a JSON body. */
@@ -1020,8 +815,44 @@ http_fail(struct evhttp_request *req, int status, const char *code,
 int
 http_method(struct http_req *hr, int allowed)
 {
+	static const struct {
+		int		 method;
+		const char	*name;
+	} names[] = {
+		{ EVHTTP_REQ_GET, "GET" }, { EVHTTP_REQ_HEAD, "HEAD" },
+		{ EVHTTP_REQ_POST, "POST" }, { EVHTTP_REQ_PUT, "PUT" },
+		{ EVHTTP_REQ_DELETE, "DELETE" },
+	};
+	char	allow[64];
+	size_t	i, off = 0;
+
+	/*
+	 * A page in a browser may POST text/plain or a form to any site
+	 * without asking first; application/json needs a preflight that
+	 * agentd never grants.  So a browser's POST must be JSON (stdin's may
+	 * be raw bytes); other clients (curl -d, a string body in Node's fetch)
+	 * are not browsers and keep working.
+	 */
+	if ((hr->method & allowed) && hr->method == EVHTTP_REQ_POST &&
+	    hr->body_len > 0 && http_from_browser(hr) &&
+	    !http_type_is(hr->content_type, "application/json") &&
+	    !(http_type_is(hr->content_type, "application/octet-stream") &&
+	    http_ends_with(hr->path, "/stdin"))) {
+		http_fail(hr->req, 415, "unsupported_media_type", "a browser's "
+		    "POST body is application/json (stdin: or "
+		    "application/octet-stream), not '%.64s'", hr->content_type);
+		return (-1);
+	}
 	if (hr->method & allowed)
 		return (0);
+	allow[0] = '\0';
+	for (i = 0; i < nitems(names); i++) {
+		if (allowed & names[i].method)
+			off += snprintf(allow + off, sizeof allow - off, "%s%s",
+			    off > 0 ? ", " : "", names[i].name);
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(hr->req), "Allow",
+	    allow);
 	http_fail(hr->req, 405, "method_not_allowed",
 	    "method not allowed on %s", hr->path);
 	return (-1);

@@ -2,6 +2,9 @@
  * http.h -- the HTTP side of agentd: listeners (TCP and the unix socket),
  * auth, routing, and the one shape of answers.
  *
+ * What happens to a connection before a handler sees its request (limits,
+ * the checks of a request's head, deadlines) is conn.h's.
+ *
  * Both transports serve the same routes.  TCP requests carry the token when
  * one is configured; unix-socket requests are checked by the peer's uid
  * (SO_PEERCRED: root or agentd's own uid) and need no token.
@@ -16,6 +19,9 @@
 #include <event2/util.h>
 
 #include "proto.h"
+
+#define HTTP_BODY_SLACK		65536	/* bytes evhttp reads past --max-body */
+#define HTTP_HEADERS_MAX	(64 * 1024) /* bytes of request line and headers */
 
 struct event;
 struct evhttp_request;
@@ -40,7 +46,19 @@ void	http_stop_accepting(void);
 /* Free everything (after shutdown). */
 void	http_free(void);
 
-/* Answer 405 unless the method is among allowed; 0 when it is. */
+/*
+ * Whether a TCP request's Authorization (or, without one, X-Access-Token)
+ * value carries the token; always when none is configured.  The values
+ * need no NUL; NULL when absent.
+ */
+int	http_token_ok(const char *authorization, size_t alen,
+	    const char *xtoken, size_t xlen);
+
+/*
+ * Answer 405 unless the method is among allowed, or 415 for a POST body
+ * that is not application/json (on .../stdin, application/octet-stream
+ * too); 0 when neither.
+ */
 int	http_method(struct http_req *, int allowed);
 
 /*
@@ -68,11 +86,16 @@ void	http_buf_take(struct proto_buf *b, size_t want);
 void	http_reply_raw(struct evhttp_request *, int status, const char *type,
 	    struct proto_buf *);
 
+/* Write an HTTP date of now (len 30 at least). */
+void	http_date(char *buf, size_t len);
+
 /* Requests answered, by status code, for /metrics. */
 struct http_code_count {
 	int		 code;
 	uint64_t	 count;
 };
 size_t	http_code_counts(const struct http_code_count **);
+/* Count an answer by its status code (one not sent through http_reply). */
+void	http_count(int code);
 
 #endif /* AGENTD_HTTP_H */

@@ -81,7 +81,7 @@ conn_send(struct conn *c, const char *method, const char *path,
 	need = strlen(method) + strlen(path) + (hdrs ? strlen(hdrs) : 0) +
 	    strlen(cfg.token) + 256 + blen;
 	conn_grow(&c->wbuf, &c->wcap, need);
-	len = snprintf(c->wbuf, c->wcap, "%s %s HTTP/1.1\r\nHost: bench\r\n"
+	len = snprintf(c->wbuf, c->wcap, "%s %s HTTP/1.1\r\nHost: localhost\r\n"
 	    "Authorization: Bearer %s\r\n%sContent-Length: %zu\r\n\r\n",
 	    method, path, cfg.token, hdrs ? hdrs : "", blen);
 	if (blen > 0)

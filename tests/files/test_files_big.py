@@ -103,7 +103,7 @@ class BigFileTest(FilesCase):
         for _ in range(8):
             s = socket.create_connection(('127.0.0.1', self.agentd.port))
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            s.sendall(('GET /v1/files%s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s'
+            s.sendall(('GET /v1/files%s HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s'
                        '\r\n\r\n' % (q(path=path), self.agentd.token)).encode())
             s.recv(1000)
             socks.append(s)

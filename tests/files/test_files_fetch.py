@@ -158,7 +158,7 @@ class FetchHTTPTest(FetchCase):
         body = ('{"url": "%s", "path": "%s"}' % (self.http.url('/trickle'), path)).encode()
         for _ in range(3):
             s = socket.create_connection(('127.0.0.1', self.agentd.port))
-            s.sendall(b'POST /v1/files/fetch HTTP/1.1\r\nHost: x\r\n'
+            s.sendall(b'POST /v1/files/fetch HTTP/1.1\r\nHost: localhost\r\n'
                       b'Authorization: Bearer ' + self.agentd.token.encode() +
                       b'\r\nContent-Type: application/json\r\n'
                       b'Content-Length: %d\r\n\r\n' % len(body) + body)

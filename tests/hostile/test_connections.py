@@ -2,6 +2,7 @@
 accept backing off on EMFILE, fds returned when clients go."""
 
 import os
+import re
 import resource
 import select
 import socket
@@ -25,15 +26,26 @@ def still_open(socks):
 
 class MaxConnectionsTest(HostileTestCase):
     """Beyond --max-connections a new connection gets 503 and a close, at
-    once; the unix socket has a budget of its own."""
+    once, when every connection held has sent the token; else the oldest
+    that has not gives way.  The unix socket has a budget of its own."""
 
     LIMIT = 50
-    agentd_args = ('--max-connections', str(LIMIT), '--header-timeout', '60s')
+    agentd_args = ('--max-connections', str(LIMIT), '--header-timeout', '60s',
+                   '--preauth-timeout', '60s')
+
+    def prove(self, s):
+        """An authenticated request on s: its connection is never evicted."""
+        s.sendall(b'GET /v1/sessions HTTP/1.1\r\nHost: localhost\r\n'
+                  b'Authorization: Bearer %s\r\n\r\n'
+                  % self.agentd.token.encode())
+        data, _ = read_answer(s, 5 * SLOW)
+        self.assertEqual(status_of(data), 200, data[:300])
 
     def test_one_too_many(self):
         base = self.fds()
         held = [connect(self.agentd.port) for _ in range(self.LIMIT)]
-        time.sleep(0.2)
+        for s in held:
+            self.prove(s)
         self.assertGreaterEqual(self.fds(), base + self.LIMIT - 2)
         t0 = time.monotonic()
         extra = connect(self.agentd.port)
@@ -44,12 +56,12 @@ class MaxConnectionsTest(HostileTestCase):
         self.assertIn(b'too_many_connections', data)
         self.assertLess(took, 1.0 * SLOW, 'the 503 took %.2fs' % took)
         # Held connections still work.
-        held[0].sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+        held[0].sendall(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
         data, _ = read_answer(held[0], 5 * SLOW)
         self.assertEqual(status_of(data), 200, data[:300])
         # The unix socket is not locked out by a TCP flood.
         u = connect_unix(self.agentd.socket_path)
-        u.sendall(b'GET /debug/stat HTTP/1.1\r\nHost: x\r\n\r\n')
+        u.sendall(b'GET /debug/stat HTTP/1.1\r\nHost: localhost\r\n\r\n')
         data, _ = read_answer(u, 5 * SLOW)
         u.close()
         self.assertEqual(status_of(data), 200, data[:300])
@@ -73,7 +85,8 @@ class MaxConnectionsTest(HostileTestCase):
     def test_metrics_count_the_503(self):
         base = self.fds()
         held = [connect(self.agentd.port) for _ in range(self.LIMIT)]
-        time.sleep(0.2)
+        for s in held:
+            self.prove(s)
         for _ in range(3):
             s = connect(self.agentd.port)
             read_answer(s, 5 * SLOW)
@@ -90,12 +103,105 @@ class MaxConnectionsTest(HostileTestCase):
         self.assertIn(b'agentd_http_requests_total{code="503"} 3', r.body)
 
 
+class ReserveTest(HostileTestCase):
+    """Idle connections that never sent the token cannot lock the platform
+    out (issue 13, item 7): a new connection beyond --max-connections
+    closes the oldest of them, with a 503, instead of being refused."""
+
+    LIMIT = 32
+    agentd_args = ('--max-connections', str(LIMIT), '--header-timeout', '60s',
+                   '--preauth-timeout', '60s')
+
+    def test_idle_unauthenticated_connections_give_way(self):
+        base = self.fds()
+        idle = [connect(self.agentd.port) for _ in range(self.LIMIT)]
+        time.sleep(0.2)
+        platform = []
+        for i in range(5):
+            s = connect(self.agentd.port)
+            s.sendall(b'GET /v1/sessions HTTP/1.1\r\nHost: localhost\r\n'
+                      b'Authorization: Bearer %s\r\n\r\n'
+                      % self.agentd.token.encode())
+            data, _ = read_answer(s, 5 * SLOW)
+            platform.append(s)
+            self.assertEqual(status_of(data), 200, data[:300])
+        # The oldest idle ones were closed, with a 503 of their own.
+        for s in idle[:5]:
+            data, closed = read_answer(s, 5 * SLOW)
+            self.assertEqual(status_of(data), 503, data[:300])
+            self.assertIn(b'too_many_connections', data)
+        for s in platform:
+            s.close()
+        r = self.req('GET', '/metrics')
+        m = re.search(rb'agentd_http_evicted_total (\d+)', r.body)
+        self.assertIsNotNone(m, r.body)
+        self.assertGreaterEqual(int(m.group(1)), 5)
+        for s in idle:
+            s.close()
+        self.wait_fds(base + 1)     # the harness client of /metrics
+        self.assertAlive()
+
+    def test_unauthenticated_body_is_never_read(self):
+        """A body without the token is refused from the headers: 401 at
+        once, no byte of it buffered, no share of the in-flight budget."""
+        s = connect(self.agentd.port)
+        s.sendall(b'PUT /v1/files?path=/tmp/x HTTP/1.1\r\nHost: localhost\r\n'
+                  b'Content-Length: 100000000\r\n\r\n')
+        data, closed = read_answer(s, 5 * SLOW)
+        s.close()
+        self.assertEqual(status_of(data), 401, data[:300])
+        self.assertIn(b'unauthorized', data)
+        self.assertIn(b'WWW-Authenticate: Bearer', data)
+
+
+class PeerLimitTest(HostileTestCase):
+    """One peer's connections without the token are limited: past
+    --max-peer-unproven its own oldest gives way, another peer's stay."""
+
+    agentd_args = ('--max-peer-unproven', '4', '--header-timeout', '60s',
+                   '--preauth-timeout', '60s')
+
+    def connect_from(self, src):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind((src, 0))
+        s.connect(('127.0.0.1', self.agentd.port))
+        return s
+
+    def test_a_peer_only_pushes_out_its_own(self):
+        mine = [self.connect_from('127.0.0.2') for _ in range(4)]
+        other = [self.connect_from('127.0.0.3') for _ in range(4)]
+        time.sleep(0.2)
+        more = [self.connect_from('127.0.0.2') for _ in range(2)]
+        for s in mine[:2]:
+            data, closed = read_answer(s, 5 * SLOW)
+            self.assertEqual(status_of(data), 503, data[:300])
+            self.assertIn(b'max-peer-unproven', data)
+        time.sleep(0.2)
+        self.assertEqual(still_open(other + mine[2:] + more),
+                         other + mine[2:] + more)
+        # A connection that sent the token no longer counts.
+        s = more[0]
+        s.sendall(b'GET /v1/sessions HTTP/1.1\r\nHost: localhost\r\n'
+                  b'Authorization: Bearer %s\r\n\r\n'
+                  % self.agentd.token.encode())
+        data, _ = read_answer(s, 5 * SLOW)
+        self.assertEqual(status_of(data), 200, data[:300])
+        extra = self.connect_from('127.0.0.2')
+        time.sleep(0.2)
+        self.assertEqual(still_open(mine[2:] + more + [extra]),
+                         mine[2:] + more + [extra])
+        for s in mine + other + more + [extra]:
+            s.close()
+        self.assertAlive()
+
+
 class TenThousandTest(HostileTestCase):
     """10,000 idle connections are held; healthz still answers at once;
     every fd is given back when the clients go."""
 
     N = int(os.environ.get('AGENTD_HOSTILE_CONNS', '10000'))
-    agentd_args = ('--header-timeout', '300s', '--idle-timeout', '300s')
+    agentd_args = ('--header-timeout', '300s', '--idle-timeout', '300s',
+                   '--preauth-timeout', '300s', '--max-peer-unproven', '100000')
 
     def test_ten_thousand_idle_connections(self):
         limit = raise_nofile()

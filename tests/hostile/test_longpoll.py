@@ -22,7 +22,7 @@ class VanishingClientTest(HostileTestCase):
         for _ in range(self.N):
             s = connect(self.agentd.port)
             s.sendall(('GET /v1/sessions/%s?cursor=%d&wait_ms=60000%s HTTP/1.1\r\n'
-                       'Host: x\r\nAuthorization: Bearer %s\r\n\r\n'
+                       'Host: localhost\r\nAuthorization: Bearer %s\r\n\r\n'
                        % (sid, cursor, path_extra, self.agentd.token)).encode())
             socks.append(s)
         deadline = time.monotonic() + 10 * SLOW
@@ -85,12 +85,12 @@ class VanishingClientTest(HostileTestCase):
         w = self.create(argv=['sh', '-c', 'sleep 1; echo done; sleep 30'])
         s = connect(self.agentd.port)
         req = ('GET /v1/sessions/%s?cursor=%d&wait_ms=10000 HTTP/1.1\r\n'
-               'Host: x\r\nAuthorization: Bearer %s\r\n\r\n'
+               'Host: localhost\r\nAuthorization: Bearer %s\r\n\r\n'
                % (w['id'], w['cursor'], self.agentd.token)).encode()
         s.sendall(req)
         time.sleep(0.3)
         self.assertEqual(self.readers(w['id']), 1)
-        s.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+        s.sendall(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
         time.sleep(0.3)
         self.assertEqual(self.readers(w['id']), 1, 'pipelined data freed the waiter')
         s.settimeout(15 * SLOW)
@@ -112,7 +112,7 @@ class VanishingClientTest(HostileTestCase):
         base = self.fds()
         s = connect(self.agentd.port)
         s.sendall(('GET /v1/sessions/%s?cursor=%d&wait_ms=60000 HTTP/1.1\r\n'
-                   'Host: x\r\nAuthorization: Bearer %s\r\n\r\n'
+                   'Host: localhost\r\nAuthorization: Bearer %s\r\n\r\n'
                    % (w['id'], w['cursor'], self.agentd.token)).encode())
         time.sleep(0.2)
         s.shutdown(socket.SHUT_WR)
@@ -125,7 +125,7 @@ class VanishingClientTest(HostileTestCase):
         """A DELETE still removes the session after its client went away."""
         w = self.create(argv=['sh', '-c', 'trap "" TERM; sleep 2'])
         s = connect(self.agentd.port)
-        s.sendall(('DELETE /v1/sessions/%s?grace_ms=1000 HTTP/1.1\r\nHost: x\r\n'
+        s.sendall(('DELETE /v1/sessions/%s?grace_ms=1000 HTTP/1.1\r\nHost: localhost\r\n'
                    'Authorization: Bearer %s\r\n\r\n'
                    % (w['id'], self.agentd.token)).encode())
         time.sleep(0.2)
@@ -153,7 +153,7 @@ class VanishingFetchClientTest(HostileTestCase):
         auth = ''.join('%s: %s\r\n' % kv
                        for kv in self.agentd.auth_headers().items())
         s = connect(self.agentd.port)
-        s.sendall(b'POST /v1/files/fetch HTTP/1.1\r\nHost: x\r\n%s'
+        s.sendall(b'POST /v1/files/fetch HTTP/1.1\r\nHost: localhost\r\n%s'
                   b'Content-Length: %d\r\n\r\n%s'
                   % (auth.encode(), len(body), body))
         time.sleep(0.5 * SLOW)

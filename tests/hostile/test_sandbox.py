@@ -25,12 +25,12 @@ except OSError as e:
 s = socket.socket(socket.AF_UNIX)
 try:
     s.connect(sock)
-    s.sendall(b'GET /v1/sessions HTTP/1.1\r\nHost: x\r\n\r\n')
+    s.sendall(b'GET /v1/sessions HTTP/1.1\r\nHost: localhost\r\n\r\n')
     out['unix'] = s.recv(100).decode(errors='replace').split('\r\n')[0]
 except OSError as e:
     out['unix'] = 'denied: %s' % e.strerror
 s = socket.create_connection(('127.0.0.1', int(port)))
-s.sendall(b'GET /v1/sessions HTTP/1.1\r\nHost: x\r\n\r\n')
+s.sendall(b'GET /v1/sessions HTTP/1.1\r\nHost: localhost\r\n\r\n')
 out['tcp'] = s.recv(100).decode(errors='replace').split('\r\n')[0]
 fds = {}
 for fd in os.listdir('/proc/self/fd'):

@@ -7,7 +7,7 @@ from hostilelib import (HostileTestCase, SLOW, closed_by_peer, connect,
                         healthz_latency, percentile, read_answer, status_of,
                         raise_nofile)
 
-PARTIAL = b'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: '
+PARTIAL = b'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: '
 
 
 class HeaderTimeoutTest(HostileTestCase):
@@ -54,7 +54,7 @@ class HeaderTimeoutTest(HostileTestCase):
     def test_whole_request_is_answered_after_a_slow_start(self):
         """A request that completes within the deadline is answered."""
         s = connect(self.agentd.port)
-        for b in (b'GET /healthz HTTP/1.1\r\n', b'Host: x\r\n', b'\r\n'):
+        for b in (b'GET /healthz HTTP/1.1\r\n', b'Host: localhost\r\n', b'\r\n'):
             s.sendall(b)
             time.sleep(0.2)
         data, _ = read_answer(s, 5 * SLOW)
@@ -77,7 +77,7 @@ class HeaderTimeoutTest(HostileTestCase):
     def test_keep_alive_idle_then_closed(self):
         """After an answer: open for --idle-timeout, then closed."""
         s = connect(self.agentd.port)
-        s.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+        s.sendall(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
         data, closed = read_answer(s, 5 * SLOW)
         self.assertEqual(status_of(data), 200)
         self.assertFalse(closed)
@@ -87,10 +87,44 @@ class HeaderTimeoutTest(HostileTestCase):
         self.assertGreater(took, 2.5, 'closed before --idle-timeout')
 
 
+class PreauthTimeoutTest(HostileTestCase):
+    """A connection that has not sent the token yet has --preauth-timeout,
+    shorter than --header-timeout and --idle-timeout (issue 13, item 7:
+    idle peers held the slots); one that has sent it keeps the long ones."""
+
+    agentd_args = ('--header-timeout', '60s', '--idle-timeout', '60s',
+                   '--preauth-timeout', '700')
+
+    def test_unproven_connections_are_cut_early(self):
+        silent = connect(self.agentd.port)
+        probe = connect(self.agentd.port)    # an unauthenticated healthz
+        probe.sendall(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
+        data, _ = read_answer(probe, 5 * SLOW)
+        self.assertEqual(status_of(data), 200)
+        proven = connect(self.agentd.port)
+        proven.sendall(b'GET /v1/sessions HTTP/1.1\r\nHost: localhost\r\n'
+                       b'Authorization: Bearer %s\r\n\r\n'
+                       % self.agentd.token.encode())
+        data, _ = read_answer(proven, 5 * SLOW)
+        self.assertEqual(status_of(data), 200)
+        for s in (silent, probe):
+            closed, took = closed_by_peer(s, 10 * SLOW)
+            s.close()
+            self.assertTrue(closed, 'an unproven connection still open')
+        closed, _ = closed_by_peer(proven, 1.0)
+        self.assertFalse(closed, 'a connection with the token was cut')
+        proven.sendall(b'GET /v1/sessions HTTP/1.1\r\nHost: localhost\r\n'
+                       b'Authorization: Bearer %s\r\n\r\n'
+                       % self.agentd.token.encode())
+        data, _ = read_answer(proven, 5 * SLOW)
+        proven.close()
+        self.assertEqual(status_of(data), 200)
+
+
 class SlowlorisTest(HostileTestCase):
     """Hundreds of half-open requests must not delay healthz."""
 
-    agentd_args = ('--header-timeout', '3000')
+    agentd_args = ('--header-timeout', '3000', '--max-peer-unproven', '1000')
     HALF_OPEN = 500
 
     def test_healthz_under_slowloris(self):

@@ -152,7 +152,7 @@ class Reader(threading.Thread):
         """A long-poll sent and its connection closed before the answer."""
         s = socket.create_connection(('127.0.0.1', self.soak.a.port), timeout=10)
         s.sendall(('GET /v1/sessions/%s?cursor=%d&wait_ms=30000 HTTP/1.1\r\n'
-                   'Host: x\r\nAuthorization: %s\r\n\r\n'
+                   'Host: localhost\r\nAuthorization: %s\r\n\r\n'
                    % (self.sid, self.cursor, self.soak.auth['Authorization'])
                    ).encode())
         if self.rnd.random() < 0.5:

@@ -1,0 +1,328 @@
+"""HTTP conformance with real clients (issue 14, item 10): HEAD answers
+without a body, 413 from the headers instead of 100 Continue, Allow on 405,
+Host required on HTTP/1.1, Date on HTTP/1.0, chunk extensions ignored, and
+every error body JSON.  Raw sockets, so that nothing is smoothed over."""
+
+import json
+import os
+import socket
+import subprocess
+import time
+import unittest
+
+from harness import AgentdTestCase, SLOW, agentd_path, free_port
+
+
+class Raw:
+    """A raw HTTP/1.x connection to agentd."""
+
+    def __init__(self, port, timeout=10.0 * SLOW):
+        self.s = socket.create_connection(('127.0.0.1', port), timeout=timeout)
+        self.buf = b''
+
+    def send(self, data):
+        self.s.sendall(data)
+
+    def _fill(self):
+        chunk = self.s.recv(65536)
+        if not chunk:
+            raise EOFError('closed')
+        self.buf += chunk
+
+    def head(self):
+        """Read one status line and headers: (status, {name: [values]})."""
+        while b'\r\n\r\n' not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b'\r\n\r\n', 1)
+        lines = head.decode('latin-1').split('\r\n')
+        status = int(lines[0].split()[1])
+        hdrs = {}
+        for line in lines[1:]:
+            k, v = line.split(':', 1)
+            hdrs.setdefault(k.strip().lower(), []).append(v.strip())
+        return status, hdrs
+
+    def answer(self, head_only=False):
+        """One answer: (status, headers, body); a HEAD answer has none."""
+        status, hdrs = self.head()
+        n = 0 if head_only else int(hdrs.get('content-length', ['0'])[0])
+        while len(self.buf) < n:
+            self._fill()
+        body, self.buf = self.buf[:n], self.buf[n:]
+        return status, hdrs, body
+
+    def rest(self, timeout=2.0 * SLOW):
+        """Whatever comes until the close or timeout."""
+        self.s.settimeout(timeout)
+        try:
+            while True:
+                self._fill()
+        except (EOFError, socket.timeout, ConnectionResetError):
+            pass
+        out, self.buf = self.buf, b''
+        return out
+
+    def close(self):
+        self.s.close()
+
+
+class HttpTest(AgentdTestCase):
+
+    agentd_args = ('--max-body', '4096')
+
+    def raw(self):
+        r = Raw(self.agentd.port)
+        self.addCleanup(r.close)
+        return r
+
+    def auth(self):
+        return b'Authorization: Bearer %s\r\n' % self.agentd.token.encode()
+
+    def assertJsonError(self, status, hdrs, body, want_status, code=None):
+        self.assertEqual(status, want_status, body[:300])
+        self.assertTrue(hdrs.get('content-type', [''])[0].startswith(
+            'application/json'), hdrs)
+        err = json.loads(body)['error']
+        if code is not None:
+            self.assertEqual(err['code'], code, body)
+
+    def test_head_answers_have_no_body(self):
+        r = self.raw()
+        r.send(b'HEAD /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n'
+               b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
+        st, hdrs, body = r.answer(head_only=True)
+        self.assertEqual(st, 200)
+        # The length a GET would have, and no body after the head: the
+        # next bytes are the second answer's status line.
+        self.assertGreater(int(hdrs['content-length'][0]), 0)
+        st, hdrs2, body2 = r.answer()
+        self.assertEqual(st, 200, r.buf[:200])
+        self.assertEqual(json.loads(body2)['status'], 'ok')
+
+    def test_head_of_an_error_has_no_body(self):
+        r = self.raw()
+        r.send(b'HEAD /nowhere HTTP/1.1\r\nHost: localhost\r\n%s\r\n'
+               b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n' % self.auth())
+        st, _, _ = r.answer(head_only=True)
+        self.assertEqual(st, 404)
+        st, _, body = r.answer()
+        self.assertEqual(st, 200, body[:200])
+
+    def test_expect_continue_over_max_body_gets_413_at_once(self):
+        r = self.raw()
+        t0 = time.monotonic()
+        r.send(b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n%s'
+               b'Content-Type: application/json\r\nContent-Length: 5000\r\n'
+               b'Expect: 100-continue\r\n\r\n' % self.auth())
+        st, hdrs, body = r.answer()
+        self.assertJsonError(st, hdrs, body, 413, 'body_too_large')
+        self.assertLess(time.monotonic() - t0, 2.0 * SLOW)
+
+    def test_expect_continue_within_max_body_continues(self):
+        r = self.raw()
+        doc = b'{"cmd": "true", "yield_ms": 5000}'
+        r.send(b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n%s'
+               b'Content-Type: application/json\r\nContent-Length: %d\r\n'
+               b'Expect: 100-continue\r\n\r\n' % (self.auth(), len(doc)))
+        st, _ = r.head()
+        self.assertEqual(st, 100)
+        r.send(doc)
+        st, _, body = r.answer()
+        self.assertEqual(st, 201, body[:300])
+
+    def test_other_expectations_get_417_json(self):
+        r = self.raw()
+        r.send(b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n%s'
+               b'Content-Length: 2\r\nExpect: teapot\r\n\r\n{}' % self.auth())
+        self.assertJsonError(*r.answer(), 417, 'expectation_failed')
+
+    def test_405_says_allow(self):
+        r = self.raw()
+        r.send(b'DELETE /healthz HTTP/1.1\r\nHost: localhost\r\n%s\r\n'
+               % self.auth())
+        st, hdrs, body = r.answer()
+        self.assertJsonError(st, hdrs, body, 405, 'method_not_allowed')
+        self.assertEqual(hdrs['allow'], ['GET, HEAD'])
+        r.send(b'PUT /v1/sessions HTTP/1.1\r\nHost: localhost\r\n%s'
+               b'Content-Length: 0\r\n\r\n' % self.auth())
+        st, hdrs, body = r.answer()
+        self.assertEqual(st, 405)
+        self.assertEqual(hdrs['allow'], ['GET, POST'])
+
+    def test_http11_needs_one_host(self):
+        for req in (b'GET /healthz HTTP/1.1\r\n\r\n',
+                    b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n'
+                    b'Host: 127.0.0.1\r\n\r\n'):
+            r = self.raw()
+            r.send(req)
+            self.assertJsonError(*r.answer(), 400, 'invalid_request')
+        # HTTP/1.0 needs none.
+        r = self.raw()
+        r.send(b'GET /healthz HTTP/1.0\r\n\r\n')
+        st, hdrs, body = r.answer()
+        self.assertEqual(st, 200, body)
+
+    def test_http10_answers_are_dated(self):
+        for version in (b'1.0', b'1.1'):
+            r = self.raw()
+            r.send(b'GET /healthz HTTP/%s\r\nHost: localhost\r\n\r\n' % version)
+            st, hdrs, _ = r.answer()
+            self.assertEqual(st, 200)
+            self.assertEqual(len(hdrs.get('date', [])), 1, hdrs)
+            self.assertTrue(hdrs['date'][0].endswith(' GMT'), hdrs)
+
+    def test_chunk_extensions_are_ignored(self):
+        doc = b'{"cmd": "echo hi", "yield_ms": 5000}'
+        r = self.raw()
+        r.send(b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n%s'
+               b'Content-Type: application/json\r\n'
+               b'Transfer-Encoding: chunked\r\n\r\n'
+               b'%x;name=value;other\r\n%s\r\n%x ; x="y"\r\n%s\r\n'
+               b'0;last\r\nX-Trailer: 1\r\n\r\n'
+               % (self.auth(), 10, doc[:10], len(doc) - 10, doc[10:]))
+        st, _, body = r.answer()
+        self.assertEqual(st, 201, body[:300])
+        # The connection goes on.
+        r.send(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
+        self.assertEqual(r.answer()[0], 200)
+
+    def test_chunk_size_lines_are_bounded(self):
+        doc = b'{"cmd": "true", "yield_ms": 5000}'
+        for n, want in ((1024, 201), (1025, 400)):
+            line = b'%x;' % len(doc)
+            line += b'e' * (n - len(line))
+            r = self.raw()
+            r.send(b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n%s'
+                   b'Content-Type: application/json\r\n'
+                   b'Transfer-Encoding: chunked\r\n\r\n%s\r\n%s\r\n0\r\n\r\n'
+                   % (self.auth(), line, doc))
+            st, _, body = r.answer()
+            self.assertEqual(st, want, (n, body[:300]))
+
+    def test_chunked_body_over_max_body_gets_json_413(self):
+        r = self.raw()
+        r.send(b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n%s'
+               b'Content-Type: application/json\r\n'
+               b'Transfer-Encoding: chunked\r\n\r\n' % self.auth())
+        for _ in range(3):
+            r.send(b'800\r\n' + b' ' * 0x800 + b'\r\n')
+        self.assertJsonError(*r.answer(), 413, 'body_too_large')
+
+    def test_every_error_body_is_json(self):
+        cases = [
+            (b'GET\r\n\r\n', 400),
+            (b'GET /healthz HTTP/9.9\r\nHost: localhost\r\n\r\n', 400),
+            (b'GET /a b c HTTP/1.1\r\nHost: localhost\r\n\r\n', 400),
+            (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\nbad header\r\n\r\n', 400),
+            (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n x: folded\r\n\r\n', 400),
+            (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX: '
+             + b'y' * 70000 + b'\r\n\r\n', 431),
+            (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n'
+             b'Transfer-Encoding: gzip\r\n\r\n', 400),
+            (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n'
+             b'Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}', 400),
+            (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n'
+             b'Content-Length: -1\r\n\r\n', 400),
+            (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\nAUTH'
+             b'Transfer-Encoding: chunked\r\n\r\nzz\r\n', 400),
+            (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\nAUTH'
+             b'Content-Length: 99999999999999999999\r\n\r\n', 400),
+        ]
+        for req, want in cases:
+            r = self.raw()
+            r.send(req.replace(b'AUTH', self.auth()))
+            try:
+                st, hdrs, body = r.answer()
+            except EOFError:
+                self.fail('%r: closed without an answer' % req[:60])
+            with self.subTest(req=req[:70]):
+                self.assertJsonError(st, hdrs, body, want)
+            r.close()
+
+
+class ListenTest(AgentdTestCase):
+    """Port squatting (issue 13, item 8): a user who binds [::1]:PORT beside
+    agentd's 127.0.0.1:PORT gets the requests, and the token, of every
+    client that resolves localhost to ::1.  agentd listens on the twin too,
+    and does not start when it is taken."""
+
+    autostart = False
+
+    def v6_listener(self, port):
+        s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        try:
+            s.bind(('::1', port))
+        except OSError as e:
+            s.close()
+            raise unittest.SkipTest('no IPv6 loopback here: %s' % e)
+        s.listen(8)
+        self.addCleanup(s.close)
+        return s
+
+    def run_agentd(self, *args):
+        """Run agentd briefly: its exit status (None: still running)."""
+        if '--socket' not in args:
+            args = ('--socket', '') + args
+        if '--listen' not in args:
+            args += ('--listen', '127.0.0.1:%d' % free_port())
+        p = subprocess.Popen([agentd_path()] + list(args),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+        try:
+            _, err = p.communicate(timeout=3 * SLOW)
+        except subprocess.TimeoutExpired:
+            p.terminate()
+            _, err = p.communicate()
+            return None, err
+        return p.returncode, err
+
+    def test_loopback_twin_is_served(self):
+        a = self.start_agentd()
+        self.v6_listener(0)       # skips without IPv6
+        s = socket.create_connection(('::1', a.port), timeout=5 * SLOW)
+        s.sendall(b'GET /healthz HTTP/1.1\r\nHost: [::1]\r\n\r\n')
+        self.assertTrue(s.recv(100).startswith(b'HTTP/1.1 200'))
+        s.close()
+
+    def test_squatted_twin_stops_the_start(self):
+        port = free_port()
+        self.v6_listener(port)
+        rc, err = self.run_agentd('--listen', '127.0.0.1:%d' % port)
+        self.assertIsNotNone(rc, 'agentd started beside a squatter of '
+                             '[::1]:%d' % port)
+        self.assertNotEqual(rc, 0)
+        self.assertIn(b'[::1]:%d is in use' % port, err)
+        # Asked not to: it starts.
+        rc, err = self.run_agentd('--listen', '127.0.0.1:%d' % port,
+                                  '--dual-stack', '0')
+        self.assertIsNone(rc, err)
+
+    def test_socket_path_is_never_taken_from_others(self):
+        """--socket removes a stale socket only: not a file, not the live
+        socket of another agentd."""
+        a = self.start_agentd()
+        path = os.path.join(a.dir, 'file')
+        with open(path, 'w') as f:
+            f.write('keep me')
+        rc, err = self.run_agentd('--socket', path)
+        self.assertIsNotNone(rc, 'agentd started on a file')
+        self.assertNotEqual(rc, 0)
+        with open(path) as f:
+            self.assertEqual(f.read(), 'keep me')
+        rc, err = self.run_agentd('--socket', a.socket_path)
+        self.assertIsNotNone(rc, 'agentd took a live socket')
+        self.assertIn(b'in use', err)
+        r = self.req('GET', '/v1/sessions', client=a.unix_client())
+        self.assertEqual(r.status, 200)
+        # A stale one (nobody listens) is replaced.
+        stale = os.path.join(a.dir, 'stale.sock')
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(stale)
+        s.close()
+        rc, err = self.run_agentd('--socket', stale)
+        self.assertIsNone(rc, err)
+
+
+if __name__ == '__main__':
+    unittest.main()
