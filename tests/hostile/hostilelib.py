@@ -52,12 +52,32 @@ def socket_count(pid):
     return sum(1 for t in fd_targets(pid).values() if t.startswith('socket:'))
 
 
-def rss_kib(pid):
+def rss_kib(pid, field='VmRSS'):
+    """Resident KiB of pid; field='VmHWM': its peak so far, which does not
+    depend on the moment we look."""
     with open('/proc/%d/status' % pid) as f:
         for line in f:
-            if line.startswith('VmRSS:'):
+            if line.startswith(field + ':'):
                 return int(line.split()[1])
     return 0
+
+
+def tcp_queues(port):
+    """Bytes still queued on the loopback TCP connections to port (IPv4):
+    the clients' send queues (not yet in agentd's socket) plus agentd's
+    receive queues (not yet read by agentd).  0: agentd has read all."""
+    total = 0
+    with open('/proc/net/tcp') as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            local, remote = fields[1], fields[2]
+            tx, rx = (int(v, 16) for v in fields[4].split(':'))
+            if int(local.split(':')[1], 16) == port:
+                total += rx         # agentd's end
+            elif int(remote.split(':')[1], 16) == port:
+                total += tx         # the client's end
+    return total
 
 
 def cpu_seconds(pid):
