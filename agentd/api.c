@@ -370,9 +370,7 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 	w->timer = evtimer_new(agentd_base, api_waiter_timeout, w);
 	if (w->timer == NULL)
 		fatal("%s: out of memory", __func__);
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(w->timer, &tv);
+	evtimer_add(w->timer, timeval_ms(&tv, ms));
 
 	/* evhttp stops reading while a request is out: watch for the close. */
 	w->closed = http_watch_client(req, api_waiter_closed, w);

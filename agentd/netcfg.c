@@ -39,6 +39,7 @@
 
 #include "log.h"
 #include "netcfg.h"
+#include "util.h"
 
 #ifndef MODULE_INIT_COMPRESSED_FILE
 #define MODULE_INIT_COMPRESSED_FILE	4	/* linux/module.h, Linux 5.17 */
@@ -92,7 +93,6 @@ static int	netcfg_if_up(int, const char *);
 static int	netcfg_if_exists(const char *);
 static int	netcfg_first_nic(char *, size_t);
 static int	netcfg_wait_nic(char *, size_t, int64_t);
-static int64_t	netcfg_now_ms(void);
 static void	netcfg_sleep_ms(int);
 static void	netcfg_resolv(const struct netcfg_ip *);
 static char	*netcfg_read_file(const char *, size_t *);
@@ -286,16 +286,6 @@ netcfg_lo_up(void)
 	close(sock);
 }
 
-/* Milliseconds of CLOCK_MONOTONIC. */
-static int64_t
-netcfg_now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
 /* Sleep, through signals (they are blocked or handled by nobody yet). */
 static void
 netcfg_sleep_ms(int ms)
@@ -343,13 +333,13 @@ netcfg_first_nic(char *name, size_t len)
 static int
 netcfg_wait_nic(char *name, size_t len, int64_t wait_ms)
 {
-	int64_t	deadline = netcfg_now_ms() + wait_ms;
+	int64_t	deadline = clock_mono_ms() + wait_ms;
 
 	for (;;) {
 		if (*name != '\0' ? netcfg_if_exists(name) :
 		    netcfg_first_nic(name, len) == 0)
 			return (0);
-		if (netcfg_now_ms() >= deadline)
+		if (clock_mono_ms() >= deadline)
 			return (-ENODEV);
 		netcfg_sleep_ms(NETCFG_POLL_MS);
 	}

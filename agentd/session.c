@@ -75,6 +75,7 @@ struct session {
 };
 
 static TAILQ_HEAD(, session)	 sessions = TAILQ_HEAD_INITIALIZER(sessions);
+static struct event_base	*session_base;	/* the capture loop */
 static struct session_limits	 limits;
 static session_observer_fn	 observer;
 static uint64_t			 next_id = 1;
@@ -102,8 +103,10 @@ static void	session_kill(struct session *, int sig);
 
 /* Set the limits and the observer. */
 void
-session_init(const struct session_limits *l, session_observer_fn fn)
+session_init(struct event_base *base, const struct session_limits *l,
+    session_observer_fn fn)
 {
+	session_base = base;
 	limits = *l;
 	observer = fn;
 }
@@ -122,9 +125,7 @@ session_timer_add(struct event *ev, int64_t ms)
 {
 	struct timeval	tv;
 
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	event_add(ev, &tv);
+	event_add(ev, timeval_ms(&tv, ms));
 }
 
 /* Copy a NULL-terminated string vector. */
@@ -326,19 +327,19 @@ session_create(const struct proto_create *pc, struct session **out,
 	for (i = 0; i < 2; i++) {
 		if (s->out[i].fd == -1)
 			continue;
-		s->out[i].ev = event_new(agentd_base, s->out[i].fd,
+		s->out[i].ev = event_new(session_base, s->out[i].fd,
 		    EV_READ | EV_PERSIST, session_read_cb, &s->out[i]);
 		event_add(s->out[i].ev, NULL);
 		s->nopen++;
 	}
 	s->inq = evbuffer_new();
 	if (s->in != -1)
-		s->in_ev = event_new(agentd_base, s->in, EV_WRITE,
+		s->in_ev = event_new(session_base, s->in, EV_WRITE,
 		    session_write_cb, s);
-	s->timeout_ev = evtimer_new(agentd_base, session_timeout_cb, s);
-	s->kill_ev = evtimer_new(agentd_base, session_kill_cb, s);
-	s->drain_ev = evtimer_new(agentd_base, session_drain_cb, s);
-	s->ttl_ev = evtimer_new(agentd_base, session_ttl_cb, s);
+	s->timeout_ev = evtimer_new(session_base, session_timeout_cb, s);
+	s->kill_ev = evtimer_new(session_base, session_kill_cb, s);
+	s->drain_ev = evtimer_new(session_base, session_drain_cb, s);
+	s->ttl_ev = evtimer_new(session_base, session_ttl_cb, s);
 	if (s->inq == NULL || s->timeout_ev == NULL || s->kill_ev == NULL ||
 	    s->drain_ev == NULL || s->ttl_ev == NULL ||
 	    (s->in != -1 && s->in_ev == NULL))

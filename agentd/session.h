@@ -27,6 +27,7 @@
 
 struct session;
 struct ring;
+struct event_base;
 
 /* What happened to a session, for its observer. */
 #define SESSION_EV_OUTPUT	0x1	/* new chunks */
@@ -46,8 +47,10 @@ struct session_limits {
 	const char	*workdir;		/* default cwd, or NULL */
 };
 
-/* Set the limits and the observer (once, before any session). */
-void	 session_init(const struct session_limits *, session_observer_fn);
+/* Set the loop (capture, timers), the limits and the observer (once,
+ * before any session). */
+void	 session_init(struct event_base *, const struct session_limits *,
+	    session_observer_fn);
 
 /*
  * Start a session.  Returns 0 with *out set; or -1 with err filled:

@@ -22,13 +22,6 @@
 #include "netcfg.h"
 #include "pid1.h"
 
-/* util.c's fatal path ends here; nothing in these tests should reach it. */
-void
-agentd_panic(void)
-{
-	abort();
-}
-
 static char	cause[NETCFG_CAUSE_MAX];
 
 /* An address in dotted form, for comparisons. */
