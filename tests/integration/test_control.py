@@ -181,9 +181,12 @@ class DeleteTest(AgentdTestCase):
         # shell saw a signal, HUP came first
         path = os.path.join(self.agentd.workdir, 'hup.log')
         self.assertTrue(pid_gone(w['pid']) or pid_state(w['pid']) == 'Z')
+        # The file exists only if the HUP trap ran.  It may be empty: the
+        # SIGTERM that follows can end the shell between the trap's open
+        # and its write (seen under valgrind).
         if os.path.exists(path):
             with open(path) as f:
-                self.assertEqual(f.read(), 'HUP\n')
+                self.assertIn(f.read(), ('HUP\n', ''))
 
     def test_delete_exited(self):
         w = self.create(cmd='exit 3', yield_ms=5000)
