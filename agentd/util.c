@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <sys/time.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -216,6 +217,30 @@ parse_duration(const char *s, int64_t unit_ms, int64_t *ms)
 		return (-1);
 	*ms = (int64_t)v * unit;
 	return (0);
+}
+
+/* The next word of a kernel command line. */
+const char *
+cmdline_next(const char **pp, size_t *len)
+{
+	const char	*p = *pp, *start;
+	int		 quoted = 0;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	if (*p == '\0') {
+		*pp = p;
+		return (NULL);
+	}
+	start = p;
+	while (*p != '\0' && (quoted || !isspace((unsigned char)*p))) {
+		if (*p == '"')
+			quoted = !quoted;
+		p++;
+	}
+	*len = (size_t)(p - start);
+	*pp = p;
+	return (start);
 }
 
 /* Compare without leaking, through timing, where the first difference is. */

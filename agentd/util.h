@@ -48,6 +48,13 @@ int	 parse_size(const char *, uint64_t *);
  */
 int	 parse_duration(const char *, int64_t unit_ms, int64_t *ms);
 
+/*
+ * The next word of a kernel command line at *p (blanks inside double quotes
+ * belong to it): its start, its length in *len, and *p moved past it; NULL
+ * at the end.
+ */
+const char *cmdline_next(const char **p, size_t *len);
+
 /* Constant-time comparison of two byte strings; 1 when equal. */
 int	 ct_equal(const void *, size_t, const void *, size_t);
 

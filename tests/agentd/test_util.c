@@ -182,6 +182,32 @@ START_TEST(test_ct_equal)
 }
 END_TEST
 
+START_TEST(test_cmdline_next)
+{
+	const char	*p = "  a=1 b=\"x y\"  c\t\"d e\"=2 \"unclosed z", *w;
+	size_t		 len;
+
+	ck_assert_ptr_nonnull(w = cmdline_next(&p, &len));
+	ck_assert_int_eq((int)len, 3);
+	ck_assert(strncmp(w, "a=1", len) == 0);
+	ck_assert_ptr_nonnull(w = cmdline_next(&p, &len));
+	ck_assert(len == 7 && strncmp(w, "b=\"x y\"", len) == 0);
+	ck_assert_ptr_nonnull(w = cmdline_next(&p, &len));
+	ck_assert(len == 1 && *w == 'c');
+	ck_assert_ptr_nonnull(w = cmdline_next(&p, &len));
+	ck_assert(len == 7 && strncmp(w, "\"d e\"=2", len) == 0);
+	/* An unclosed quote runs to the end. */
+	ck_assert_ptr_nonnull(w = cmdline_next(&p, &len));
+	ck_assert(len == 11 && strncmp(w, "\"unclosed z", len) == 0);
+	ck_assert_ptr_null(cmdline_next(&p, &len));
+	ck_assert_ptr_null(cmdline_next(&p, &len));	/* stays at the end */
+	p = " \t\n";
+	ck_assert_ptr_null(cmdline_next(&p, &len));
+	p = "";
+	ck_assert_ptr_null(cmdline_next(&p, &len));
+}
+END_TEST
+
 START_TEST(test_timeval_ms)
 {
 	struct timeval	tv;
@@ -376,6 +402,7 @@ util_suite(void)
 	tcase_add_test(tc, test_parse_size);
 	tcase_add_test(tc, test_parse_duration);
 	tcase_add_test(tc, test_ct_equal);
+	tcase_add_test(tc, test_cmdline_next);
 	tcase_add_test(tc, test_timeval_ms);
 	tcase_add_test(tc, test_clocks);
 	tcase_add_test(tc, test_nofile_raise);
