@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "fetchparse.h"
+#include "util.h"	/* cause_set */
 
 static int	fetchparse_fail(char *, size_t, const char *, ...)
 		    __attribute__((format(printf, 3, 4)));
@@ -24,11 +25,9 @@ fetchparse_fail(char *cause, size_t len, const char *fmt, ...)
 {
 	va_list	ap;
 
-	if (cause != NULL && len > 0) {
-		va_start(ap, fmt);
-		vsnprintf(cause, len, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	cause_vset(cause, len, fmt, ap);
+	va_end(ap);
 	errno = EINVAL;
 	return (-1);
 }
@@ -37,8 +36,7 @@ fetchparse_fail(char *cause, size_t len, const char *fmt, ...)
 static int
 fetchparse_oom(char *cause, size_t len)
 {
-	if (cause != NULL && len > 0)
-		snprintf(cause, len, "out of memory");
+	cause_set(cause, len, "out of memory");
 	errno = ENOMEM;
 	return (-1);
 }

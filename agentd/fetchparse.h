@@ -2,7 +2,7 @@
  * fetchparse.h -- the parsers of fetch.c's HTTP client, as pure functions:
  * a URL taken apart, a redirect's Location resolved, a response's status
  * line and header lines, a chunk-size line.  No I/O, no globals, no logging
- * and no fatal path: any thread may call them, and tests/fuzz/fuzz_fetch.c
+ * and no fatal path (of util.c only cause_set): any thread may call them, and tests/fuzz/fuzz_fetch.c
  * feeds them raw bytes.
  *
  * Errors: -1 (or NULL) with errno EINVAL and, where a cause buffer is

@@ -32,8 +32,6 @@
 #define NETCFG_FIELDS		10	/* fields of ip= that mean something */
 #define NETCFG_POLL_MS		10	/* between two looks for the NIC */
 
-static void	netcfg_cause(char *, size_t, const char *, ...)
-		    __attribute__((format(printf, 3, 4)));
 static int	netcfg_addr(const char *, struct in_addr *);
 static int	netcfg_mask_ok(struct in_addr);
 static struct in_addr netcfg_classful(struct in_addr);
@@ -45,19 +43,6 @@ static int	netcfg_first_nic(char *, size_t);
 static int	netcfg_wait_nic(char *, size_t, int64_t);
 static void	netcfg_sleep_ms(int);
 static void	netcfg_resolv(const struct netcfg_ip *);
-
-/* Write a cause, as snprintf, when there is a buffer. */
-static void
-netcfg_cause(char *cause, size_t causelen, const char *fmt, ...)
-{
-	va_list	ap;
-
-	if (cause == NULL || causelen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(cause, causelen, fmt, ap);
-	va_end(ap);
-}
 
 /* A dotted IPv4 address; "" leaves *a at 0.  Returns 0 or -1. */
 static int
@@ -106,7 +91,7 @@ netcfg_autoconf(const char *s, char *cause, size_t causelen)
 		if (strcmp(s, off[i]) == 0)
 			return (1);
 	}
-	netcfg_cause(cause, causelen, "ip=: autoconfiguration '%.32s' is not "
+	cause_set(cause, causelen, "ip=: autoconfiguration '%.32s' is not "
 	    "supported; use ip=CLIENT::GW:NETMASK:HOST:DEVICE:off", s);
 	return (-ENOTSUP);
 }
@@ -139,7 +124,7 @@ netcfg_parse_ip(const char *value, struct netcfg_ip *out, char *cause,
 		end = strchr(p, ':');
 		n = end != NULL ? (size_t)(end - p) : strlen(p);
 		if (n >= NETCFG_FIELD_MAX) {
-			netcfg_cause(cause, causelen, "ip=: field %s is too long",
+			cause_set(cause, causelen, "ip=: field %s is too long",
 			    names[i]);
 			return (-EINVAL);
 		}
@@ -153,26 +138,26 @@ netcfg_parse_ip(const char *value, struct netcfg_ip *out, char *cause,
 		return (error);
 	for (i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
 		if (netcfg_addr(f[addrs[i].field], addrs[i].addr) != 0) {
-			netcfg_cause(cause, causelen, "ip=: %s '%.64s' is not "
+			cause_set(cause, causelen, "ip=: %s '%.64s' is not "
 			    "an IPv4 address", names[addrs[i].field],
 			    f[addrs[i].field]);
 			return (-EINVAL);
 		}
 	}
 	if (f[3][0] != '\0' && !netcfg_mask_ok(out->netmask)) {
-		netcfg_cause(cause, causelen, "ip=: netmask '%.64s' is not a "
+		cause_set(cause, causelen, "ip=: netmask '%.64s' is not a "
 		    "netmask", f[3]);
 		return (-EINVAL);
 	}
 	if (strlen(f[4]) > NETCFG_HOSTNAME_MAX) {
-		netcfg_cause(cause, causelen, "ip=: hostname is longer than %d "
+		cause_set(cause, causelen, "ip=: hostname is longer than %d "
 		    "bytes", NETCFG_HOSTNAME_MAX);
 		return (-EINVAL);
 	}
 	memcpy(out->hostname, f[4], strlen(f[4]) + 1);
 	if (strlen(f[5]) >= IFNAMSIZ || strchr(f[5], '/') != NULL ||
 	    strcmp(f[5], ".") == 0 || strcmp(f[5], "..") == 0) {
-		netcfg_cause(cause, causelen, "ip=: device '%.64s' is not an "
+		cause_set(cause, causelen, "ip=: device '%.64s' is not an "
 		    "interface name", f[5]);
 		return (-EINVAL);
 	}

@@ -219,6 +219,25 @@ parse_duration(const char *s, int64_t unit_ms, int64_t *ms)
 	return (0);
 }
 
+/* Write a message into a caller's cause buffer, if there is one. */
+void
+cause_vset(char *cause, size_t causelen, const char *fmt, va_list ap)
+{
+	if (cause != NULL && causelen > 0)
+		vsnprintf(cause, causelen, fmt, ap);
+}
+
+/* The same, with the arguments. */
+void
+cause_set(char *cause, size_t causelen, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	cause_vset(cause, causelen, fmt, ap);
+	va_end(ap);
+}
+
 /* The next word of a kernel command line. */
 const char *
 cmdline_next(const char **pp, size_t *len)

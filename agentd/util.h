@@ -9,6 +9,7 @@
 #ifndef AGENTD_UTIL_H
 #define AGENTD_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,16 @@ int	 parse_duration(const char *, int64_t unit_ms, int64_t *ms);
  * at the end.
  */
 const char *cmdline_next(const char **p, size_t *len);
+
+/*
+ * Write a message into a caller's cause buffer (as snprintf), if there is
+ * one (cause NULL or causelen 0: nothing).  The cause convention of the
+ * functions that return -1 and say why.
+ */
+void	 cause_set(char *cause, size_t causelen, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+void	 cause_vset(char *cause, size_t causelen, const char *fmt, va_list)
+	    __attribute__((format(printf, 3, 0)));
 
 /* Constant-time comparison of two byte strings; 1 when equal. */
 int	 ct_equal(const void *, size_t, const void *, size_t);
