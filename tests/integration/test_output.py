@@ -105,10 +105,17 @@ class StreamTest(AgentdTestCase):
         self.assertEqual(set(st), {'stdout', 'stderr'})
 
     def test_stream_order_shares_one_id_sequence(self):
-        # each write happens after the previous one is surely read: the
-        # chunks come in the order written
-        cmd = 'echo a; sleep 0.2; echo b >&2; sleep 0.2; echo c; sleep 0.2; echo d >&2'
-        last, ck = self.run_cmd(cmd)
+        # Each write waits, on stdin, until the test has seen the previous
+        # chunk captured (after a sleep it may not be, on a busy machine:
+        # then both pipes are ready at once, in no set order); so the
+        # chunks come in the order written, in one id sequence.
+        w = self.create(cmd='read x; echo a; read x; echo b >&2; '
+                        'read x; echo c; read x; echo d >&2')
+        for i in range(4):
+            self.stdin(w['id'], text='\n')
+            self.wait_until(lambda: len(self.get(w['id'])['output']) > i,
+                            30, 'chunk %d captured' % (i + 1))
+        ck = self.read_all(w['id'], tty=False)
         seq = [(s, d) for (_, s, _, d) in ck.chunks]
         self.assertEqual(seq, [('stdout', b'a\n'), ('stderr', b'b\n'),
                                ('stdout', b'c\n'), ('stderr', b'd\n')])
