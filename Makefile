@@ -33,7 +33,7 @@ initramfs:
 e2e: initramfs
 	@AGENTD=build-static/agentd/agentd /usr/bin/python3 tests/e2e/e2e.py
 
-# The libFuzzer harnesses (tests/fuzz: ring, http, proto) built with clang in
+# The libFuzzer harnesses (tests/fuzz: ring, http, proto, fetch) built with clang in
 # build-fuzz/, FUZZ_SECONDS each (default 60); crashers land in
 # build-fuzz/fuzz-artifacts/.
 FUZZ_SECONDS ?= 60
@@ -41,7 +41,7 @@ fuzz:
 	@build-aux/deps.sh build test
 	@test -f build-fuzz/build.ninja || CC=clang meson setup build-fuzz
 	@meson compile -C build-fuzz
-	@for h in ring http proto; do \
+	@for h in ring http proto fetch; do \
 		FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run-fuzz.sh build-fuzz $$h || exit 1; \
 	done
 

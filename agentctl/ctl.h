@@ -81,8 +81,6 @@ void	ctl_exit(int code) __attribute__((noreturn));
 
 /* Write all of buf to fd (EINTR and short writes handled); 0 or -errno. */
 int	ctl_write_all(int fd, const void *, size_t);
-/* Decode standard base64 into out (room for len * 3 / 4); bytes or -1. */
-ssize_t	ctl_b64_decode(const char *, size_t len, uint8_t *out);
 /* The id percent-encoded for a URL path; malloc'd. */
 char	*ctl_escape(const char *);
 /* Sleep ms milliseconds. */

@@ -46,6 +46,7 @@
 
 #include "client.h"
 #include "ctl.h"
+#include "proto.h"	/* proto_b64_decode */
 #include "term.h"
 
 #define EXEC_STDIN_MAX		(128 * 1024)	/* bytes of one stdin POST */
@@ -193,8 +194,8 @@ follow_window(struct follow *f, json_t *j)
 {
 	json_t		*out, *chunk, *ec;
 	const char	*data, *stream;
-	size_t		 i, len, need, pending = 0;
-	ssize_t		 n;
+	size_t		 i, n, need, pending = 0;
+	uint8_t		*dec;
 	int		 fd, pending_fd = -1;
 	long long	 dropped, end = -1;
 
@@ -217,18 +218,20 @@ follow_window(struct follow *f, json_t *j)
 			pending = 0;
 			pending_fd = fd;
 		}
-		len = strlen(data);
-		need = pending + len / 4 * 3 + 3;
+		if (proto_b64_decode(data, strlen(data), &dec, &n) != 0)
+			ctl_fatal("agentd sent bad base64 in chunk %lld",
+			    ctl_json_int(chunk, "id", 0));
+		need = pending + n;
 		if (need > f->cap) {
 			f->cap = need * 2;
 			if ((f->buf = realloc(f->buf, f->cap)) == NULL)
 				ctl_fatal("out of memory");
 		}
-		if ((n = ctl_b64_decode(data, len, f->buf + pending)) < 0)
-			ctl_fatal("agentd sent bad base64 in chunk %lld",
-			    ctl_json_int(chunk, "id", 0));
+		if (n > 0)
+			memcpy(f->buf + pending, dec, n);
+		free(dec);
 		pending += n;
-		end = ctl_json_int(chunk, "offset", 0) + n;
+		end = ctl_json_int(chunk, "offset", 0) + (long long)n;
 	}
 	follow_flush(f, pending_fd, pending);
 	if (end >= 0)

@@ -1,5 +1,5 @@
 /*
- * util.c -- messages, the way out, writes, base64, and calling the API.
+ * util.c -- messages, the way out, writes, and calling the API.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -97,46 +97,6 @@ ctl_write_all(int fd, const void *buf, size_t len)
 			return (-errno);
 	}
 	return (0);
-}
-
-/* The value of a base64 digit, or -1. */
-static int
-ctl_b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return (c - 'A');
-	if (c >= 'a' && c <= 'z')
-		return (c - 'a' + 26);
-	if (c >= '0' && c <= '9')
-		return (c - '0' + 52);
-	if (c == '+')
-		return (62);
-	if (c == '/')
-		return (63);
-	return (-1);
-}
-
-/* Decode base64. */
-ssize_t
-ctl_b64_decode(const char *in, size_t len, uint8_t *out)
-{
-	uint32_t	acc = 0;
-	size_t		i, n = 0;
-	int		bits = 0, v;
-
-	while (len > 0 && in[len - 1] == '=')
-		len--;
-	for (i = 0; i < len; i++) {
-		if ((v = ctl_b64_value((unsigned char)in[i])) < 0)
-			return (-1);
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[n++] = (uint8_t)(acc >> bits);
-		}
-	}
-	return ((ssize_t)n);
 }
 
 /* Percent-encode all but [A-Za-z0-9._~-]. */

@@ -514,17 +514,13 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 	w->timer = evtimer_new(agentd_base, api_waiter_timeout, w);
 	if (w->timer == NULL)
 		fatal("%s: out of memory", __func__);
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(w->timer, &tv);
+	evtimer_add(w->timer, timeval_ms(&tv, ms));
 	if (flags & WAIT_IDLE) {
 		if ((w->idle = evtimer_new(agentd_base, api_waiter_idle,
 		    w)) == NULL)
 			fatal("%s: out of memory", __func__);
 		idle = a->idle_left_ms > 0 ? a->idle_left_ms : w->idle_ms;
-		tv.tv_sec = idle / 1000;
-		tv.tv_usec = (idle % 1000) * 1000;
-		evtimer_add(w->idle, &tv);
+		evtimer_add(w->idle, timeval_ms(&tv, idle));
 	}
 
 	/* evhttp stops reading while a request is out: watch for the close. */
@@ -630,9 +626,8 @@ api_session_event(struct session *s, int events)
 			remove |= api_waiter_done(w, 1);
 		} else if ((w->flags & WAIT_IDLE) &&
 		    (events & SESSION_EV_OUTPUT)) {
-			tv.tv_sec = w->idle_ms / 1000;
-			tv.tv_usec = (w->idle_ms % 1000) * 1000;
-			evtimer_add(w->idle, &tv);	/* quiet from now on */
+			/* quiet from now on */
+			evtimer_add(w->idle, timeval_ms(&tv, w->idle_ms));
 		}
 	}
 	if (events & SESSION_EV_REMOVED) {

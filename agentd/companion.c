@@ -74,9 +74,7 @@ companion_spawn(void)
 	if (pty_spawn(&spec, &proc, cause, sizeof cause) != 0) {
 		log_error("%s: %s; retrying in %lld ms", __func__, cause,
 		    (long long)backoff_ms);
-		tv.tv_sec = backoff_ms / 1000;
-		tv.tv_usec = (backoff_ms % 1000) * 1000;
-		evtimer_add(restart_ev, &tv);
+		evtimer_add(restart_ev, timeval_ms(&tv, backoff_ms));
 		backoff_ms = backoff_ms * 2 > COMPANION_BACKOFF_MAX_MS ?
 		    COMPANION_BACKOFF_MAX_MS : backoff_ms * 2;
 		return;
@@ -173,9 +171,7 @@ companion_reaped(pid_t p, int status)
 		backoff_ms = COMPANION_BACKOFF_MIN_MS;
 	log_info("%s: restarting the companion in %lld ms", __func__,
 	    (long long)backoff_ms);
-	tv.tv_sec = backoff_ms / 1000;
-	tv.tv_usec = (backoff_ms % 1000) * 1000;
-	evtimer_add(restart_ev, &tv);
+	evtimer_add(restart_ev, timeval_ms(&tv, backoff_ms));
 	backoff_ms = backoff_ms * 2 > COMPANION_BACKOFF_MAX_MS ?
 	    COMPANION_BACKOFF_MAX_MS : backoff_ms * 2;
 	return (0);

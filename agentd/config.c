@@ -238,21 +238,11 @@ char *
 config_cmdline_get(const char *cmdline, const char *key)
 {
 	const char	*p = cmdline, *start;
-	size_t		 klen = strlen(key);
+	size_t		 klen = strlen(key), wlen;
 	char		*value = NULL, *q;
-	int		 quoted;
 
-	while (p != NULL && *p != '\0') {
-		while (isspace((unsigned char)*p))
-			p++;
-		start = p;
-		quoted = 0;
-		while (*p != '\0' && (quoted || !isspace((unsigned char)*p))) {
-			if (*p == '"')
-				quoted = !quoted;
-			p++;
-		}
-		if ((size_t)(p - start) > klen && strncmp(start, key, klen) == 0 &&
+	while ((start = cmdline_next(&p, &wlen)) != NULL) {
+		if (wlen > klen && strncmp(start, key, klen) == 0 &&
 		    start[klen] == '=') {
 			free(value);	/* the last one wins, as for the kernel */
 			value = xmalloc(p - start);

@@ -164,6 +164,7 @@ struct conn {
 };
 TAILQ_HEAD(conns, conn);
 
+static struct event_base	*conn_base;	/* the loop (conn_start's) */
 static const struct config	*cfg;
 static struct conn_pool		*pools[2];
 /* Connections accepted but not yet set up (conn_setup_cb's work). */
@@ -233,15 +234,16 @@ static int		 conn_is(const char *, size_t, const char *);
 static int		 conn_host_local(const char *, size_t);
 static int		 conn_origin_same(const struct conn_head *);
 
-/* Budgets and events. */
+/* Budgets and events, on the loop base. */
 void
-conn_start(const struct config *c)
+conn_start(struct event_base *base, const struct config *c)
 {
+	conn_base = base;
 	cfg = c;
-	if ((conn_setup_ev = event_new(agentd_base, -1, 0, conn_setup_cb,
-	    NULL)) == NULL || (conn_shed_ev = event_new(agentd_base, -1, 0,
+	if ((conn_setup_ev = event_new(conn_base, -1, 0, conn_setup_cb,
+	    NULL)) == NULL || (conn_shed_ev = event_new(conn_base, -1, 0,
 	    conn_shed_cb, NULL)) == NULL || (conn_trim_ev = evtimer_new(
-	    agentd_base, conn_trim_cb, NULL)) == NULL)
+	    conn_base, conn_trim_cb, NULL)) == NULL)
 		fatal("%s: out of memory", __func__);
 	/* Two requests of evhttp's largest always fit. */
 	conn_request_max = 2 * cfg->max_body + HTTP_BODY_SLACK +
@@ -364,7 +366,7 @@ conn_setup(struct conn *c)
 	}
 	c->evcon = cbarg;
 	c->fd = bufferevent_getfd(bev);
-	if ((c->deadline = evtimer_new(agentd_base, conn_deadline,
+	if ((c->deadline = evtimer_new(conn_base, conn_deadline,
 	    c)) == NULL)
 		fatal("%s: out of memory", __func__);
 	__real_evhttp_connection_set_closecb(c->evcon, conn_closed, c);
@@ -732,9 +734,7 @@ conn_arm(struct conn *c, int64_t ms)
 {
 	struct timeval	tv;
 
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(c->deadline, &tv);
+	evtimer_add(c->deadline, timeval_ms(&tv, ms));
 }
 
 /* No whole request arrived in time: close the connection. */

@@ -20,7 +20,7 @@ struct proto_buf;
 struct conn_pool;
 
 /* Start: budgets and events from the configuration. */
-void	 conn_start(const struct config *);
+void	 conn_start(struct event_base *, const struct config *);
 /* A pool for an evhttp; unix_socket: its peers are checked by uid. */
 struct conn_pool *conn_pool_new(int unix_socket);
 /* For evhttp_set_bevcb(h, conn_bevcb, pool). */

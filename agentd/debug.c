@@ -65,10 +65,10 @@ debug_mono_us(void)
 static void
 debug_lag_arm(void)
 {
-	struct timeval	tv = { 0, DEBUG_LAG_INTERVAL_MS * 1000 };
+	struct timeval	tv;
 
 	lag.due_us = debug_mono_us() + DEBUG_LAG_INTERVAL_MS * 1000;
-	evtimer_add(lag.ev, &tv);
+	evtimer_add(lag.ev, timeval_ms(&tv, DEBUG_LAG_INTERVAL_MS));
 }
 
 /* The lag timer fired: how late it is is how long the loop was busy. */

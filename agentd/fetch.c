@@ -31,25 +31,14 @@
 
 #include "agentd.h"
 #include "fetch.h"
+#include "fetchparse.h"
 #include "fileio.h"
 #include "proto.h"
 #include "util.h"
 
 #define FETCH_BUF		(64 << 10)	/* bytes read from a connection at once */
-#define FETCH_HOST_MAX		255		/* bytes of a host name */
 #define FETCH_HEADERS_MAX	128		/* lines in a response head */
 #define FETCH_ASN1_IP		(MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7) /* iPAddress */
-
-/* A URL taken apart. */
-struct fetch_url {
-	int	 tls;
-	int	 ip;			/* host is an IP literal */
-	char	 host[FETCH_HOST_MAX + 1];	/* no brackets */
-	char	 port[8];
-	char	 hostport[FETCH_HOST_MAX + 16];	/* for Host: */
-	size_t	 origin_len;		/* bytes of "scheme://authority" in url */
-	char	*target;		/* "/path?query", malloc'd */
-};
 
 /* One fetch: its request, its deadline, its TLS and its connection. */
 struct fetch {
@@ -74,16 +63,6 @@ struct fetch {
 	unsigned char			*buf;		/* FETCH_BUF */
 	size_t				 pos, len;
 	int				 eof;
-};
-
-/* The answer's head. */
-struct fetch_head {
-	int		 status;
-	char		 reason[64];
-	int		 chunked;
-	int		 has_length;
-	uint64_t	 length;
-	char		*location;		/* malloc'd */
 };
 
 static int	fetch_fail(struct fetch *, int status, const char *code,
@@ -149,93 +128,17 @@ fetch_sha256(const void *buf, size_t len, uint8_t out[32])
 	mbedtls_sha256_ret(buf, len, out, 0);
 }
 
-/* Take an absolute http(s) URL apart. */
+/* Take an absolute http(s) URL apart (fetchparse_url). */
 static int
 fetch_url_parse(struct fetch *f, const char *url, struct fetch_url *u)
 {
-	const char	*p, *auth, *end, *hend, *colon = NULL;
-	size_t		 hlen;
-	unsigned long	 port;
-	char		*e;
-	unsigned char	 addr[16];
+	char	cause[sizeof f->err->message];
 
-	memset(u, 0, sizeof *u);
-	if (strncasecmp(url, "http://", 7) == 0)
-		auth = url + 7;
-	else if (strncasecmp(url, "https://", 8) == 0) {
-		auth = url + 8;
-		u->tls = 1;
-	} else
-		return (fetch_fail(f, 400, "invalid_request",
-		    "url: only http:// and https:// are supported: %.160s",
-		    url));
-	for (p = url; *p != '\0'; p++) {
-		if ((unsigned char)*p <= ' ' || *p == 0x7f)
-			return (fetch_fail(f, 400, "invalid_request",
-			    "url: spaces or control bytes in %.160s", url));
-	}
-	end = auth + strcspn(auth, "/?#");
-	u->origin_len = (size_t)(end - url);
-	if (memchr(auth, '@', (size_t)(end - auth)) != NULL)
-		return (fetch_fail(f, 400, "invalid_request",
-		    "url: credentials in the URL are not supported"));
-	if (*auth == '[') {
-		if ((hend = memchr(auth, ']', (size_t)(end - auth))) == NULL)
-			goto bad;
-		hlen = (size_t)(hend - auth - 1);
-		if (hlen == 0 || hlen > FETCH_HOST_MAX)
-			goto bad;
-		memcpy(u->host, auth + 1, hlen);
-		u->host[hlen] = '\0';
-		if (inet_pton(AF_INET6, u->host, addr) != 1)
-			goto bad;
-		u->ip = 1;
-		p = hend + 1;
-		if (p < end) {
-			if (*p != ':')
-				goto bad;
-			colon = p;
-		}
-	} else {
-		colon = memchr(auth, ':', (size_t)(end - auth));
-		hlen = (size_t)((colon != NULL ? colon : end) - auth);
-		if (hlen == 0 || hlen > FETCH_HOST_MAX)
-			goto bad;
-		memcpy(u->host, auth, hlen);
-		u->host[hlen] = '\0';
-		if (strspn(u->host, "abcdefghijklmnopqrstuvwxyz"
-		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != hlen)
-			goto bad;
-		u->ip = inet_pton(AF_INET, u->host, addr) == 1;
-	}
-	if (colon != NULL && colon + 1 < end) {
-		errno = 0;
-		port = strtoul(colon + 1, &e, 10);
-		if (e != end || port == 0 || port > 65535 || colon[1] == '+' ||
-		    colon[1] == '-')
-			goto bad;
-		snprintf(u->port, sizeof u->port, "%lu", port);
-	} else
-		snprintf(u->port, sizeof u->port, "%s", u->tls ? "443" : "80");
-	if (strcmp(u->port, u->tls ? "443" : "80") == 0)
-		snprintf(u->hostport, sizeof u->hostport, "%s%s%s",
-		    *auth == '[' ? "[" : "", u->host, *auth == '[' ? "]" : "");
-	else
-		snprintf(u->hostport, sizeof u->hostport, "%s%s%s:%s",
-		    *auth == '[' ? "[" : "", u->host, *auth == '[' ? "]" : "",
-		    u->port);
-	/* The target: path and query, no fragment. */
-	hlen = strcspn(end, "#");
-	if (hlen == 0 || *end == '#')
-		u->target = xstrdup("/");
-	else if (*end == '?')
-		xasprintf(&u->target, "/%.*s", (int)hlen, end);
-	else
-		xasprintf(&u->target, "%.*s", (int)hlen, end);
-	return (0);
-bad:
-	return (fetch_fail(f, 400, "invalid_request",
-	    "url: bad host or port in %.160s", url));
+	if (fetchparse_url(url, u, cause, sizeof cause) == 0)
+		return (0);
+	if (errno == ENOMEM)
+		fatal("%s: out of memory", __func__);
+	return (fetch_fail(f, 400, "invalid_request", "%s", cause));
 }
 
 /* The absolute URL a Location names, relative to url; malloc'd. */
@@ -243,37 +146,14 @@ static char *
 fetch_url_resolve(struct fetch *f, const char *url, const struct fetch_url *u,
     const char *loc)
 {
-	const char	*q, *slash;
-	char		*out;
-	size_t		 plen;
+	char	cause[sizeof f->err->message], *out;
 
-	if (strncasecmp(loc, "http://", 7) == 0 ||
-	    strncasecmp(loc, "https://", 8) == 0)
-		return (xstrdup(loc));
-	if (strncmp(loc, "//", 2) == 0) {
-		xasprintf(&out, "%s:%s", u->tls ? "https" : "http", loc);
+	if ((out = fetchparse_resolve(url, u, loc, cause, sizeof cause)) != NULL)
 		return (out);
-	}
-	if (strchr(loc, ':') != NULL &&
-	    strcspn(loc, ":") < strcspn(loc, "/?#")) {
-		fetch_fail(f, 502, "fetch_failed", "redirect to an unsupported "
-		    "URL: %.160s", loc);
-		return (NULL);
-	}
-	if (*loc == '/') {
-		xasprintf(&out, "%.*s%s", (int)u->origin_len, url, loc);
-		return (out);
-	}
-	/* Relative to the folder of the current path. */
-	q = u->target + strcspn(u->target, "?");
-	for (slash = q; slash > u->target && slash[-1] != '/'; slash--)
-		;
-	plen = (size_t)(slash - u->target);
-	if (*loc == '?')
-		plen = (size_t)(q - u->target);
-	xasprintf(&out, "%.*s%.*s%s", (int)u->origin_len, url, (int)plen,
-	    u->target, loc);
-	return (out);
+	if (errno == ENOMEM)
+		fatal("%s: out of memory", __func__);
+	fetch_fail(f, 502, "fetch_failed", "%s", cause);
+	return (NULL);
 }
 
 /*
@@ -675,9 +555,8 @@ fetch_getline(struct fetch *f, char *line, size_t size, size_t *total)
 static int
 fetch_head(struct fetch *f, struct fetch_head *h)
 {
-	char		*line, *v, *e;
+	char		*line, cause[sizeof f->err->message];
 	size_t		 total = 0, nlines;
-	uint64_t	 len;
 	int		 r;
 
 	line = xmalloc(FETCH_LINE_MAX + 1);
@@ -691,16 +570,11 @@ again:
 			    "the server closed the connection without an answer");
 		goto fail;
 	}
-	if (strncmp(line, "HTTP/1.", 7) != 0 || line[7] == '\0' ||
-	    line[8] != ' ' || strspn(line + 9, "0123456789") != 3 ||
-	    (line[12] != ' ' && line[12] != '\0')) {
+	if (fetchparse_status(line, h) != 0) {
 		fetch_fail(f, 502, "fetch_failed", "not an HTTP/1.x answer: "
 		    "%.60s", line);
 		goto fail;
 	}
-	h->status = atoi(line + 9);
-	snprintf(h->reason, sizeof h->reason, "%s",
-	    line[12] == ' ' ? line + 13 : "");
 	for (nlines = 0;; nlines++) {
 		if ((r = fetch_getline(f, line, FETCH_LINE_MAX + 1, &total)) != 0) {
 			if (r > 0)
@@ -715,29 +589,11 @@ again:
 			    "header lines in the answer", FETCH_HEADERS_MAX);
 			goto fail;
 		}
-		if ((v = strchr(line, ':')) == NULL)
-			continue;
-		*v++ = '\0';
-		v += strspn(v, " \t");
-		for (e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t');)
-			*--e = '\0';
-		if (strcasecmp(line, "Content-Length") == 0) {
-			errno = 0;
-			len = strtoull(v, &e, 10);
-			if (*v < '0' || *v > '9' || *e != '\0' || errno != 0 ||
-			    (h->has_length && len != h->length)) {
-				fetch_fail(f, 502, "fetch_failed", "a bad "
-				    "Content-Length in the answer: %.40s", v);
-				goto fail;
-			}
-			h->has_length = 1;
-			h->length = len;
-		} else if (strcasecmp(line, "Transfer-Encoding") == 0) {
-			e = v + strlen(v);
-			h->chunked = e - v >= 7 && strcasecmp(e - 7, "chunked") == 0;
-		} else if (strcasecmp(line, "Location") == 0) {
-			free(h->location);
-			h->location = xstrdup(v);
+		if (fetchparse_header(line, h, cause, sizeof cause) != 0) {
+			if (errno == ENOMEM)
+				fatal("%s: out of memory", __func__);
+			fetch_fail(f, 502, "fetch_failed", "%s", cause);
+			goto fail;
 		}
 	}
 	if (h->status >= 100 && h->status < 200 && h->status != 101)
@@ -771,7 +627,7 @@ fetch_body(struct fetch *f, const struct fetch_head *h, struct fileio_tmp *t,
     mbedtls_sha256_context *sha, uint64_t *size)
 {
 	unsigned char	*buf;
-	char		 line[256], *e;
+	char		 line[256];
 	uint64_t	 left, chunk;
 	ssize_t		 n;
 	size_t		 want;
@@ -790,10 +646,7 @@ fetch_body(struct fetch *f, const struct fetch_head *h, struct fileio_tmp *t,
 					    "after %" PRIu64 " bytes", *size);
 				goto out;
 			}
-			errno = 0;
-			chunk = strtoull(line, &e, 16);
-			if (e == line || errno != 0 ||
-			    (*e != '\0' && *e != ';' && *e != ' ' && *e != '\t')) {
+			if (fetchparse_chunk_size(line, &chunk) != 0) {
 				fetch_fail(f, 502, "fetch_failed",
 				    "a bad chunk size: %.40s", line);
 				goto out;

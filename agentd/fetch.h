@@ -14,7 +14,11 @@
  * /etc/ssl/certs/ca-certificates.crt, /etc/pki/tls/certs/ca-bundle.crt
  * and /etc/ssl/cert.pem that exists.
  *
- * Thread-safe: no globals; every fetch has its own TLS contexts.
+ * Threads: fetch_run() runs on a worker thread beside the loop.  It shares
+ * no state with other fetches (each has its own TLS contexts) and reads
+ * only the environment (SSL_CERT_FILE) and files; it never logs.  Not
+ * safe: an allocation failure takes fatal()'s path (util.h), which runs
+ * agentd's panic on the worker's thread.
  */
 #ifndef AGENTD_FETCH_H
 #define AGENTD_FETCH_H

@@ -3,9 +3,11 @@
  * (a temporary file beside the target, fsync, rename, fsync of the folder),
  * mkdir -p, and errno turned into the API's errors.
  *
- * Thread-safe: no globals; used by the event loop (PUT) and by fetch
- * workers.  Every function that fails fills a struct proto_err with the
- * answer to give and returns -1.
+ * Used by the event loop (PUT) and by fetch workers: no shared state but
+ * an atomic counter (temporary names) and errno, which is per thread.  Not
+ * safe: an allocation failure takes fatal()'s path (util.h), which runs
+ * agentd's panic on the caller's thread.  Every function that fails fills
+ * a struct proto_err with the answer to give and returns -1.
  */
 #ifndef AGENTD_FILEIO_H
 #define AGENTD_FILEIO_H

@@ -29,7 +29,6 @@
 #include <event2/listener.h>
 
 #include "agentd.h"
-#include "api.h"
 #include "config.h"
 #include "conn.h"
 #include "http.h"
@@ -67,6 +66,8 @@ static struct http_server	 http_unix;
 static struct http_listener	*listeners;
 static size_t			 nlisteners;
 static const struct config	*cfg;
+static struct event_base	*http_base;	/* the loop (http_start's) */
+static http_route_fn		 http_route;	/* the routes (api_route) */
 static char			*unix_path;	/* to unlink at the end */
 static struct http_code_count	 codes[HTTP_CODES_MAX];
 static size_t			 ncodes;
@@ -101,7 +102,7 @@ http_new(struct http_server *srv, int unix_socket)
 	struct timeval	 tv;
 	struct evhttp	*h;
 
-	if ((h = evhttp_new(agentd_base)) == NULL)
+	if ((h = evhttp_new(http_base)) == NULL)
 		fatal("%s: evhttp_new failed", __func__);
 	srv->h = h;
 	srv->unix_socket = unix_socket;
@@ -123,9 +124,7 @@ http_new(struct http_server *srv, int unix_socket)
 	    HTTP_BODY_SLACK));
 	/* Without a limit evhttp buffers headers without end. */
 	evhttp_set_max_headers_size(h, HTTP_HEADERS_MAX);
-	tv.tv_sec = cfg->idle_timeout_ms / 1000;
-	tv.tv_usec = (cfg->idle_timeout_ms % 1000) * 1000;
-	evhttp_set_timeout_tv(h, &tv);
+	evhttp_set_timeout_tv(h, timeval_ms(&tv, cfg->idle_timeout_ms));
 	evhttp_set_flags(h, EVHTTP_SERVER_LINGERING_CLOSE);
 	evhttp_set_default_content_type(h, "application/json");
 }
@@ -359,7 +358,7 @@ http_add_listener(struct evhttp *h, int fd, const char *name,
 	l->lev = evhttp_bound_socket_get_listener(l->bound);
 	l->name = xstrdup(name);
 	l->unix_socket = unix_socket;
-	l->resume = evtimer_new(agentd_base, http_accept_resume, l->lev);
+	l->resume = evtimer_new(http_base, http_accept_resume, l->lev);
 	evconnlistener_set_error_cb(l->lev, http_accept_error);
 }
 
@@ -437,13 +436,16 @@ http_raise_nofile(void)
 
 /* Open every listener. */
 int
-http_start(const struct config *c)
+http_start(struct event_base *base, const struct config *c,
+    http_route_fn route)
 {
 	size_t	i;
 
+	http_base = base;
+	http_route = route;
 	cfg = c;
 	http_raise_nofile();
-	conn_start(cfg);
+	conn_start(base, cfg);
 	http_new(&http_tcp, 0);
 	http_new(&http_unix, 1);
 	for (i = 0; cfg->listen[i] != NULL; i++) {
@@ -590,7 +592,7 @@ http_dispatch(struct evhttp_request *req, void *arg)
 		fatal("%s: out of memory", __func__);
 
 	if (!hr.unix_peer && strcmp(hr.path, "/healthz") == 0) {
-		api_route(&hr);
+		http_route(&hr);
 		return;
 	}
 	if (!http_authorized(&hr)) {
@@ -601,7 +603,7 @@ http_dispatch(struct evhttp_request *req, void *arg)
 		    "missing or wrong token");
 		return;
 	}
-	api_route(&hr);
+	http_route(&hr);
 }
 
 /* Whether a Content-Type is type, parameters aside. */
@@ -873,7 +875,7 @@ http_watch_client(struct evhttp_request *req,
 
 	evcon = evhttp_request_get_connection(req);
 	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
-	ev = event_new(agentd_base, fd, EV_CLOSED | EV_READ | EV_ET |
+	ev = event_new(http_base, fd, EV_CLOSED | EV_READ | EV_ET |
 	    EV_PERSIST, fn, arg);
 	if (ev == NULL || event_add(ev, NULL) != 0)
 		fatal("%s: out of memory", __func__);

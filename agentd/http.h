@@ -24,6 +24,7 @@
 #define HTTP_HEADERS_MAX	(64 * 1024) /* bytes of request line and headers */
 
 struct event;
+struct event_base;
 struct evhttp_request;
 struct config;
 
@@ -39,8 +40,14 @@ struct http_req {
 	const char		*content_type;	/* "" when none */
 };
 
-/* Open the listeners and serve.  Returns 0, or -1 after logging why. */
-int	http_start(const struct config *);
+/* A request's handler: answers it now, or keeps it and answers later. */
+typedef void (*http_route_fn)(struct http_req *);
+
+/*
+ * Open the listeners on base and serve every request through route.
+ * Returns 0, or -1 after logging why.
+ */
+int	http_start(struct event_base *, const struct config *, http_route_fn);
 /* Stop accepting and close the listeners (shutdown). */
 void	http_stop_accepting(void);
 /* Free everything (after shutdown). */

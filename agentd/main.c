@@ -38,11 +38,6 @@
 #define AGENTD_FINAL_WAIT_MS	1000	/* after SIGKILL, wait this for the reaping */
 #define AGENTD_HUP_DELAY_MS	500	/* shutdown: SIGTERM first, SIGHUP (ttys) then */
 
-struct event_base	*agentd_base;
-struct config		*agentd_cfg;
-int64_t			 agentd_start_ms;
-struct agentd_stats	 agentd_stats;
-
 static struct config	 config;
 static int		 stopping;	/* a shutdown is under way */
 static int		 killed;	/* SIGKILL sent to what remained */
@@ -51,7 +46,9 @@ static struct event	*grace_ev;	/* end of the shutdown grace */
 static struct event	*final_ev;	/* end of the wait after SIGKILL */
 static struct event	*hup_ev;	/* SIGHUP to the tty sessions */
 static int		 signal_fd = -1;
+static sigset_t		 signal_set;	/* the signals read from signal_fd */
 
+static void	agentd_signals_block(void);
 static void	agentd_signals(void);
 static void	agentd_signal_cb(evutil_socket_t, short, void *);
 static void	agentd_reap(void);
@@ -63,7 +60,6 @@ static void	agentd_maybe_done(void);
 static void	agentd_libevent_fatal(int);
 static void	agentd_libevent_log(int, const char *);
 static void	agentd_seed_json(void);
-static void	agentd_raise_nofile(void);
 
 /* Whether a shutdown is under way. */
 int
@@ -72,25 +68,32 @@ agentd_stopping(void)
 	return (stopping);
 }
 
-/* Block the signals agentd acts on and read them from a signalfd. */
+/* Block the signals agentd acts on (agentd_signals reads them). */
+static void
+agentd_signals_block(void)
+{
+	sigset_t	*set = &signal_set;
+
+	sigemptyset(set);
+	sigaddset(set, SIGCHLD);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGQUIT);
+	sigaddset(set, SIGPWR);
+	sigaddset(set, SIGUSR1);
+	sigaddset(set, SIGUSR2);
+	if (sigprocmask(SIG_BLOCK, set, NULL) == -1)
+		fatal("%s: sigprocmask: %s", __func__, strerror(errno));
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Read the blocked signals from a signalfd in the loop. */
 static void
 agentd_signals(void)
 {
-	sigset_t	set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
-	sigaddset(&set, SIGPWR);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGUSR2);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
-		fatal("%s: sigprocmask: %s", __func__, strerror(errno));
-	signal(SIGPIPE, SIG_IGN);
-	if ((signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
+	if ((signal_fd = signalfd(-1, &signal_set, SFD_NONBLOCK |
+	    SFD_CLOEXEC)) == -1)
 		fatal("%s: signalfd: %s", __func__, strerror(errno));
 	signal_ev = event_new(agentd_base, signal_fd, EV_READ | EV_PERSIST,
 	    agentd_signal_cb, NULL);
@@ -187,14 +190,10 @@ agentd_shutdown(const char *why)
 	grace_ev = evtimer_new(agentd_base, agentd_grace_cb, NULL);
 	final_ev = evtimer_new(agentd_base, agentd_final_cb, NULL);
 	hup_ev = evtimer_new(agentd_base, agentd_hup_cb, NULL);
-	tv.tv_sec = config.shutdown_grace_ms / 1000;
-	tv.tv_usec = (config.shutdown_grace_ms % 1000) * 1000;
-	evtimer_add(grace_ev, &tv);
+	evtimer_add(grace_ev, timeval_ms(&tv, config.shutdown_grace_ms));
 	ms = config.shutdown_grace_ms / 2 < AGENTD_HUP_DELAY_MS ?
 	    config.shutdown_grace_ms / 2 : AGENTD_HUP_DELAY_MS;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(hup_ev, &tv);
+	evtimer_add(hup_ev, timeval_ms(&tv, ms));
 	agentd_maybe_done();
 }
 
@@ -222,8 +221,7 @@ agentd_hup_cb(evutil_socket_t fd, short events, void *arg)
 static void
 agentd_grace_cb(evutil_socket_t fd, short events, void *arg)
 {
-	struct timeval	tv = { AGENTD_FINAL_WAIT_MS / 1000,
-			    (AGENTD_FINAL_WAIT_MS % 1000) * 1000 };
+	struct timeval	tv;
 
 	log_info("%s: grace over, killing what remains", __func__);
 	killed = 1;
@@ -233,7 +231,7 @@ agentd_grace_cb(evutil_socket_t fd, short events, void *arg)
 		kill(-1, SIGKILL);
 	else
 		pid1_kill_children(SIGKILL);
-	evtimer_add(final_ev, &tv);
+	evtimer_add(final_ev, timeval_ms(&tv, AGENTD_FINAL_WAIT_MS));
 	agentd_maybe_done();
 }
 
@@ -294,18 +292,6 @@ agentd_seed_json(void)
 	json_object_seed(seed);
 }
 
-/* Allow as many fds as the kernel lets us: connections and sessions. */
-static void
-agentd_raise_nofile(void)
-{
-	struct rlimit	rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 /* The fatal path: never returns; as PID 1 never exits. */
 void
 agentd_panic(void)
@@ -325,12 +311,11 @@ agentd_panic(void)
 int
 main(int argc, char **argv)
 {
-	struct session_limits	 limits;
-	struct event_config	*ecfg;
 	char			*cmdline = NULL;
 	int			 error;
 
 	agentd_start_ms = clock_mono_ms();
+	fatal_set_hook(agentd_panic);
 	pid1_stdio();	/* fds 0-2 closed: /dev/null, not a socket or the log */
 	if (getpid() == 1) {
 		pid1_early();
@@ -355,7 +340,7 @@ main(int argc, char **argv)
 	if (config.workdir == NULL && (config.workdir = getcwd(NULL, 0)) == NULL)
 		config.workdir = xstrdup("/");
 	agentd_seed_json();
-	agentd_raise_nofile();
+	nofile_raise(0);	/* as many fds as allowed: connections, sessions */
 	if (config.pid1)
 		pid1_setup(&config);
 	else if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
@@ -364,29 +349,15 @@ main(int argc, char **argv)
 
 	event_set_fatal_callback(agentd_libevent_fatal);
 	event_set_log_callback(agentd_libevent_log);
-	if ((ecfg = event_config_new()) == NULL)
-		fatal("%s: out of memory", __func__);
-	event_config_require_features(ecfg, EV_FEATURE_EARLY_CLOSE);
-	agentd_base = event_base_new_with_config(ecfg);
-	event_config_free(ecfg);
-	if (agentd_base == NULL)
-		fatal("%s: no event backend with EV_CLOSED", __func__);
-
-	agentd_signals();
-	agentd_reap();	/* children whose SIGCHLD came before the signalfd */
-	limits.max_sessions = config.max_sessions;
-	limits.max_total_ring_bytes = config.max_total_ring_bytes;
-	limits.stdin_buffer = config.stdin_buffer;
-	limits.exited_ttl_ms = config.exited_ttl_ms;
-	limits.workdir = config.workdir;
-	limits.env = config.env_defaults;
-	session_init(&limits, agentd_session_event);
-
-	if (http_start(&config) != 0) {
+	/* The signals are blocked before the listeners open. */
+	agentd_signals_block();
+	if (agentd_start(&config, agentd_session_event) != 0) {
 		if (!config.pid1)
 			exit(1);
 		fatal("%s: cannot listen", __func__);
 	}
+	agentd_signals();
+	agentd_reap();	/* children whose SIGCHLD came before the signalfd */
 	if (config.companion != NULL)
 		companion_start(config.companion);
 	log_info("%s: agentd %s ready (pid %ld)", __func__, AGENTD_VERSION,

@@ -1,6 +1,6 @@
 /*
- * netcfg.h -- the network of a bare VM, as PID 1: loopback up, the NIC's
- * kernel modules loaded, and the kernel's ip= parameter applied.
+ * netcfg.h -- the network of a bare VM, as PID 1: loopback up, and the
+ * kernel's ip= parameter applied (the NIC's modules by kmod.h).
  *
  * The kernel's own ip= (CONFIG_IP_PNP, Documentation/admin-guide/nfs/
  * nfsroot.rst) is absent from most distribution kernels, whose NIC drivers
@@ -52,21 +52,12 @@ void	netcfg_lo_up(void);
 
 /*
  * Apply a parsed static configuration: when the device is missing, load the
- * kernel modules for the machine's devices from /lib/modules/$(uname -r)
- * (finit_module, compressed ones too) and wait up to NETCFG_IFACE_WAIT_MS
- * for it; then set the address and netmask, bring it up, add the default
- * route through the gateway and, when there are DNS servers and no
- * /etc/resolv.conf yet, write one.  Returns 0 or -errno (logged).
+ * kernel modules for the machine's devices (kmod_load()) and wait up to
+ * NETCFG_IFACE_WAIT_MS for it; then set the address and netmask, bring it
+ * up, add the default route through the gateway and, when there are DNS
+ * servers and no /etc/resolv.conf yet, write one.  Returns 0 or -errno
+ * (logged).
  */
 int	netcfg_apply(const struct netcfg_ip *);
-
-/*
- * Load the modules for the devices the kernel sees (those whose modalias
- * matches a line of modules.alias), with their dependencies from
- * modules.dep, until no more match; without modules.alias, every module of
- * modules.dep, in dependency order.  Returns the number of modules loaded.
- * modroot NULL: /lib/modules/$(uname -r).
- */
-int	netcfg_load_modules(const char *modroot);
 
 #endif /* AGENTD_NETCFG_H */

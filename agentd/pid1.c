@@ -225,24 +225,12 @@ char *
 pid1_cmdline_strip(const char *cmdline, const char *key)
 {
 	const char	*p = cmdline, *start;
-	size_t		 klen = strlen(key), n = 0;
+	size_t		 klen = strlen(key), n = 0, wlen;
 	char		*out;
-	int		 quoted;
 
 	out = xmalloc(strlen(cmdline) + 2);
-	while (*p != '\0') {
-		while (isspace((unsigned char)*p))
-			p++;
-		if (*p == '\0')
-			break;
-		start = p;
-		quoted = 0;
-		while (*p != '\0' && (quoted || !isspace((unsigned char)*p))) {
-			if (*p == '"')
-				quoted = !quoted;
-			p++;
-		}
-		if ((size_t)(p - start) > klen && strncmp(start, key, klen) == 0 &&
+	while ((start = cmdline_next(&p, &wlen)) != NULL) {
+		if (wlen > klen && strncmp(start, key, klen) == 0 &&
 		    start[klen] == '=')
 			continue;
 		if (n > 0)

@@ -134,6 +134,7 @@ static pthread_t		 spawner;
 static pthread_mutex_t		 spawn_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t		 spawn_cond = PTHREAD_COND_INITIALIZER;
 static struct session_spawn_job	*spawn_job;	/* under spawn_lock */
+static struct event_base	*session_base;	/* the capture loop */
 static struct session_limits	 limits;
 static session_observer_fn	 observer;
 static uint64_t			 next_id = 1;
@@ -189,14 +190,17 @@ static int	session_proc_usable(void);
  * subreaper or of init).
  */
 void
-session_init(const struct session_limits *l, session_observer_fn fn)
+session_init(struct event_base *base, const struct session_limits *l,
+    session_observer_fn fn)
 {
 	sigset_t	all, old;
 	int		error;
 
+
+	session_base = base;
 	limits = *l;
 	observer = fn;
-	sweep_ev = evtimer_new(agentd_base, session_sweep_cb, NULL);
+	sweep_ev = evtimer_new(session_base, session_sweep_cb, NULL);
 	if (sweep_ev == NULL)
 		fatal("%s: out of memory", __func__);
 	sigfillset(&all);
@@ -298,9 +302,7 @@ session_timer_add(struct event *ev, int64_t ms)
 {
 	struct timeval	tv;
 
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	event_add(ev, &tv);
+	event_add(ev, timeval_ms(&tv, ms));
 }
 
 /* Copy a NULL-terminated string vector. */
@@ -514,20 +516,20 @@ session_create(const struct proto_create *pc, struct session **out,
 	for (i = 0; i < 2; i++) {
 		if (s->out[i].fd == -1)
 			continue;
-		s->out[i].ev = event_new(agentd_base, s->out[i].fd,
+		s->out[i].ev = event_new(session_base, s->out[i].fd,
 		    EV_READ | EV_PERSIST, session_read_cb, &s->out[i]);
 		event_add(s->out[i].ev, NULL);
 		s->nopen++;
 	}
 	s->inq = evbuffer_new();
 	if (s->in != -1)
-		s->in_ev = event_new(agentd_base, s->in, EV_WRITE,
+		s->in_ev = event_new(session_base, s->in, EV_WRITE,
 		    session_write_cb, s);
-	s->timeout_ev = evtimer_new(agentd_base, session_timeout_cb, s);
-	s->kill_ev = evtimer_new(agentd_base, session_kill_cb, s);
-	s->drain_ev = evtimer_new(agentd_base, session_drain_cb, s);
-	s->ttl_ev = evtimer_new(agentd_base, session_ttl_cb, s);
-	s->hup_ev = evtimer_new(agentd_base, session_hup_cb, &s->out[0]);
+	s->timeout_ev = evtimer_new(session_base, session_timeout_cb, s);
+	s->kill_ev = evtimer_new(session_base, session_kill_cb, s);
+	s->drain_ev = evtimer_new(session_base, session_drain_cb, s);
+	s->ttl_ev = evtimer_new(session_base, session_ttl_cb, s);
+	s->hup_ev = evtimer_new(session_base, session_hup_cb, &s->out[0]);
 	if (s->inq == NULL || s->timeout_ev == NULL || s->kill_ev == NULL ||
 	    s->drain_ev == NULL || s->ttl_ev == NULL || s->hup_ev == NULL ||
 	    (s->in != -1 && s->in_ev == NULL))
@@ -1346,7 +1348,7 @@ session_bury(struct session *s, int64_t ms)
 		s->out[i].ev = NULL;
 		s->out[i].fd = -1;
 	}
-	if ((c->kill_ev = evtimer_new(agentd_base, session_corpse_cb,
+	if ((c->kill_ev = evtimer_new(session_base, session_corpse_cb,
 	    c)) == NULL)
 		fatal("%s: out of memory", __func__);
 	LIST_INSERT_HEAD(&corpses, c, entry);

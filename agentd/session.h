@@ -36,6 +36,7 @@
 
 struct session;
 struct ring;
+struct event_base;
 
 /* What happened to a session, for its observer. */
 #define SESSION_EV_OUTPUT	0x1	/* new chunks */
@@ -57,10 +58,11 @@ struct session_limits {
 };
 
 /*
- * Set the limits and the observer, start the spawner thread (once, after
- * agentd_base, before any session).
+ * Set the loop (capture, timers), the limits and the observer, and start
+ * the spawner thread (once, before any session).
  */
-void	 session_init(const struct session_limits *, session_observer_fn);
+void	 session_init(struct event_base *, const struct session_limits *,
+	    session_observer_fn);
 
 /*
  * Start a session.  Returns 0 with *out set; or -1 with err filled:

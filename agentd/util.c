@@ -2,6 +2,10 @@
  * util.c -- allocation that never fails, clocks, parsing of sizes and
  * durations, constant-time comparison.
  */
+#include <sys/resource.h>
+#include <sys/time.h>
+
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -11,9 +15,10 @@
 #include <strings.h>
 #include <time.h>
 
-#include "agentd.h"
 #include "log.h"
 #include "util.h"
+
+static void	(*fatal_hook)(void);	/* main()'s; see fatal_set_hook() */
 
 /* malloc, or the fatal path. */
 void *
@@ -90,6 +95,35 @@ clock_wall_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+/* Milliseconds as a struct timeval. */
+struct timeval *
+timeval_ms(struct timeval *tv, int64_t ms)
+{
+	tv->tv_sec = ms / 1000;
+	tv->tv_usec = (ms % 1000) * 1000;
+	return (tv);
+}
+
+/* Raise the soft limit of open fds towards want (0: the hard limit). */
+int64_t
+nofile_raise(uint64_t want)
+{
+	struct rlimit	rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return (-errno);
+	if (want == 0 || want > rl.rlim_max)
+		want = rl.rlim_max;
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = want;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0 &&
+		    getrlimit(RLIMIT_NOFILE, &rl) != 0)
+			return (-errno);
+	}
+	return (rl.rlim_cur == RLIM_INFINITY ? INT64_MAX :
+	    (int64_t)rl.rlim_cur);
 }
 
 /* Set O_NONBLOCK and FD_CLOEXEC. */
@@ -185,6 +219,49 @@ parse_duration(const char *s, int64_t unit_ms, int64_t *ms)
 	return (0);
 }
 
+/* Write a message into a caller's cause buffer, if there is one. */
+void
+cause_vset(char *cause, size_t causelen, const char *fmt, va_list ap)
+{
+	if (cause != NULL && causelen > 0)
+		vsnprintf(cause, causelen, fmt, ap);
+}
+
+/* The same, with the arguments. */
+void
+cause_set(char *cause, size_t causelen, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	cause_vset(cause, causelen, fmt, ap);
+	va_end(ap);
+}
+
+/* The next word of a kernel command line. */
+const char *
+cmdline_next(const char **pp, size_t *len)
+{
+	const char	*p = *pp, *start;
+	int		 quoted = 0;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	if (*p == '\0') {
+		*pp = p;
+		return (NULL);
+	}
+	start = p;
+	while (*p != '\0' && (quoted || !isspace((unsigned char)*p))) {
+		if (*p == '"')
+			quoted = !quoted;
+		p++;
+	}
+	*len = (size_t)(p - start);
+	*pp = p;
+	return (start);
+}
+
 /* Compare without leaking, through timing, where the first difference is. */
 int
 ct_equal(const void *a, size_t alen, const void *b, size_t blen)
@@ -204,7 +281,14 @@ ct_equal(const void *a, size_t alen, const void *b, size_t blen)
 	return (diff == 0);
 }
 
-/* Log and take the shutdown path; never returns. */
+/* Set what fatal() does after logging (agentd's main: agentd_panic). */
+void
+fatal_set_hook(void (*hook)(void))
+{
+	fatal_hook = hook;
+}
+
+/* Log and take the fatal path; never returns. */
 void
 fatal(const char *fmt, ...)
 {
@@ -215,5 +299,7 @@ fatal(const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	log_error("fatal: %s", msg);
-	agentd_panic();
+	if (fatal_hook != NULL)
+		fatal_hook();
+	exit(1);
 }

@@ -1,14 +1,19 @@
 /*
- * util.h -- allocation that never fails, clocks, and small helpers.
+ * util.h -- allocation that never fails, clocks, and small helpers.  A leaf:
+ * it knows nothing of the daemon above it.
  *
- * The x*alloc functions never return NULL: on exhaustion they take agentd's
- * fatal path (log, then shutdown; as PID 1 never an exit).
+ * The x*alloc functions never return NULL: on exhaustion they take the fatal
+ * path, fatal(): log, then the hook main() registered (agentd's: kill the
+ * sessions; as PID 1 power off, never exit), or exit(1) without one.
  */
 #ifndef AGENTD_UTIL_H
 #define AGENTD_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct timeval;
 
 #define nitems(a)	(sizeof (a) / sizeof (a)[0])
 
@@ -23,6 +28,12 @@ int	 xasprintf(char **, const char *, ...)
 int64_t	 clock_mono_ms(void);
 /* Milliseconds since the epoch (CLOCK_REALTIME). */
 int64_t	 clock_wall_ms(void);
+/* Fill tv with ms milliseconds (>= 0) for a libevent timer; returns tv. */
+struct timeval *timeval_ms(struct timeval *tv, int64_t ms);
+
+/* Raise the soft RLIMIT_NOFILE to want fds (0: to the hard limit), at most
+ * to the hard limit.  Returns the soft limit now in force, or -errno. */
+int64_t	 nofile_raise(uint64_t want);
 
 /* Set O_NONBLOCK and FD_CLOEXEC on fd.  Returns 0 or -errno. */
 int	 fd_nonblock_cloexec(int fd);
@@ -38,11 +49,30 @@ int	 parse_size(const char *, uint64_t *);
  */
 int	 parse_duration(const char *, int64_t unit_ms, int64_t *ms);
 
+/*
+ * The next word of a kernel command line at *p (blanks inside double quotes
+ * belong to it): its start, its length in *len, and *p moved past it; NULL
+ * at the end.
+ */
+const char *cmdline_next(const char **p, size_t *len);
+
+/*
+ * Write a message into a caller's cause buffer (as snprintf), if there is
+ * one (cause NULL or causelen 0: nothing).  The cause convention of the
+ * functions that return -1 and say why.
+ */
+void	 cause_set(char *cause, size_t causelen, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+void	 cause_vset(char *cause, size_t causelen, const char *fmt, va_list)
+	    __attribute__((format(printf, 3, 0)));
+
 /* Constant-time comparison of two byte strings; 1 when equal. */
 int	 ct_equal(const void *, size_t, const void *, size_t);
 
-/* The fatal path: log msg and shut down; never returns. */
+/* The fatal path: log msg, then the hook (or exit(1)); never returns. */
 void	 fatal(const char *fmt, ...)
 	    __attribute__((format(printf, 1, 2), noreturn));
+/* What fatal() does after its log line; it must not return. */
+void	 fatal_set_hook(void (*)(void));
 
 #endif /* AGENTD_UTIL_H */

@@ -34,7 +34,8 @@
  * any thread concurrently with the producer.  ring_free() must not race with
  * anything.
  *
- * Errors are returned as -errno; nothing here logs or exits.
+ * Errors: functions returning int return -errno; those returning a pointer
+ * or an id return NULL or 0 with errno set.  Nothing here logs or exits.
  */
 #ifndef RINGBUF_H
 #define RINGBUF_H

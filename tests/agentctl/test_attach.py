@@ -95,9 +95,17 @@ class TestAttach(CtlTestCase):
     def shell_session(self):
         """A PTY shell whose newest chunk is its prompt."""
         sid = self.uid('sh')
+        # The shell starts only once EARLY-MARK is captured (the test says
+        # so on stdin): after a sleep, a busy machine could read the mark
+        # and the prompt as one chunk, the newest one.
         self.agentd.create(id=sid, tty=True, env={'PS1': '$ '},
                            argv=['sh', '-c',
-                                 'echo EARLY-MARK; sleep 0.2; exec /bin/sh'])
+                                 'echo EARLY-MARK; read _; exec /bin/sh'])
+        wait_until(lambda: b'EARLY-MARK' in self.agentd.output(sid),
+                   what='the mark')
+        st, _ = self.agentd.api('POST', '/v1/sessions/%s/stdin' % sid,
+                                {'text': '\n'})
+        self.assertEqual(st, 200)
         wait_until(lambda: self.agentd.output(sid).endswith(b'$ '),
                    what='the prompt')
         return sid

@@ -118,20 +118,23 @@ class FetchHTTPTest(FetchCase):
         path = self.p('u')
         t0 = time.monotonic()
         err = self.assertError(self.fetch(url='http://127.0.0.1:%d/x' % free_port(),
-                                          path=path, timeout_ms=10000), 502, 'fetch_failed')
+                                          path=path, timeout_ms=60000), 502, 'fetch_failed')
         self.assertIn('connect', err['message'])
         self.assertIn('refused', err['message'].lower())
-        self.assertLess(time.monotonic() - t0, 5)
+        # At once, not at the timeout (a bound for a busy machine).
+        self.assertLess(time.monotonic() - t0, 20)
         self.nothing_at(path)
 
     def test_timeout(self):
         path = self.p('slow')
         t0 = time.monotonic()
-        err = self.assertError(self.fetch(url=self.http.url('/slow?ms=4000'), path=path,
+        err = self.assertError(self.fetch(url=self.http.url('/slow?ms=60000'), path=path,
                                           timeout_ms=500), 502, 'fetch_failed')
         took = time.monotonic() - t0
         self.assertIn('timeout', err['message'])
-        self.assertLess(took, 3.0)
+        # Ended by the timeout, not by the server's minute (a busy machine
+        # may be late; a timer is never early).
+        self.assertLess(took, 20)
         self.assertGreaterEqual(took, 0.45)
         self.nothing_at(path)
         # a body that stalls half-way
@@ -144,12 +147,13 @@ class FetchHTTPTest(FetchCase):
         """healthz and other requests answer while fetches wait."""
         path = self.p('slow')
         c2 = self.agentd.tcp_client()
-        bg = Background(self.fetch, url=self.http.url('/slow?ms=1500'), path=path)
+        bg = Background(self.fetch, url=self.http.url('/slow?ms=8000'), path=path)
         time.sleep(0.2)
-        t0 = time.monotonic()
         self.healthz(client=c2)
         self.expect(self.req('POST', '/v1/files/stat', {'paths': ['/']}, client=c2), 200)
-        self.assertLess(time.monotonic() - t0, 0.5)
+        # Answered while the fetch waits (an order, not a speed: with the
+        # loop blocked they would come after the server's 8 s).
+        self.assertIsNone(bg.done_at, 'the fetch ended before healthz')
         self.fetched(bg.join_result(), path)
 
     def test_client_goes_away(self):
@@ -182,7 +186,7 @@ class FetchHTTPTest(FetchCase):
         self.wait_for(lambda: self.leftovers() != [], what='the download started')
         t0 = time.monotonic()
         self.stop_agentd()          # fails unless it exits 0 in time
-        self.assertLess(time.monotonic() - t0, 5)
+        self.assertLess(time.monotonic() - t0, 20)  # not the 1000 s trickle
         self.nothing_at(path)
         bg.join(10)
 

@@ -3,8 +3,8 @@
  * bytes are written, as they are, to a real connection to agentd's evhttp
  * listeners (TCP with a token, or the unix socket), and agentd's own event
  * loop runs until it has answered and the connection is gone.  Everything
- * of agentd/ is linked in but main.c (this file holds its globals) and the
- * files routes.
+ * of agentd/ is linked in but main.c (agentd_start() wires the rest, as for
+ * main()) and the files routes.
  *
  * Checked: no crash (ASan, UBSan); no answer with a 5xx status; every
  * connection is freed once its client is gone (no waiter or fd left); and
@@ -65,12 +65,6 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 #define FH_FAKE_PID		0x40000000 /* above any pid_max */
 #define FH_OUTPUT		"fake output\n"
 
-/* main.c's globals. */
-struct event_base	*agentd_base;
-struct config		*agentd_cfg;
-int64_t			 agentd_start_ms;
-struct agentd_stats	 agentd_stats;
-
 /* A fake process behind a session. */
 struct fh_proc {
 	pid_t	 pid;
@@ -103,10 +97,10 @@ agentd_shutdown(const char *why)
 }
 
 /* agentd's fatal path: a bug, as far as fuzzing goes. */
-void
-agentd_panic(void)
+static void
+fh_fatal(void)
 {
-	fprintf(stderr, "fuzz_http: agentd_panic\n");
+	fprintf(stderr, "fuzz_http: fatal\n");
 	abort();
 }
 
@@ -381,8 +375,6 @@ fh_turn(int us)
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	struct session_limits	 limits;
-	struct event_config	*ecfg;
 	char			*args[] = { "agentd",
 	    "--listen", "127.0.0.1:0", "--socket", sock_path,
 	    "--workdir", "/", "--log-level", "error",
@@ -394,6 +386,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	    NULL };
 
 	signal(SIGPIPE, SIG_IGN);
+	fatal_set_hook(fh_fatal);
 	snprintf(dir, sizeof dir, "/tmp/fuzz_http.XXXXXX");
 	must(mkdtemp(dir) != NULL, "mkdtemp");
 	snprintf(sock_path, sizeof sock_path, "%s/agentd.sock", dir);
@@ -401,25 +394,13 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	must(config_load(&cfg, (int)(sizeof args / sizeof args[0]) - 1, args,
 	    NULL) == 0, "config_load");
 	log_set_level(cfg.log_level);
-	agentd_cfg = &cfg;
 	agentd_start_ms = clock_mono_ms();
 	json_object_seed(1);
 
-	ecfg = event_config_new();
-	event_config_require_features(ecfg, EV_FEATURE_EARLY_CLOSE);
-	agentd_base = event_base_new_with_config(ecfg);
-	event_config_free(ecfg);
-	must(agentd_base != NULL, "event_base");
+	/* main()'s wiring; its observer without the shutdown's part. */
+	must(agentd_start(&cfg, api_session_event) == 0, "agentd_start");
 	reap_ev = event_new(agentd_base, -1, 0, fh_reap_cb, NULL);
 	tick_ev = evtimer_new(agentd_base, fh_tick_cb, NULL);
-
-	limits.max_sessions = cfg.max_sessions;
-	limits.max_total_ring_bytes = cfg.max_total_ring_bytes;
-	limits.stdin_buffer = cfg.stdin_buffer;
-	limits.exited_ttl_ms = cfg.exited_ttl_ms;
-	limits.workdir = cfg.workdir;
-	session_init(&limits, api_session_event);
-	must(http_start(&cfg) == 0, "http_start");
 	tcp_port = fh_find_port();
 	must(tcp_port > 0, "no TCP listener");
 	return (0);

@@ -1,6 +1,7 @@
 #!/bin/sh
 # run-fuzz.sh BUILDDIR HARNESS -- run one libFuzzer harness of BUILDDIR
-# (ring, http or proto; built by tests/fuzz/meson.build with CC=clang).
+# (ring, http, proto or fetch; built by tests/fuzz/meson.build with
+# CC=clang).
 #
 # First every kept crasher of tests/fuzz/regress/HARNESS is replayed (each
 # must pass now); then the harness fuzzes for FUZZ_SECONDS (default 15)
@@ -21,7 +22,9 @@ http)	bin=$build/tests/fuzz/fuzz_http seeds=$here/corpus/http
 	set -- -max_len=65536 -dict="$here/http.dict" ;;
 proto)	bin=$build/tests/proto/fuzz_proto seeds=$root/tests/proto/corpus
 	set -- -max_len=8192 ;;
-*)	echo "run-fuzz.sh: no harness '$name' (ring, http, proto)" >&2
+fetch)	bin=$build/tests/fuzz/fuzz_fetch seeds=$here/corpus/fetch
+	set -- -max_len=4096 ;;
+*)	echo "run-fuzz.sh: no harness '$name' (ring, http, proto, fetch)" >&2
 	exit 2 ;;
 esac
 regress=$here/regress/$name

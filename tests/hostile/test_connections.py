@@ -9,7 +9,7 @@ import socket
 import time
 
 from harness import Agentd
-from hostilelib import (HostileTestCase, SLOW, closed_by_peer, connect,
+from hostilelib import (HostileTestCase, SLOW, STARVED, closed_by_peer, connect,
                         connect_unix, cpu_seconds, debug_stat, fd_count,
                         healthz_latency, percentile, raise_nofile,
                         read_answer, status_of)
@@ -46,7 +46,7 @@ class MaxConnectionsTest(HostileTestCase):
         held = [connect(self.agentd.port) for _ in range(self.LIMIT)]
         for s in held:
             self.prove(s)
-        self.assertGreaterEqual(self.fds(), base + self.LIMIT - 2)
+        self.wait_fds_above(base + self.LIMIT - 2)
         t0 = time.monotonic()
         extra = connect(self.agentd.port)
         data, closed = read_answer(extra, 5 * SLOW)
@@ -54,7 +54,8 @@ class MaxConnectionsTest(HostileTestCase):
         extra.close()
         self.assertEqual(status_of(data), 503, data[:300])
         self.assertIn(b'too_many_connections', data)
-        self.assertLess(took, 1.0 * SLOW, 'the 503 took %.2fs' % took)
+        # At once: not at the 60 s header timeout.
+        self.assertLess(took, STARVED, 'the 503 took %.2fs' % took)
         # Held connections still work.
         held[0].sendall(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
         data, _ = read_answer(held[0], 5 * SLOW)
@@ -87,6 +88,7 @@ class MaxConnectionsTest(HostileTestCase):
         held = [connect(self.agentd.port) for _ in range(self.LIMIT)]
         for s in held:
             self.prove(s)
+        self.wait_fds_above(base + self.LIMIT - 2)
         for _ in range(3):
             s = connect(self.agentd.port)
             read_answer(s, 5 * SLOW)
@@ -232,7 +234,7 @@ class TenThousandTest(HostileTestCase):
                  percentile(lat, 50) * 1000, max(lat) * 1000))
         self.assertGreaterEqual(held, self.N - 2)   # base had a closing one
         self.assertEqual(statuses, [200] * 20)
-        self.assertLess(percentile(lat, 50), 0.1 * SLOW)
+        self.assertLess(max(lat), STARVED)
         self.assertEqual(len(alive), self.N, '%d of the idle connections were '
                          'closed' % (self.N - len(alive)))
         self.assertGreaterEqual(stat['connections_open'], self.N)
@@ -269,7 +271,10 @@ class EmfileBackoffTest(HostileTestCase):
         socks = []
         for _ in range(self.NOFILE * 2):
             socks.append(connect(a.port, timeout=30))
-        time.sleep(0.5)
+        deadline = time.monotonic() + STARVED
+        while fd_count(pid) < self.NOFILE - 2 and \
+                time.monotonic() < deadline:
+            time.sleep(0.02)
         self.assertGreaterEqual(fd_count(pid), self.NOFILE - 2)
         cpu0 = cpu_seconds(pid)
         time.sleep(2.0)

@@ -283,7 +283,7 @@ class InflightBudgetTest(HostileTestCase):
     BODY = 2 << 20          # within evhttp's own limit (2 x --max-body)
 
     def test_unauthenticated_bodies_are_bounded(self):
-        from hostilelib import rss_kib
+        from hostilelib import healthz_latency, rss_kib, tcp_queues
         base_fds = self.fds()
         base_rss = rss_kib(self.pid())
         socks = []
@@ -301,8 +301,19 @@ class InflightBudgetTest(HostileTestCase):
             except OSError:
                 shed += 1
             socks.append(s)
-        time.sleep(1.5)     # agentd drains what the kernel buffered
-        rss = rss_kib(self.pid()) - base_rss
+        # Wait until agentd has read every byte sent (however slow the
+        # machine), then a request through its loop: the sheds are done.
+        deadline = time.monotonic() + 60 * SLOW
+        while tcp_queues(self.agentd.port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(tcp_queues(self.agentd.port), 0, 'agentd stopped '
+                         'reading')
+        lat, st = healthz_latency(self.agentd.port, n=1, timeout=60 * SLOW)
+        self.assertEqual(st, [200])
+        # The peak, not the RSS at one moment: when every connection was
+        # shed the memory is back already; when agentd is slow it has not
+        # read everything yet.
+        rss = rss_kib(self.pid(), 'VmHWM') - base_rss
         answers = {}
         for s in socks:
             data, closed = read_answer(s, 0.2)

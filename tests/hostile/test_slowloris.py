@@ -3,7 +3,7 @@
 import threading
 import time
 
-from hostilelib import (HostileTestCase, SLOW, closed_by_peer, connect,
+from hostilelib import (HostileTestCase, SLOW, STARVED, closed_by_peer, connect,
                         healthz_latency, percentile, read_answer, status_of,
                         raise_nofile)
 
@@ -151,11 +151,8 @@ class SlowlorisTest(HostileTestCase):
         t.start()
         try:
             # Best of two: other processes on a shared machine add noise.
-            for attempt in range(2):
-                lat, statuses = healthz_latency(self.agentd.port, n=100)
-                p95 = percentile(lat, 95)
-                if p95 < 0.2 * SLOW:
-                    break
+            lat, statuses = healthz_latency(self.agentd.port, n=100)
+            p95 = percentile(lat, 95)
         finally:
             stop.set()
             t.join()
@@ -165,7 +162,10 @@ class SlowlorisTest(HostileTestCase):
                                             percentile(lat, 50) * 1000,
                                             p95 * 1000, max(lat) * 1000))
         self.assertEqual(statuses, [200] * len(statuses))
-        self.assertLess(p95, 0.2 * SLOW, 'healthz p95 %.0f ms' % (p95 * 1000))
+        # Answered while every half-open request waits for its 3 s deadline
+        # (how fast: bench/).
+        self.assertLess(max(lat), STARVED, 'healthz max %.0f ms'
+                        % (max(lat) * 1000))
         # Every half-open connection is closed by the header timeout.
         deadline = time.monotonic() + 10 * SLOW
         open_ = list(socks)

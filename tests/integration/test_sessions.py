@@ -319,7 +319,8 @@ class LoadTest(AgentdTestCase):
                 g = self.get(w['id'], max_bytes=4096)
                 self.assertEqual(g['state'], 'running')
                 n += 1
-            self.assertLess(worst, 2.0, 'healthz took %.2fs during an output flood' % worst)
+            # Starved would be never (the flood is endless); how fast: bench/.
+            self.assertLess(worst, 10.0, 'healthz took %.2fs during an output flood' % worst)
         finally:
             self.expect(self.delete(w['id'], grace_ms=500), 200)
 

@@ -3,7 +3,7 @@
  * the kernel's ip= (netcfg_parse_ip), a key of the kernel command line
  * (config_cmdline_get), the command line without the token
  * (pid1_cmdline_strip), and the order in which modules.dep and
- * modules.alias make netcfg_load_modules() try modules.
+ * modules.alias make kmod_load() try modules.
  */
 #include <sys/stat.h>
 
@@ -19,15 +19,9 @@
 #include "agentd.h"
 #include "config.h"
 #include "log.h"
+#include "kmod.h"
 #include "netcfg.h"
 #include "pid1.h"
-
-/* util.c's fatal path ends here; nothing in these tests should reach it. */
-void
-agentd_panic(void)
-{
-	abort();
-}
 
 static char	cause[NETCFG_CAUSE_MAX];
 
@@ -267,7 +261,7 @@ START_TEST(modules_dependency_order)
 	    "kernel/base.ko:\n");
 	log_set_level_value(LOG_LEVEL_DEBUG);
 	/* No modules.alias: every module, each after its dependencies. */
-	ck_assert_int_eq(netcfg_load_modules(dir), 0);
+	ck_assert_int_eq(kmod_load(dir), 0);
 	logbuf[0] = '\0';
 	log_foreach(log_cat, logbuf);
 	a = strstr(logbuf, "finit_module kernel/base.ko:");
@@ -282,7 +276,7 @@ START_TEST(modules_dependency_order)
 	put(dir, "modules.alias", "# Aliases extracted from modules "
 	    "themselves.\nalias nosuchbus:v0001d0002* top\nalias *:* "
 	    "mid-dep\n");
-	ck_assert_int_eq(netcfg_load_modules(dir), 0);
+	ck_assert_int_eq(kmod_load(dir), 0);
 	logbuf[0] = '\0';
 	log_foreach(log_cat, logbuf);
 	b = strstr(a + 1, "finit_module kernel/base.ko:");
@@ -291,7 +285,7 @@ START_TEST(modules_dependency_order)
 		ck_assert_msg(b != NULL, "no device matched '*:*'\n%s", logbuf);
 
 	/* No such directory: nothing, quietly. */
-	ck_assert_int_eq(netcfg_load_modules("/nonexistent/modules"), 0);
+	ck_assert_int_eq(kmod_load("/nonexistent/modules"), 0);
 
 	unlink(strcat(strcpy(sub, dir), "/modules.alias"));
 	unlink(strcat(strcpy(sub, dir), "/modules.dep"));

@@ -27,6 +27,11 @@ import unittest
 START_TIMEOUT = 15.0    # agentd must answer healthz within this
 HTTP_TIMEOUT = 60.0     # one request
 EXIT_SLACK = 8.0        # on top of the shutdown grace, for agentd to end
+# "At once" on a loaded 2-core machine: tests that agentd ends before its
+# grace use a grace of LONG_GRACE_MS and expect the end within QUICK, so a
+# slow machine is still far from the grace that a regression would wait.
+LONG_GRACE_MS = 30000
+QUICK = 15.0            # s
 
 LOG_TS = re.compile(r'^agentd: (\d{4}-\d\d-\d\dT\d\d:\d\d:(\d\d\.\d+))Z ')
 
@@ -351,10 +356,24 @@ class Agentd:
         return j
 
     def run(self, cmd, timeout=30.0, **kw):
-        """Run cmd to its end; (exit_code, output bytes)."""
+        """Run cmd to its end; (exit_code, output bytes of all streams).
+        Only the order within one stream is kept: stdout and stderr are two
+        pipes, read in whatever order the capture loop finds them ready."""
+        code, streams = self.run_streams(cmd, timeout, **kw)
+        return code, b''.join(streams.values())
+
+    def run_streams(self, cmd, timeout=30.0, **kw):
+        """Run cmd to its end; (exit_code, {stream: bytes}), e.g. 'stdout'
+        and 'stderr' apart ('pty' for a tty session)."""
         kw.setdefault('yield_ms', int(min(timeout, 20.0) * 1000))
         j = self.create(cmd, **kw)
-        out = b''.join(base64.b64decode(c['data']) for c in j['output'])
+        streams = {}
+
+        def take(chunks):
+            for c in chunks:
+                streams[c['stream']] = (streams.get(c['stream'], b'') +
+                                        base64.b64decode(c['data']))
+        take(j['output'])
         cursor = j['cursor']
         deadline = time.monotonic() + timeout
         while not (j['state'] == 'exited' and j['eof']):
@@ -362,9 +381,9 @@ class Agentd:
                 raise AssertionError('session %r still %s after %.0f s'
                                      % (cmd, j['state'], timeout))
             j = self.get(j['id'], cursor, wait_ms=1000)
-            out += b''.join(base64.b64decode(c['data']) for c in j['output'])
+            take(j['output'])
             cursor = j['cursor']
-        return j['exit_code'], out
+        return j['exit_code'], streams
 
     def read_until(self, sid, needle, timeout=20.0):
         cursor, out = 0, b''

@@ -2,7 +2,8 @@
 closed, as a child and as PID 1."""
 
 import os
-from pid1lib import Pid1TestCase, children_of, pid_gone, proc_stat, wait_for
+from pid1lib import (LONG_GRACE_MS, QUICK, Pid1TestCase, children_of,
+                     pid_gone, proc_stat, wait_for)
 
 
 class ChildTest(Pid1TestCase):
@@ -11,12 +12,18 @@ class ChildTest(Pid1TestCase):
         a = self.start(pid1=False)
         self.assertNotEqual(a.health['pid'], 1)
         self.assertEqual(a.host_pid, a.proc.pid)
-        code, out = a.run("sleep 1.5 > /dev/null 2>&1 & echo $!")
+        # The orphan lives until we remove its file (not for a time: the
+        # machine may be slow to let us look at it).
+        hold = os.path.join(a.dir, 'hold')
+        open(hold, 'w').close()
+        code, out = a.run("(while [ -e %s ]; do sleep 0.05; done) "
+                          "> /dev/null 2>&1 & echo $!" % hold)
         self.assertEqual(code, 0)
         orphan = int(out.strip())
         st = proc_stat(orphan)
         self.assertIsNotNone(st, 'the orphan is gone already')
         self.assertEqual(st[1], a.host_pid, 'orphan not re-parented to agentd')
+        os.unlink(hold)
         wait_for(lambda: proc_stat(orphan) is None, 10,
                  what='the orphan to be reaped')
 
@@ -30,7 +37,7 @@ class ChildTest(Pid1TestCase):
             a.metrics().get('agentd_zombies_reaped_total', 0), 100)
 
     def test_sigterm_ends_orphans_too_and_exits_0(self):
-        a = self.start(pid1=False, grace_ms=3000)
+        a = self.start(pid1=False, grace_ms=LONG_GRACE_MS)
         marker = os.path.join(a.dir, 'daemon.term')
         # A daemon in its own session: no session's group holds it.
         a.run("setsid sh -c \"trap 'echo t > %s; exit 0' TERM; echo up; "
@@ -41,7 +48,7 @@ class ChildTest(Pid1TestCase):
         kids = children_of(a.host_pid)
         self.assertEqual(len(kids), 1, kids)
         daemon = list(kids)[0]
-        rc, took = a.stop(expect_within=3.0)
+        rc, took = a.stop(expect_within=QUICK)
         self.assertEqual(rc, 0, a.stderr())
         self.assertTrue(os.path.exists(marker), 'the orphan saw no SIGTERM')
         self.assertTrue(pid_gone(daemon))
@@ -66,11 +73,11 @@ class ClosedStdioTest(Pid1TestCase):
 
     def check_works(self, a):
         self.assertEqual(a.request('GET', '/healthz')[0], 200)
-        code, out = a.run('echo out; echo err >&2; ls /proc/self/fd')
+        code, out = a.run_streams('echo out; echo err >&2; ls /proc/self/fd')
         self.assertEqual(code, 0)
-        self.assertIn(b'out', out)
-        self.assertIn(b'err', out)
-        self.assertEqual(sorted(out.split()[2:]), [b'0', b'1', b'2', b'3'])
+        self.assertEqual(out.get('stderr'), b'err\n')
+        self.assertEqual(out.get('stdout', b'').split(),
+                         [b'out', b'0', b'1', b'2', b'3'])
         code, out = a.run('tty; echo hi', tty=True)
         self.assertEqual(code, 0)
         self.assertIn(b'/dev/pts/', out)
@@ -79,16 +86,17 @@ class ClosedStdioTest(Pid1TestCase):
             self.assertEqual(os.readlink('/proc/%d/fd/%d' % (a.host_pid, fd)),
                              '/dev/null')
         j = a.create('sleep 100')
-        rc, took = a.stop(expect_within=a.grace_ms / 1000.0)
+        rc, took = a.stop(expect_within=QUICK)
         self.assertEqual(rc, 0)
         self.assertTrue(pid_gone(j['pid']) if not a.pid1 else True)
 
     def test_as_child(self):
-        a = self.start(pid1=False, closed_stdio=True, grace_ms=2000)
+        a = self.start(pid1=False, closed_stdio=True,
+                       grace_ms=LONG_GRACE_MS)
         # The wrapper shell exec'd agentd: our child, our pid.
         self.check_works(a)
 
     def test_as_pid1(self):
-        a = self.start(pid1=True, closed_stdio=True, grace_ms=2000)
+        a = self.start(pid1=True, closed_stdio=True, grace_ms=LONG_GRACE_MS)
         self.assertEqual(a.health['pid'], 1)
         self.check_works(a)

@@ -14,7 +14,7 @@ import subprocess
 import time
 import unittest
 
-from pid1lib import Pid1TestCase
+from pid1lib import QUICK, Pid1TestCase
 
 IP = '10.0.2.15::10.0.2.2:255.255.255.0:sbx-host:eth0:off'
 
@@ -103,7 +103,7 @@ class CmdlineTest(Pid1TestCase):
         self.assertEqual(st, 429, body)
         self.assertIn('netcfg_apply: eth0: 10.0.2.15', a.stderr())
         # Leaves a clean ending.
-        rc, _ = a.stop(expect_within=a.grace_ms / 1000.0 + 1)
+        rc, _ = a.stop(expect_within=a.grace_ms / 1000.0 + QUICK)
         self.assertEqual(rc, 0)
 
     def test_flags_beat_the_command_line_hostname_too(self):

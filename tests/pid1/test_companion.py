@@ -6,7 +6,7 @@ import re
 import threading
 import time
 
-from pid1lib import Pid1TestCase, wait_for
+from pid1lib import LONG_GRACE_MS, QUICK, Pid1TestCase, wait_for
 
 LINE = re.compile(r'^agentd: (\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d+)Z '
                   r'(\w+) (.*)$')
@@ -61,20 +61,22 @@ class CompanionTest(Pid1TestCase):
         self.assertEqual(delays[:4], [delays[0] * 2 ** i for i in range(4)],
                          delays)
         self.assertGreater(delays[0], 0)
-        # And the starts do spread out that way.
+        # And the starts do spread out that way: each restart waited at
+        # least its delay (a timer may fire late on a loaded machine, never
+        # early; so only the lower bound is a test).
         log = parse_log(a.log_lines())
         starts = [t for t, lvl, x in log if 'companion sh started' in x]
         self.assertGreaterEqual(len(starts), 4, a.stderr())
         gaps = [b - a_ for a_, b in zip(starts, starts[1:])]
-        for i in range(1, 3):
-            self.assertGreater(gaps[i], gaps[i - 1] * 1.5, gaps)
-        self.assertGreaterEqual(gaps[0], delays[0] / 1000.0 - 0.05, gaps)
+        for i in range(3):
+            self.assertGreaterEqual(gaps[i], delays[i] / 1000.0 - 0.05,
+                                    (gaps, delays))
         # Its output and its exit status are in agentd's log.
         text = a.stderr()
         self.assertIn('companion stdout: flap', text)
         self.assertIn('companion exited 3', text)
         self.assertEqual(a.health['pid'], 1)
-        rc, _ = a.stop(expect_within=a.grace_ms / 1000.0)
+        rc, _ = a.stop(expect_within=QUICK)
         self.assertEqual(rc, 0)
 
     def test_companion_that_cannot_start(self):
@@ -86,7 +88,7 @@ class CompanionTest(Pid1TestCase):
             20, interval=0.1, what='three failed starts')
         self.assertEqual(delays[:3], [delays[0], delays[0] * 2, delays[0] * 4])
         self.assertEqual(a.run('echo ok')[1], b'ok\n')
-        rc, _ = a.stop(expect_within=a.grace_ms / 1000.0)
+        rc, _ = a.stop(expect_within=QUICK)
         self.assertEqual(rc, 0)
 
     def test_companion_gets_sigterm_at_shutdown(self):
@@ -94,7 +96,7 @@ class CompanionTest(Pid1TestCase):
         if os.path.exists(marker):
             os.unlink(marker)
         try:
-            a = self.start(pid1=True, grace_ms=5000, companion=[
+            a = self.start(pid1=True, grace_ms=LONG_GRACE_MS, companion=[
                 'sh', '-c', "trap 'echo t > %s; exit 0' TERM; echo up; "
                 "while :; do sleep 0.05; done" % marker])
             wait_for(lambda: 'companion stdout: up' in a.stderr(), 10,
@@ -102,7 +104,7 @@ class CompanionTest(Pid1TestCase):
             # It is running, and it is not restarted.
             time.sleep(0.3)
             self.assertNotIn('restarting the companion', a.stderr())
-            rc, took = a.stop(expect_within=4.0)
+            rc, took = a.stop(expect_within=QUICK)
             self.assertEqual(rc, 0, a.stderr())
             self.assertTrue(os.path.exists(marker),
                             'the companion saw no SIGTERM\n' + a.stderr())

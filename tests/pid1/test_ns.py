@@ -51,12 +51,13 @@ class NamespaceTest(Pid1TestCase):
 
     def test_orphan_of_a_running_session_is_reaped(self):
         a = self.start()
-        # The orphan ends while its session still runs.
-        j = a.create('(sleep 0.1 &); sleep 2; echo done')
-        time.sleep(1.0)
-        pids = a.ns_pids()
-        self.assertNotIn('Z', pids.values(), pids)
-        a.read_until(j['id'], b'done')
+        # The orphan ends while its session still runs; the session waits
+        # until the orphan is gone from /proc (kill -0 still finds a
+        # zombie), which only PID 1's reaping does.
+        j = a.create('(sleep 0.1 & echo $! > o.pid); o=$(cat o.pid); '
+                     'while kill -0 $o 2>/dev/null; do sleep 0.05; done; '
+                     'echo reaped', cwd=a.dir)
+        a.read_until(j['id'], b'reaped', timeout=60)
 
     def test_signal_mask_and_dispositions_are_clean(self):
         a = self.start()

@@ -4,7 +4,7 @@ import os
 import signal
 import time
 
-from pid1lib import Pid1TestCase, wait_for
+from pid1lib import LONG_GRACE_MS, QUICK, Pid1TestCase, wait_for
 
 TRAP = ("trap 'echo term > %s; exit 0' TERM; echo ready; "
         "while :; do sleep 0.05; done")
@@ -13,7 +13,7 @@ TRAP = ("trap 'echo term > %s; exit 0' TERM; echo ready; "
 class ShutdownTest(Pid1TestCase):
 
     def test_sigterm_reaches_every_session_within_the_grace(self):
-        grace = 5000
+        grace = LONG_GRACE_MS
         a = self.start(grace_ms=grace, args=['--log-level', 'debug'])
         markers, sids = [], []
         for i in range(6):
@@ -31,7 +31,7 @@ class ShutdownTest(Pid1TestCase):
         wait_for(lambda: os.path.exists(daemon + '.ready') and
                  os.path.getsize(daemon + '.ready') > 0, 10,
                  what='the daemon')
-        rc, took = a.stop(signal.SIGTERM, expect_within=grace / 1000.0)
+        rc, took = a.stop(signal.SIGTERM, expect_within=QUICK)
         self.assertEqual(rc, 0, a.stderr())
         self.assertLess(took, grace / 1000.0,
                         'agentd did not end within the grace')
@@ -44,7 +44,8 @@ class ShutdownTest(Pid1TestCase):
         self.assertIn('shutting down', a.stderr())
 
     def test_term_proof_session_is_killed_after_the_grace(self):
-        grace = 1500
+        # The grace must outlast two requests on a loaded machine.
+        grace = 5000
         a = self.start(grace_ms=grace)
         j = a.create("trap '' TERM HUP; echo ready; while :; do sleep 0.05; "
                      "done")
@@ -57,7 +58,8 @@ class ShutdownTest(Pid1TestCase):
         a.send(signal.SIGTERM)
         # During the grace: 503 shutting_down, and no new session.
         st, body = wait_for(lambda: (lambda r: r[0] == 503 and r)(
-            a.request('GET', '/healthz', conn=c)), 2, what='503')
+            a.request('GET', '/healthz', conn=c)), grace / 1000.0,
+            what='503')
         self.assertEqual(body['status'], 'shutting_down')
         st, body = a.request('POST', '/v1/sessions', {'cmd': 'true'}, conn=c)
         self.assertEqual(st, 503, body)
@@ -72,24 +74,22 @@ class ShutdownTest(Pid1TestCase):
 
     def test_sigint_and_sigpwr_shut_down(self):
         for sig in (signal.SIGINT, signal.SIGPWR):
-            a = self.start(grace_ms=3000)
+            a = self.start(grace_ms=LONG_GRACE_MS)
             m = os.path.join(a.dir, 'term')
             j = a.create(TRAP % m)
             a.read_until(j['id'], b'ready')
-            rc, took = a.stop(sig, expect_within=3.0)
+            rc, took = a.stop(sig, expect_within=QUICK)
             self.assertEqual(rc, 0, a.stderr())
-            self.assertLess(took, 3.0)
             self.assertTrue(os.path.exists(m), signal.Signals(sig).name)
 
     def test_shutdown_with_nothing_running_is_quick(self):
-        a = self.start(grace_ms=5000)
+        a = self.start(grace_ms=LONG_GRACE_MS)
         a.run('true')
-        rc, took = a.stop(expect_within=3.0)
+        rc, took = a.stop(expect_within=QUICK)
         self.assertEqual(rc, 0)
-        self.assertLess(took, 3.0)
 
     def test_stopped_session_is_continued_and_terminated(self):
-        a = self.start(grace_ms=5000)
+        a = self.start(grace_ms=LONG_GRACE_MS)
         m = os.path.join(a.dir, 'term')
         j = a.create(TRAP % m)
         a.read_until(j['id'], b'ready')
@@ -97,7 +97,6 @@ class ShutdownTest(Pid1TestCase):
                           {'signal': 'SIGSTOP'})
         self.assertEqual(st, 200)
         time.sleep(0.2)
-        rc, took = a.stop(expect_within=5.0)
+        rc, took = a.stop(expect_within=QUICK)
         self.assertEqual(rc, 0)
-        self.assertLess(took, 5.0)
         self.assertTrue(os.path.exists(m), 'a stopped session missed SIGTERM')

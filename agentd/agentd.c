@@ -1,0 +1,53 @@
+/*
+ * agentd.c -- the daemon's wiring, shared by main() and the HTTP fuzzer
+ * (tests/fuzz/fuzz_http.c): the loop, the sessions and the listeners, built
+ * from a configuration.  main.c adds what only a real daemon does around it:
+ * PID-1 duties, signals and the reaper, the companion, the shutdown.
+ */
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "agentd.h"
+#include "api.h"
+#include "config.h"
+#include "http.h"
+#include "log.h"
+#include "session.h"
+#include "util.h"
+
+struct event_base	*agentd_base;
+struct config		*agentd_cfg;
+int64_t			 agentd_start_ms;
+
+/* Build the loop, the session table and the listeners from cfg. */
+int
+agentd_start(struct config *cfg, void (*observer)(struct session *, int))
+{
+	struct session_limits	 limits;
+	struct event_config	*ecfg;
+
+	agentd_cfg = cfg;
+	if ((ecfg = event_config_new()) == NULL)
+		fatal("%s: out of memory", __func__);
+	/* EV_CLOSED: a long-poll's client that goes away is seen at once. */
+	event_config_require_features(ecfg, EV_FEATURE_EARLY_CLOSE);
+	agentd_base = event_base_new_with_config(ecfg);
+	event_config_free(ecfg);
+	if (agentd_base == NULL)
+		fatal("%s: no event backend with EV_CLOSED", __func__);
+
+	memset(&limits, 0, sizeof limits);
+	limits.max_sessions = cfg->max_sessions;
+	limits.max_total_ring_bytes = cfg->max_total_ring_bytes;
+	limits.stdin_buffer = cfg->stdin_buffer;
+	limits.exited_ttl_ms = cfg->exited_ttl_ms;
+	limits.workdir = cfg->workdir;
+	limits.env = cfg->env_defaults;
+	session_init(agentd_base, &limits, observer);
+
+	if (http_start(agentd_base, cfg, api_route) != 0)
+		return (-1);
+	log_debug("%s: listening", __func__);
+	return (0);
+}

@@ -1,0 +1,23 @@
+/*
+ * stats.h -- the counters behind GET /metrics.  A leaf: any module may count
+ * here without knowing the daemon around it.  Only the loop's thread writes
+ * or reads them.
+ */
+#ifndef AGENTD_STATS_H
+#define AGENTD_STATS_H
+
+#include <stdint.h>
+
+struct agentd_stats {
+	uint64_t	 sessions_started;
+	uint64_t	 sessions_spawn_failed;
+	uint64_t	 output_bytes;		/* captured into the rings */
+	uint64_t	 output_dropped_bytes;	/* overwritten before read */
+	uint64_t	 http_requests;
+	uint64_t	 connections_open;
+	uint64_t	 connections_total;
+	uint64_t	 zombies_reaped;
+};
+extern struct agentd_stats	 agentd_stats;
+
+#endif /* AGENTD_STATS_H */
