@@ -495,8 +495,11 @@ session_read_cb(evutil_socket_t fd, short events, void *arg)
 
 /*
  * Read from o into the ring until EAGAIN or budget bytes; each read is one
- * chunk, read straight into the ring.  Returns 1 when the fd reached EOF
- * (or EIO on a PTY master), 0 otherwise.
+ * chunk, read straight into the ring.  Within a budget, a read that took
+ * all FIONREAD announced also ends the turn: the event is level-triggered
+ * and comes back if more arrived, so an echo costs no FIONREAD and read
+ * that find nothing.  SIZE_MAX drains until EAGAIN or EOF.  Returns 1 when
+ * the fd reached EOF (or EIO on a PTY master), 0 otherwise.
  */
 static int
 session_capture(struct session_out *o, size_t budget)
@@ -521,6 +524,10 @@ session_capture(struct session_out *o, size_t budget)
 			n = read(o->fd, p, len);
 			if (n > 0)
 				ring_commit(s->ring, n, o->stream);
+			if (n == avail && budget != SIZE_MAX) {
+				done += n;
+				goto out;
+			}
 		}
 		if (n > 0) {
 			done += n;
