@@ -28,6 +28,8 @@
 #define SESSION_PATH_DEFAULT \
 	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define SESSION_SMALL_READ	512	/* bytes read when FIONREAD says 0 */
+#define SESSION_SHORT_READ	4096	/* bytes: a read under this that took
+					   all there was ends the turn */
 
 /* One output fd of a session: the PTY master, or stdout or stderr. */
 struct session_out {
@@ -495,10 +497,10 @@ session_read_cb(evutil_socket_t fd, short events, void *arg)
 
 /*
  * Read from o into the ring until EAGAIN or budget bytes; each read is one
- * chunk, read straight into the ring.  Within a budget, a read that took
- * all FIONREAD announced also ends the turn: the event is level-triggered
- * and comes back if more arrived, so an echo costs no FIONREAD and read
- * that find nothing.  SIZE_MAX drains until EAGAIN or EOF.  Returns 1 when
+ * chunk, read straight into the ring.  Within a budget, a short read that
+ * took all FIONREAD announced also ends the turn: the event is
+ * level-triggered and comes back if more arrived, so an echo costs no
+ * FIONREAD and read that find nothing (a flood still reads to EAGAIN).  SIZE_MAX drains until EAGAIN or EOF.  Returns 1 when
  * the fd reached EOF (or EIO on a PTY master), 0 otherwise.
  */
 static int
@@ -524,7 +526,8 @@ session_capture(struct session_out *o, size_t budget)
 			n = read(o->fd, p, len);
 			if (n > 0)
 				ring_commit(s->ring, n, o->stream);
-			if (n == avail && budget != SIZE_MAX) {
+			if (n == avail && avail < SESSION_SHORT_READ &&
+			    budget != SIZE_MAX) {
 				done += n;
 				goto out;
 			}
