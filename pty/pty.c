@@ -62,6 +62,25 @@
 #endif
 
 /*
+ * Under ASan the child, instrumented, poisons and unpoisons the shadow of
+ * its frames on the stack it borrows from the parent's frame; what it left
+ * poisoned when it exec'd is cleared before the parent uses that memory.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define PTY_ASAN	1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PTY_ASAN	1
+#endif
+#endif
+#ifdef PTY_ASAN
+#include <sanitizer/asan_interface.h>
+#define PTY_STACK_CLEAN(p, n)	__asan_unpoison_memory_region((p), (n))
+#else
+#define PTY_STACK_CLEAN(p, n)	do { } while (0)
+#endif
+
+/*
  * Test hook: 1 skips close_range, 2 also skips /proc/self/fd, so the unit
  * tests can exercise the fallbacks an old kernel or a bare VM would take.
  */
@@ -621,6 +640,7 @@ pty_spawn(const struct pty_spec *spec, struct pty_proc *proc, char *cause,
 	pid = clone(child_run, stack.b + sizeof stack.b,
 	    CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
 	ferrno = errno;
+	PTY_STACK_CLEAN(stack.b, sizeof stack.b);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid == -1) {
 		error = -ferrno;
