@@ -128,20 +128,6 @@ MBEDTLS_UNSET=(
 	MBEDTLS_X509_CREATE_C MBEDTLS_X509_CRT_WRITE_C
 	MBEDTLS_X509_CSR_WRITE_C MBEDTLS_XTEA_C
 )
-# mimalloc: musl's malloc hands pages back to the kernel eagerly (an mmap and
-# a munmap per request under load); the release binary links mimalloc
-# instead, as one object so that it replaces malloc whole (-Dmalloc=mimalloc).
-# Its aligned_alloc is defined only under glibc's __USE_ISOC11: without it,
-# musl's aligned_alloc would hand out blocks that mimalloc's free cannot take.
-MIMALLOC_CFLAGS="-D__USE_ISOC11=1"
-MIMALLOC_OPTS=(
-	-DMI_BUILD_SHARED=OFF
-	-DMI_BUILD_STATIC=OFF
-	-DMI_BUILD_OBJECT=ON
-	-DMI_BUILD_TESTS=OFF
-	-DMI_OVERRIDE=ON
-	-DMI_INSTALL_TOPLEVEL=ON
-)
 CHECK_OPTS=(
 	-DCHECK_ENABLE_TESTS=OFF
 	-DBUILD_TESTING=OFF
@@ -153,7 +139,7 @@ CHECK_OPTS=(
 # Version of the source package that `apt-get source` would fetch now, read from
 # the local Sources index (no download). apt takes ~1 s to answer, so the answers
 # are kept in $DEPS_DIR/versions until an `apt-get update` touches the index.
-SRC_PKGS="libevent jansson mbedtls mimalloc check"
+SRC_PKGS="libevent jansson mbedtls check"
 src_version() {
 	local cache=$DEPS_DIR/versions
 	if [ ! -s "$cache" ] || ! grep -q "^$1 " "$cache" || [ -n "$(find /var/lib/apt/lists -maxdepth 1 -name '*_Sources*' -newer "$cache" 2>/dev/null)" ]; then
@@ -173,14 +159,13 @@ ensure_deps() {
 	"$here/deps.sh" build static
 }
 
-# Sets LIBEVENT_VER JANSSON_VER MBEDTLS_VER MIMALLOC_VER PREFIX. The prefix is keyed by what
+# Sets LIBEVENT_VER JANSSON_VER MBEDTLS_VER PREFIX. The prefix is keyed by what
 # every package shares (toolchain, musl, flags); each package's own stamp in it
 # holds its Debian source version and the hash of its options (stamp_line).
 resolve_prefix() {
 	LIBEVENT_VER=$(src_version libevent)
 	JANSSON_VER=$(src_version jansson)
 	MBEDTLS_VER=$(src_version mbedtls)
-	MIMALLOC_VER=$(src_version mimalloc)
 	local key
 	key=$({
 		echo "recipe 2"
@@ -223,18 +208,16 @@ fetch_source() {
 }
 
 # cmake_build NAME VERSION OPTS...: configure, build, install into $PREFIX.
-# PKG_CFLAGS: flags for this package only, after the shared ones.
 cmake_build() {
 	local name=$1 ver=$2; shift 2
 	local stamp=$PREFIX/.stamp-$name want
-	want=$(stamp_line "$name" "$ver" "$@" ${STAMP_EXTRA:-} ${PKG_CFLAGS:-})
+	want=$(stamp_line "$name" "$ver" "$@" ${STAMP_EXTRA:-})
 	[ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
 	fetch_source "$name" "$ver"
 	local bdir=$DEPS_DIR/build/${name}_${ver#*:}
 	rm -rf "$bdir"
 	mkdir -p "$bdir" "$PREFIX"
 	local cflags=${DEP_CFLAGS//@KINC@/$PREFIX/kinc}
-	[ -n "${PKG_CFLAGS:-}" ] && cflags+=" $PKG_CFLAGS"
 	cflags+=" -ffile-prefix-map=$PKGSRC=/usr/src/$name -ffile-prefix-map=$bdir=/usr/src/$name/build -ffile-prefix-map=$PREFIX=/deps"
 	local sde
 	sde=$(dpkg-parsechangelog -l "$PKGSRC/debian/changelog" -S Timestamp)
@@ -335,10 +318,8 @@ build_deps() {
 	mbedtls_configure
 	STAMP_EXTRA="${MBEDTLS_UNSET[*]}" cmake_build mbedtls "$MBEDTLS_VER" "${MBEDTLS_OPTS[@]}"
 	mbedtls_pc
-	PKG_CFLAGS=$MIMALLOC_CFLAGS cmake_build mimalloc "$MIMALLOC_VER" "${MIMALLOC_OPTS[@]}"
-	[ -f "$PREFIX/lib/mimalloc.o" ] || die "mimalloc.o missing from $PREFIX"
 	local pc
-	for pc in libevent_core libevent_extra libevent_pthreads jansson mbedtls mimalloc; do
+	for pc in libevent_core libevent_extra libevent_pthreads jansson mbedtls; do
 		[ -f "$PREFIX/lib/pkgconfig/$pc.pc" ] || die "$pc.pc missing from $PREFIX"
 	done
 	relocatable_pc
@@ -374,7 +355,7 @@ build_agentd() {
 	# MESON_ARGS: extra options (say -Dwerror=false), word-split.
 	if [ ! -f "$STATIC_DIR/meson-private/coredata.dat" ]; then
 		meson setup "$STATIC_DIR" "$SRCROOT" --cross-file "$CROSS" \
-			-Dstatic=true -Dmalloc=mimalloc -Dtests=disabled --buildtype=release -Db_pie=true ${MESON_ARGS:-}
+			-Dstatic=true -Dtests=disabled --buildtype=release -Db_pie=true ${MESON_ARGS:-}
 	elif [ -n "${MESON_ARGS:-}" ]; then
 		meson configure "$STATIC_DIR" $MESON_ARGS
 	fi
