@@ -24,6 +24,7 @@
 #include "config.h"
 #include "files.h"
 #include "debug.h"
+#include "evmem.h"
 #include "http.h"
 #include "log.h"
 #include "proto.h"
@@ -239,6 +240,9 @@ api_metrics(struct http_req *hr)
 	    agentd_stats.output_bytes, dropped, held,
 	    session_ring_bytes_total(), agentd_stats.zombies_reaped,
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
+	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */
+	proto_buf_printf(&b, "# TYPE agentd_evmem_kept_bytes gauge\n"
+	    "agentd_evmem_kept_bytes %zu\n", evmem_kept());
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)
