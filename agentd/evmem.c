@@ -9,7 +9,7 @@
 
 #include "evmem.h"
 
-#define EVMEM_CLASSES	8	/* 512 B, 1 KiB, ..., 64 KiB */
+#define EVMEM_CLASSES	5	/* 512 B, 1 KiB, ..., 8 KiB */
 #define EVMEM_SLOTS	64	/* blocks kept per class at most */
 
 static int	evmem_class_of(size_t);

@@ -20,8 +20,8 @@
 #include <stddef.h>
 
 #define EVMEM_MIN		512		/* bytes, the smallest class kept */
-#define EVMEM_MAX		(64 * 1024)	/* bytes, the largest class kept */
-#define EVMEM_KEEP_BYTES	(256 * 1024)	/* bytes kept at most, in all */
+#define EVMEM_MAX		(8 * 1024)	/* bytes, the largest class kept */
+#define EVMEM_KEEP_BYTES	(128 * 1024)	/* bytes kept at most, in all */
 
 /* Install evmem as libevent's allocator (musl only); before any event call. */
 void	 evmem_install(void);
