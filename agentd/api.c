@@ -25,6 +25,7 @@
 #include "conn.h"
 #include "files.h"
 #include "debug.h"
+#include "evmem.h"
 #include "http.h"
 #include "log.h"
 #include "proto.h"
@@ -258,6 +259,9 @@ api_metrics(struct http_req *hr)
 	    session_count_unreaped(),
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
 	conn_metrics(&b);
+	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */
+	proto_buf_printf(&b, "# TYPE agentd_evmem_kept_bytes gauge\n"
+	    "agentd_evmem_kept_bytes %zu\n", evmem_kept());
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)

@@ -29,6 +29,7 @@
 #include "companion.h"
 #include "config.h"
 #include "debug.h"
+#include "evmem.h"
 #include "http.h"
 #include "log.h"
 #include "pid1.h"
@@ -314,6 +315,7 @@ main(int argc, char **argv)
 	char			*cmdline = NULL;
 	int			 error;
 
+	evmem_install();	/* before any other libevent call */
 	agentd_start_ms = clock_mono_ms();
 	fatal_set_hook(agentd_panic);
 	pid1_stdio();	/* fds 0-2 closed: /dev/null, not a socket or the log */

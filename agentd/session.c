@@ -39,6 +39,8 @@
 #define SESSION_JOIN_BYTES	4096	/* bytes a chunk joined from reads grows to */
 #define SESSION_JOIN_SHARE	64	/* ... and at most this share of the ring */
 #define SESSION_READ_SHARE	16	/* a read takes at most this share of the ring */
+#define SESSION_SHORT_READ	4096	/* bytes: a read under this that took
+					   all there was ends the turn */
 
 /* One output fd of a session: the PTY master, or stdout or stderr. */
 struct session_out {
@@ -745,6 +747,10 @@ session_hup_cb(evutil_socket_t fd, short events, void *arg)
  * chunks fill the ring's index long before its bytes); the chunk is
  * published when full, when the other stream has output, at the end of
  * the round if a reader waits, and whenever anyone looks at the session.
+ * Within a budget, a short read that took all FIONREAD announced also ends
+ * the turn: the event is level-triggered and comes back if more arrived, so
+ * an echo costs no FIONREAD and read that find nothing (a flood still reads
+ * to EAGAIN).  A budget of SIZE_MAX drains until EAGAIN or EOF.
  * Returns 1 when the fd reached EOF (or EIO on a PTY master), 0 otherwise.
  */
 static int
@@ -771,6 +777,11 @@ session_capture(struct session_out *o, size_t budget)
 			s->pend_len += n;
 			if (s->pend_len == s->pend_room)
 				session_publish(s);
+			if (n == avail && avail < SESSION_SHORT_READ &&
+			    budget != SIZE_MAX) {
+				done += n;
+				break;
+			}
 		}
 		if (n > 0) {
 			done += n;

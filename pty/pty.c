@@ -10,6 +10,19 @@
  * A child that fails before exec writes a struct child_report {stage, errno}
  * to an O_CLOEXEC pipe and exits; a successful exec closes the pipe, so the
  * parent reads either EOF (success) or the report (failure).
+ *
+ * The child is made by clone(CLONE_VM | CLONE_VFORK), as posix_spawn does in
+ * glibc and musl: fork() copies agentd's page tables, and every page either
+ * side then writes takes a copy-on-write fault, which cost more than the
+ * rest of an exec of /bin/true.  The child runs on a stack in the parent's
+ * frame, in the parent's memory, while the parent waits until it has exec'd
+ * or exited.  So it must not write anything the parent reads afterwards: it
+ * works on its own copies of the fds, never assigns environ (it searches
+ * the session's PATH itself), and switches credentials with the raw system
+ * calls (the libcs' setuid() and friends signal every thread of a
+ * multithreaded process, and those threads are the parent's).  Dispositions
+ * are per process without CLONE_SIGHAND, and errno is the parent thread's,
+ * which the parent does not read after a successful clone.
  */
 #include <sys/ioctl.h>
 #include <sys/resource.h>
@@ -24,8 +37,10 @@
 #include <limits.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +62,25 @@
 #endif
 
 /*
+ * Under ASan the child, instrumented, poisons and unpoisons the shadow of
+ * its frames on the stack it borrows from the parent's frame; what it left
+ * poisoned when it exec'd is cleared before the parent uses that memory.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define PTY_ASAN	1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PTY_ASAN	1
+#endif
+#endif
+#ifdef PTY_ASAN
+#include <sanitizer/asan_interface.h>
+#define PTY_STACK_CLEAN(p, n)	__asan_unpoison_memory_region((p), (n))
+#else
+#define PTY_STACK_CLEAN(p, n)	do { } while (0)
+#endif
+
+/*
  * Test hook: 1 skips close_range, 2 also skips /proc/self/fd, so the unit
  * tests can exercise the fallbacks an old kernel or a bare VM would take.
  */
@@ -61,6 +95,8 @@
 #define PTY_PWBUF_MAX		(1024 * 1024)	/* bytes, largest getpw*_r buffer */
 #define PTY_DIRENT_BUF		4096		/* bytes, getdents64 buffer */
 #define PTY_NOFILE_CAP		(1024 * 1024)	/* fds, close loop bound */
+#define PTY_CHILD_STACK		(32 * 1024)	/* bytes, the clone child's stack */
+#define PTY_PATH_DEFAULT	"/usr/local/bin:/bin:/usr/bin"	/* no PATH (musl's) */
 
 /* The step of the child that failed. */
 enum child_stage {
@@ -94,6 +130,14 @@ struct spawn_fds {
 	int	rep_r, rep_w;	/* report pipe */
 };
 
+/* What the child of a spawn reads; it stays in the parent's frame. */
+struct child_args {
+	const struct pty_spec	*spec;
+	struct spawn_fds	 f;	/* the child's copy */
+	const char		*slave;	/* tty: the slave's path */
+	const char		*path;	/* the PATH of spec->envp */
+};
+
 static void	 cause_set(char *, size_t, const char *, ...)
 		     __attribute__((format(printf, 3, 4)));
 static int	 spec_check(const struct pty_spec *, char *, size_t);
@@ -116,8 +160,10 @@ static int	 uid_parse(const char *, uid_t *);
 static int	 user_fill(struct pty_user *, const struct passwd *, char *,
 		     size_t, const char *);
 static void	 child_fail(int, int, int) __attribute__((noreturn));
-static void	 child_run(const struct pty_spec *, struct spawn_fds *,
-		     const char *) __attribute__((noreturn));
+static const char *env_path(char *const *);
+static int	 child_run(void *) __attribute__((noreturn));
+static void	 child_exec(const struct child_args *, int)
+		     __attribute__((noreturn));
 static int	 child_signals(void);
 static int	 child_sigdfl_raw(int);
 static int	 child_dup(int, int);
@@ -590,7 +636,13 @@ pty_spawn(const struct pty_spec *spec, struct pty_proc *proc, char *cause,
 {
 	struct spawn_fds	f;
 	struct child_report	rep;
+	struct child_args	args;
 	sigset_t		all, old;
+	/* The child's stack; the stack grows down on every Linux target. */
+	union {
+		char		b[PTY_CHILD_STACK];
+		max_align_t	align;
+	} stack;
 	char			slave[PATH_MAX] = "";
 	pid_t			pid;
 	int			p[2], error, ferrno;
@@ -631,14 +683,19 @@ pty_spawn(const struct pty_spec *spec, struct pty_proc *proc, char *cause,
 		cause_set(cause, causelen, "sigmask: %s", strerror(-error));
 		goto fail;
 	}
-	pid = fork();
-	if (pid == 0)
-		child_run(spec, &f, slave);
+	args.spec = spec;
+	args.f = f;
+	args.slave = slave;
+	args.path = env_path(spec->envp);
+	/* Returns once the child has exec'd or exited (CLONE_VFORK). */
+	pid = clone(child_run, stack.b + sizeof stack.b,
+	    CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
 	ferrno = errno;
+	PTY_STACK_CLEAN(stack.b, sizeof stack.b);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid == -1) {
 		error = -ferrno;
-		cause_set(cause, causelen, "fork: %s", strerror(ferrno));
+		cause_set(cause, causelen, "clone: %s", strerror(ferrno));
 		goto fail;
 	}
 
@@ -746,9 +803,20 @@ pty_kill_foreground(int master, pid_t sid, int sig)
 	return 0;
 }
 
+/* The value of PATH in an environment, or the default search path. */
+static const char *
+env_path(char *const *envp)
+{
+	for (; *envp != NULL; envp++) {
+		if (strncmp(*envp, "PATH=", 5) == 0)
+			return *envp + 5;
+	}
+	return PTY_PATH_DEFAULT;
+}
+
 /*
- * Everything below runs in the child between fork and exec: system calls
- * and plain stores only.
+ * Everything below runs in the child between clone and exec: system calls
+ * and stores to its own stack only.
  */
 
 /* Report a failed stage to the parent and exit. */
@@ -768,12 +836,17 @@ child_fail(int rep, int stage, int err)
 	_exit(PTY_EXIT_NOTFOUND);
 }
 
-/* Set up the child and exec; never returns. */
-static void
-child_run(const struct pty_spec *spec, struct spawn_fds *f, const char *slave)
+/*
+ * Set up the child and exec; never returns.  Runs in the parent's memory
+ * (see the top): it changes only its locals and the kernel's state.
+ */
+static int
+child_run(void *arg)
 {
+	const struct child_args	*a = arg;
+	const struct pty_spec	*spec = a->spec;
 	const struct pty_user	*u = spec->user;
-	int			 rep = f->rep_w, fd0, fd1, fd2, tty;
+	int			 rep = a->f.rep_w, fd0, fd1, fd2, tty;
 
 	if (child_signals() != 0)
 		child_fail(rep, STAGE_SIGNALS, errno);
@@ -782,7 +855,7 @@ child_run(const struct pty_spec *spec, struct spawn_fds *f, const char *slave)
 
 	if (spec->tty) {
 		/* As session leader without a tty, this one becomes ours. */
-		if ((tty = open(slave, O_RDWR | O_NOCTTY)) == -1)
+		if ((tty = open(a->slave, O_RDWR | O_NOCTTY)) == -1)
 			child_fail(rep, STAGE_TTY_OPEN, errno);
 		if (ioctl(tty, TIOCSCTTY, 0) == -1)
 			child_fail(rep, STAGE_TTY_CTTY, errno);
@@ -790,12 +863,12 @@ child_run(const struct pty_spec *spec, struct spawn_fds *f, const char *slave)
 			child_fail(rep, STAGE_FDS, errno);
 		fd0 = fd1 = fd2 = tty;
 	} else {
-		if (fd_lift(&f->in_r) != 0 || fd_lift(&f->out_w) != 0 ||
-		    fd_lift(&f->err_w) != 0)
+		fd0 = a->f.in_r;
+		fd1 = a->f.out_w;
+		fd2 = a->f.err_w;
+		if (fd_lift(&fd0) != 0 || fd_lift(&fd1) != 0 ||
+		    fd_lift(&fd2) != 0)
 			child_fail(rep, STAGE_FDS, errno);
-		fd0 = f->in_r;
-		fd1 = f->out_w;
-		fd2 = f->err_w;
 	}
 	/* Sources are all >= 3 now, so dup2 always clears FD_CLOEXEC. */
 	if (child_dup(fd0, STDIN_FILENO) != 0 ||
@@ -805,26 +878,76 @@ child_run(const struct pty_spec *spec, struct spawn_fds *f, const char *slave)
 	if (child_close_fds(rep) != 0)
 		child_fail(rep, STAGE_CLOSE, errno);
 
-	/* Groups and gid while still privileged, uid last. */
+	/*
+	 * Groups and gid while still privileged, uid last.  The raw calls:
+	 * they change this process alone (see the top).
+	 */
 	if (u != NULL) {
-		if (setgroups((size_t)u->ngroups, u->groups) == -1)
+		if (syscall(SYS_setgroups, (size_t)u->ngroups, u->groups) == -1)
 			child_fail(rep, STAGE_SETGROUPS, errno);
-		if (setgid(u->gid) == -1)
+		if (syscall(SYS_setgid, u->gid) == -1)
 			child_fail(rep, STAGE_SETGID, errno);
 		/* The user owns its terminal, as after a login. */
 		if (spec->tty && fchown(STDIN_FILENO, u->uid, (gid_t)-1) == -1)
 			child_fail(rep, STAGE_TTY_CHOWN, errno);
-		if (setuid(u->uid) == -1)
+		if (syscall(SYS_setuid, u->uid) == -1)
 			child_fail(rep, STAGE_SETUID, errno);
 	}
 	/* After the switch, so the user's own permissions decide. */
 	if (spec->cwd != NULL && chdir(spec->cwd) == -1)
 		child_fail(rep, STAGE_CWD, errno);
 
-	/* execvp searches the PATH of environ: make it the session's. */
-	environ = (char **)spec->envp;
-	execvp(spec->argv[0], spec->argv);
-	child_fail(rep, STAGE_EXEC, errno);
+	child_exec(a, rep);
+}
+
+/*
+ * execvp(3) in the session's PATH (a->path), without assigning environ:
+ * EACCES is remembered and the search goes on, ENOENT and ENOTDIR go on,
+ * any other error ends it; an empty PATH element is the cwd.  As musl's,
+ * a file that is not an executable format (ENOEXEC) is not run by /bin/sh.
+ */
+static void
+child_exec(const struct child_args *a, int rep)
+{
+	char *const	*argv = a->spec->argv, *const *envp = a->spec->envp;
+	const char	*file = argv[0], *p, *end;
+	char		 buf[PATH_MAX];
+	size_t		 flen, dlen;
+	int		 eacces = 0;
+
+	if (*file == '\0')
+		child_fail(rep, STAGE_EXEC, ENOENT);
+	if (strchr(file, '/') != NULL) {
+		execve(file, argv, envp);
+		child_fail(rep, STAGE_EXEC, errno);
+	}
+	if ((flen = strlen(file)) > NAME_MAX)
+		child_fail(rep, STAGE_EXEC, ENAMETOOLONG);
+	for (p = a->path;; p = end + 1) {
+		for (end = p; *end != '\0' && *end != ':'; end++)
+			;
+		dlen = (size_t)(end - p);
+		if (dlen + 1 + flen < sizeof buf) {
+			memcpy(buf, p, dlen);
+			if (dlen > 0)
+				buf[dlen++] = '/';
+			memcpy(buf + dlen, file, flen + 1);
+			execve(buf, argv, envp);
+			switch (errno) {
+			case EACCES:
+				eacces = 1;
+				break;
+			case ENOENT:
+			case ENOTDIR:
+				break;
+			default:
+				child_fail(rep, STAGE_EXEC, errno);
+			}
+		}
+		if (*end == '\0')
+			break;
+	}
+	child_fail(rep, STAGE_EXEC, eacces ? EACCES : ENOENT);
 }
 
 /* The kernel's struct sigaction, for rt_sigaction(2) without the libc. */

@@ -66,7 +66,7 @@ int	pty_user_lookup(const char *spec, struct pty_user *out, char *cause,
 	    size_t causelen);
 
 /*
- * Start a child.  Signals are blocked in the parent across the fork and
+ * Start a child.  Signals are blocked in the parent across the clone and
  * restored before return.  Returns 0 and fills *proc, or -errno and writes the
  * reason to cause ("exec 'nope': No such file or directory", "cwd '/x': ...",
  * "user 'bob': setgid: ..."); on failure no fd is leaked, *proc is all -1 and

@@ -7,6 +7,7 @@
  * waitpid.  Built with PTY_TEST_FDS_ONLY against a pty.c compiled with a
  * PTY_CLOSE_FALLBACK, it runs just the fd tests on that fallback.
  */
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -42,6 +43,7 @@
 #define T_MANY		100	/* spawns in the leak test */
 #endif
 #define T_HIGH_FD	4000	/* an fd number far above the usual ones */
+#define T_COW_BYTES	(32 * 1024 * 1024)	/* bytes the parent dirties */
 
 /* How a read ended. */
 enum t_end {
@@ -928,6 +930,42 @@ START_TEST(test_env_exact)
 }
 END_TEST
 
+/*
+ * A spawn does not copy the parent's memory: after it, the parent writes
+ * its pages without a fault each (fork() leaves every page copy-on-write,
+ * and the first write to each after it faults).
+ */
+START_TEST(test_spawn_no_cow)
+{
+	char		*argv[] = { "true", NULL };
+	char		 out[T_BUF], err[T_BUF];
+	struct pty_spec	 s;
+	struct rusage	 r0, r1;
+	long		 pages = T_COW_BYTES / sysconf(_SC_PAGESIZE), faults;
+	char		*mem;
+	int		 status;
+
+	mem = mmap(NULL, T_COW_BYTES, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(mem, MAP_FAILED);
+	/* Small pages, so that a copy-on-write fault is one per page. */
+	madvise(mem, T_COW_BYTES, MADV_NOHUGEPAGE);
+	memset(mem, 1, T_COW_BYTES);
+
+	t_spec(&s, argv, _i);
+	t_run(&s, out, err, &status);
+	ck_assert_int_eq(status, 0);
+
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &r0), 0);
+	memset(mem, 2, T_COW_BYTES);
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &r1), 0);
+	faults = r1.ru_minflt - r0.ru_minflt;
+	ck_assert_msg(faults < pages / 8, "%ld faults writing %ld pages "
+	    "after a spawn", faults, pages);
+	munmap(mem, T_COW_BYTES);
+}
+END_TEST
+
 /* argv[0] is searched in the PATH of the given env, not in ours. */
 START_TEST(test_path_search)
 {
@@ -1165,6 +1203,7 @@ pty_suite(void)
 	tcase_add_loop_test(spawn, test_signals_clean, 0, 2);
 	tcase_add_loop_test(spawn, test_env_exact, 0, 2);
 	tcase_add_loop_test(spawn, test_path_search, 0, 2);
+	tcase_add_loop_test(spawn, test_spawn_no_cow, 0, 2);
 	suite_add_tcase(su, spawn);
 
 	tcase_set_timeout(errs, T_CASE_TIMEOUT);
