@@ -74,6 +74,11 @@ static const struct opt opts[] = {
 	  "MS", "the first request must arrive whole within this of the "
 	  "connect, later ones within --idle-timeout plus this (default 10000;"
 	  " units ms/s/m)" },
+	{ "max-file-jobs", OPT_COUNT, OFF(max_file_jobs), 1, 100000, "N",
+	  "GET, PUT and stat calls of /v1/files running at once, each on a "
+	  "thread; one more gets 429 (default 64)" },
+	{ "max-fetch-bytes", OPT_SIZE, OFF(max_fetch_bytes), 1, 1ull << 50,
+	  "BYTES", "largest download of /v1/files/fetch (default 4GiB)" },
 	{ "hostname", OPT_STRING, OFF(hostname), 0, 0, "NAME",
 	  "as PID 1, set the hostname (default: keep)" },
 	{ "log-level", OPT_STRING, OFF(log_level), 0, 0, "LEVEL",
@@ -116,6 +121,8 @@ config_defaults(struct config *cfg)
 	cfg->max_connections = CONFIG_MAX_CONNECTIONS_DEFAULT;
 	cfg->idle_timeout_ms = CONFIG_IDLE_TIMEOUT_DEFAULT;
 	cfg->header_timeout_ms = CONFIG_HEADER_TIMEOUT_DEFAULT;
+	cfg->max_file_jobs = CONFIG_MAX_FILE_JOBS_DEFAULT;
+	cfg->max_fetch_bytes = CONFIG_MAX_FETCH_BYTES_DEFAULT;
 }
 
 /* "max-sessions" -> "AGENTD_MAX_SESSIONS". */

@@ -25,6 +25,8 @@
 #define CONFIG_MAX_CONNECTIONS_DEFAULT	16384	/* TCP; the unix socket as many */
 #define CONFIG_IDLE_TIMEOUT_DEFAULT	(120 * 1000)	/* ms */
 #define CONFIG_HEADER_TIMEOUT_DEFAULT	(10 * 1000)	/* ms */
+#define CONFIG_MAX_FILE_JOBS_DEFAULT	64
+#define CONFIG_MAX_FETCH_BYTES_DEFAULT	(4ull << 30)	/* bytes */
 
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
@@ -46,6 +48,8 @@ struct config {
 	uint64_t	  max_connections;
 	int64_t		  idle_timeout_ms;
 	int64_t		  header_timeout_ms;
+	uint64_t	  max_file_jobs;
+	uint64_t	  max_fetch_bytes;
 	char		 *hostname;		/* PID 1: set this hostname */
 	char		**companion;		/* argv after "--", or NULL */
 	int		  pid1;			/* getpid() == 1 */

@@ -54,6 +54,7 @@ struct fetch_url {
 /* One fetch: its request, its deadline, its TLS and its connection. */
 struct fetch {
 	const struct proto_fetch	*req;
+	uid_t				 owner;		/* symlinks trusted */
 	atomic_int			*cancel;
 	int64_t				 deadline;	/* monotonic ms; 0: none */
 	const char			*phase;		/* for timeout messages */
@@ -968,7 +969,7 @@ fetch_write_all(struct fetch *f, const void *buf, size_t len)
 
 /* Download f->url into f->path. */
 int
-fetch_run(const struct proto_fetch *req, atomic_int *cancel,
+fetch_run(const struct proto_fetch *req, uid_t owner, atomic_int *cancel,
     struct fetch_result *res, struct proto_err *err)
 {
 	struct fetch		 f;
@@ -985,7 +986,8 @@ fetch_run(const struct proto_fetch *req, atomic_int *cancel,
 	if (req->timeout_ms > 0)
 		f.deadline = clock_mono_ms() + req->timeout_ms;
 	memset(res, 0, sizeof *res);
-	if (fileio_tmp_open(req->path, req->mkdir, &t, err) != 0)
+	f.owner = owner;
+	if (fileio_tmp_open(req->path, req->mkdir, owner, &t, err) != 0)
 		return (-1);
 	f.buf = xmalloc(FETCH_BUF);
 	mbedtls_sha256_init(&sha);

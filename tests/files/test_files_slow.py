@@ -1,0 +1,139 @@
+"""A slow file system (a FUSE server that stalls) holds only its own calls.
+
+GET, PUT and stat of /v1/files run on worker threads: /healthz and other
+calls keep answering while one waits for a stuck open or read; the stuck
+ones answer when the file system comes back (or goes away); --max-file-jobs
+bounds them.
+"""
+
+import http.client
+import json
+import os
+import tempfile
+import threading
+import unittest
+
+import slowfs
+from filesutil import FilesCase, q
+
+HEALTHZ_TIMEOUT = 20    # s: far more than an answer takes; the bug: never
+
+
+class Call(threading.Thread):
+    """One request on a connection of its own, in the background."""
+
+    def __init__(self, agentd, method, path, body=None):
+        super().__init__(daemon=True)
+        self.agentd, self.method, self.path, self.body = agentd, method, path, body
+        self.status = None
+        self.data = None
+        self.headers = {}
+        self.start()
+
+    def run(self):
+        c = http.client.HTTPConnection('127.0.0.1', self.agentd.port, timeout=120)
+        try:
+            c.request(self.method, self.path, body=self.body,
+                      headers=self.agentd.auth_headers())
+            r = c.getresponse()
+            self.headers = dict(r.getheaders())
+            self.data = r.read()
+            self.status = r.status
+        except (OSError, http.client.HTTPException) as e:
+            self.status = repr(e)
+        finally:
+            c.close()
+
+
+@unittest.skipUnless(slowfs.available(), 'needs root and /dev/fuse')
+class SlowFSTest(FilesCase):
+
+    def setUp(self):
+        super().setUp()
+        self.mounts = []
+
+    def tearDown(self):
+        # Unmount first: agentd's stop must not wait on the file system.
+        for fs in self.mounts:
+            fs.close()
+            os.rmdir(fs.folder)
+        super().tearDown()
+
+    def mount(self, **kw):
+        folder = tempfile.mkdtemp(prefix='agentd-slowfs-')
+        self.mounts.append(slowfs.SlowFS(folder, **kw))
+        return self.mounts[-1]
+
+    def healthz_answers(self):
+        c = http.client.HTTPConnection('127.0.0.1', self.agentd.port,
+                                       timeout=HEALTHZ_TIMEOUT)
+        try:
+            c.request('GET', '/healthz')
+            r = c.getresponse()
+            r.read()
+            self.assertEqual(r.status, 200)
+        finally:
+            c.close()
+
+    def test_stuck_open(self):
+        fs = self.mount(stall=True)
+        f = os.path.join(fs.folder, 'f')
+        calls = [Call(self.agentd, 'GET', '/v1/files' + q(path=f)),
+                 Call(self.agentd, 'PUT', '/v1/files' + q(path=f), b'x'),
+                 Call(self.agentd, 'POST', '/v1/files/stat',
+                      json.dumps({'paths': [f]}).encode())]
+        for _ in range(3):
+            self.healthz_answers()
+        # Other files calls too.
+        self.expect(self.put(self.p('ok'), b'ok'), 200)
+        self.assertEqual(self.expect(self.get_file(self.p('ok')), 200).body, b'ok')
+        for c in calls:
+            self.assertIsNone(c.status, 'answered while the file system hangs')
+        fs.close()
+        for c in calls:
+            c.join(60)
+        self.assertEqual([c.status for c in calls], [500, 500, 200])
+        res = json.loads(calls[2].data)['results'][0]
+        self.assertIs(res['exists'], False)
+        self.assertTrue(self.agentd.alive())
+
+    def test_stuck_read(self):
+        data = os.urandom(3 << 20)
+        fs = self.mount(data=data)
+        f = os.path.join(fs.folder, 'f')
+        get = Call(self.agentd, 'GET', '/v1/files' + q(path=f, offset=5))
+        self.assertTrue(fs.reading.wait(30), 'no READ reached the file system')
+        for _ in range(3):
+            self.healthz_answers()
+        self.assertIsNone(get.status)
+        fs.release()
+        get.join(60)
+        self.assertEqual(get.status, 200)
+        self.assertEqual(int(get.headers['Content-Length']), len(data) - 5)
+        self.assertEqual(get.data, data[5:])
+
+    def test_job_limit(self):
+        self.stop_agentd()
+        self.start_agentd(['--max-file-jobs', '2'])
+        fs = self.mount(stall=True)
+        f = os.path.join(fs.folder, 'f')
+        tasks = '/proc/%d/task' % self.agentd.proc.pid
+        base = len(os.listdir(tasks))
+        calls = [Call(self.agentd, 'GET', '/v1/files' + q(path=f))
+                 for _ in range(2)]
+        # Both stuck in their workers (no other call runs meanwhile).
+        self.wait_for(lambda: len(os.listdir(tasks)) >= base + 2, timeout=30,
+                      what='two workers')
+        self.assertError(self.get_file(self.p('missing')), 429,
+                         'too_many_file_jobs')
+        self.assertError(self.stat([self.p('missing')]), 429,
+                         'too_many_file_jobs')
+        fs.close()
+        for c in calls:
+            c.join(60)
+        self.wait_for(lambda: self.get_file(self.p('missing')).status == 404,
+                      timeout=30, what='a 404 once the calls ended')
+
+
+if __name__ == '__main__':
+    unittest.main()
