@@ -906,13 +906,13 @@ fetch_body(struct fetch *f, const struct fetch_head *h, struct fileio_tmp *t,
 	size_t		 want;
 	int		 rc = -1, r;
 
-	if ((buf = malloc(FETCH_BUF)) == NULL)
-		return (fetch_oom(f));
-	f->phase = "reading the body";
 	if (h->has_length && h->length > f->max_bytes)
 		return (fetch_fail(f, 502, "fetch_failed", "the download has "
 		    "%" PRIu64 " bytes, more than --max-fetch-bytes (%" PRIu64
 		    ")", h->length, f->max_bytes));
+	if ((buf = malloc(FETCH_BUF)) == NULL)
+		return (fetch_oom(f));
+	f->phase = "reading the body";
 	if (h->status == 204 || h->status == 205 || h->status == 304) {
 		rc = 0;
 	} else if (h->chunked) {

@@ -906,6 +906,13 @@ files_conn_gone(struct evhttp_connection *evcon, void *arg)
 
 	atomic_store(&j->cancel, 1);
 	files_wake(j);
+	/*
+	 * A client that closes while a stream is out is seen by evhttp
+	 * (it reads again once the head went), which then leaves the
+	 * request to its handler, detached: free it.
+	 */
+	if (j->http != NULL && evhttp_request_get_connection(j->http) == NULL)
+		evhttp_request_free(j->http);
 	j->http = NULL;
 	if (j->closed != NULL) {
 		event_free(j->closed);

@@ -112,6 +112,22 @@ class SlowFSTest(FilesCase):
         self.assertEqual(int(get.headers['Content-Length']), len(data) - 5)
         self.assertEqual(get.data, data[5:])
 
+    def test_stuck_read_client_gone(self):
+        """A client that leaves a stuck read: the worker ends when it can."""
+        fs = self.mount(data=os.urandom(1 << 20))
+        f = os.path.join(fs.folder, 'f')
+        tasks = '/proc/%d/task' % self.agentd.proc.pid
+        base = len(os.listdir(tasks))
+        c = http.client.HTTPConnection('127.0.0.1', self.agentd.port, timeout=60)
+        c.request('GET', '/v1/files' + q(path=f), headers=self.agentd.auth_headers())
+        self.assertTrue(fs.reading.wait(30), 'no READ reached the file system')
+        c.close()
+        self.healthz_answers()
+        fs.release()
+        self.wait_for(lambda: len(os.listdir(tasks)) <= base, timeout=30,
+                      what='the worker gone')
+        self.healthz_answers()
+
     def test_job_limit(self):
         self.stop_agentd()
         self.start_agentd(['--max-file-jobs', '2'])
