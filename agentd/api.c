@@ -265,7 +265,11 @@ api_window(struct session *s, uint64_t cursor, size_t max_bytes,
 		need = ring_chunk_max(r);
 	if (scratch_len < need) {
 		free(scratch);
-		scratch = xmalloc(need);
+		scratch_len = 0;
+		/* Up to 64 MiB a client asks for: no memory is 503, not fatal. */
+		if ((scratch = malloc(need)) == NULL)
+			return (proto_fail(err, 503, "out_of_memory", "no memory "
+			    "for a window of %zu bytes; ask for less", need));
 		scratch_len = need;
 	}
 	error = ring_read(r, cursor, scratch, scratch_len, max_bytes, rchunks,
