@@ -206,7 +206,7 @@ api_metrics(struct http_req *hr)
 	struct session			*s;
 	uint64_t			 dropped = agentd_stats.output_dropped_bytes;
 	uint64_t			 held = 0;
-	size_t				 n, i;
+	size_t				 n, i, calls, fetches;
 
 	for (s = session_first(); s != NULL; s = session_next(s)) {
 		ring_stats(session_ring(s), &st);
@@ -239,6 +239,20 @@ api_metrics(struct http_req *hr)
 	    agentd_stats.output_bytes, dropped, held,
 	    session_ring_bytes_total(), agentd_stats.zombies_reaped,
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
+	files_running(&calls, &fetches);
+	proto_buf_printf(&b,
+	    "# TYPE agentd_file_calls gauge\n"
+	    "agentd_file_calls %zu\n"
+	    "# TYPE agentd_file_calls_max gauge\n"
+	    "agentd_file_calls_max %" PRIu64 "\n"
+	    "# TYPE agentd_fetches gauge\n"
+	    "agentd_fetches %zu\n"
+	    "# TYPE agentd_fetches_max gauge\n"
+	    "agentd_fetches_max %d\n"
+	    "# TYPE agentd_fetch_bytes_max gauge\n"
+	    "agentd_fetch_bytes_max %" PRIu64 "\n",
+	    calls, agentd_cfg->max_file_jobs, fetches, FILES_FETCH_MAX,
+	    agentd_cfg->max_fetch_bytes);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)

@@ -157,6 +157,14 @@ files_route(struct http_req *hr)
 		http_fail(hr->req, 404, "not_found", "no route %s", p);
 }
 
+/* Calls running on workers now, for /metrics. */
+void
+files_running(size_t *calls, size_t *fetches)
+{
+	*calls = files_njobs - files_nfetches;
+	*fetches = files_nfetches;
+}
+
 /* Answer with an error (a status agentd does not use becomes 500). */
 static void
 files_reply_err(struct evhttp_request *req, const struct proto_err *err)

@@ -35,5 +35,7 @@ struct http_req;
 
 /* Route a request under /v1/files; every path answers it. */
 void	files_route(struct http_req *);
+/* Calls running on workers now: GET, PUT and stat; and fetches. */
+void	files_running(size_t *calls, size_t *fetches);
 
 #endif /* AGENTD_FILES_H */

@@ -142,6 +142,10 @@ class SlowFSTest(FilesCase):
                       what='two workers')
         self.assertError(self.get_file(self.p('missing')), 429,
                          'too_many_file_jobs')
+        r = self.expect(self.req('GET', '/metrics'), 200)
+        self.assertIn(b'\nagentd_file_calls 2\n', r.body)
+        self.assertIn(b'\nagentd_file_calls_max 2\n', r.body)
+        self.assertIn(b'\nagentd_fetch_bytes_max 4294967296\n', r.body)
         self.assertError(self.stat([self.p('missing')]), 429,
                          'too_many_file_jobs')
         fs.close()
