@@ -854,12 +854,15 @@ files_send_chunk(struct files_job *j)
 	struct evbuffer		*buf;
 	char			 len[32];
 
+	buf = NULL;
 	if (j->http == NULL || (buf = evbuffer_new()) == NULL ||
 	    evbuffer_add(buf, j->chunk, j->chunk_len) != 0) {
 		if (j->http != NULL) {
+			/* No memory: the worker stops, the answer is cut. */
 			atomic_store(&j->cancel, 1);
-			evbuffer_free(buf);
 		}
+		if (buf != NULL)
+			evbuffer_free(buf);
 		files_wake(j);
 		return;
 	}
