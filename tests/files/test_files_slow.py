@@ -9,6 +9,7 @@ bounds them.
 import http.client
 import json
 import os
+import re
 import tempfile
 import threading
 import unittest
@@ -64,6 +65,11 @@ class SlowFSTest(FilesCase):
         self.mounts.append(slowfs.SlowFS(folder, **kw))
         return self.mounts[-1]
 
+    def file_calls(self):
+        """agentd_file_calls of /metrics: GET, PUT and stat running."""
+        r = self.expect(self.req('GET', '/metrics'), 200)
+        return int(re.search(rb'\nagentd_file_calls (\d+)\n', r.body).group(1))
+
     def healthz_answers(self):
         c = http.client.HTTPConnection('127.0.0.1', self.agentd.port,
                                        timeout=HEALTHZ_TIMEOUT)
@@ -116,15 +122,13 @@ class SlowFSTest(FilesCase):
         """A client that leaves a stuck read: the worker ends when it can."""
         fs = self.mount(data=os.urandom(1 << 20))
         f = os.path.join(fs.folder, 'f')
-        tasks = '/proc/%d/task' % self.agentd.proc.pid
-        base = len(os.listdir(tasks))
         c = http.client.HTTPConnection('127.0.0.1', self.agentd.port, timeout=60)
         c.request('GET', '/v1/files' + q(path=f), headers=self.agentd.auth_headers())
         self.assertTrue(fs.reading.wait(30), 'no READ reached the file system')
         c.close()
         self.healthz_answers()
         fs.release()
-        self.wait_for(lambda: len(os.listdir(tasks)) <= base, timeout=30,
+        self.wait_for(lambda: self.file_calls() == 0, timeout=30,
                       what='the worker gone')
         self.healthz_answers()
 
@@ -133,12 +137,10 @@ class SlowFSTest(FilesCase):
         self.start_agentd(['--max-file-jobs', '2'])
         fs = self.mount(stall=True)
         f = os.path.join(fs.folder, 'f')
-        tasks = '/proc/%d/task' % self.agentd.proc.pid
-        base = len(os.listdir(tasks))
         calls = [Call(self.agentd, 'GET', '/v1/files' + q(path=f))
                  for _ in range(2)]
         # Both stuck in their workers (no other call runs meanwhile).
-        self.wait_for(lambda: len(os.listdir(tasks)) >= base + 2, timeout=30,
+        self.wait_for(lambda: self.file_calls() == 2, timeout=30,
                       what='two workers')
         self.assertError(self.get_file(self.p('missing')), 429,
                          'too_many_file_jobs')
