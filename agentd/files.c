@@ -106,6 +106,7 @@ static size_t			 files_njobs;	/* jobs listed */
 static size_t			 files_nfetches;	/* of them fetches */
 static int			 files_pipe[2] = { -1, -1 };	/* worker -> loop */
 static struct event		*files_pipe_ev;
+static struct timespec		 files_stop_at;	/* shutdown: wait no later */
 
 static void	files_get(struct http_req *);
 static void	files_put(struct http_req *);
@@ -935,8 +936,12 @@ files_conn_gone(struct evhttp_connection *evcon, void *arg)
 	 * exits.  Its job stays listed (its pointer may be in the pipe).
 	 */
 	if (agentd_stopping()) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += FILES_FETCH_STOP_MS / 1000;
+		/* One deadline for all: 64 stuck calls must not take 64 times. */
+		if (files_stop_at.tv_sec == 0) {
+			clock_gettime(CLOCK_REALTIME, &files_stop_at);
+			files_stop_at.tv_sec += FILES_FETCH_STOP_MS / 1000;
+		}
+		ts = files_stop_at;
 		if (pthread_timedjoin_np(j->thread, NULL, &ts) == 0)
 			j->joined = 1;
 		else

@@ -132,6 +132,21 @@ class SlowFSTest(FilesCase):
                       what='the worker gone')
         self.healthz_answers()
 
+    def test_shutdown_with_stuck_calls(self):
+        """SIGTERM with 10 calls stuck: one 2 s wait for all, not 2 s each."""
+        fs = self.mount(stall=True)
+        f = os.path.join(fs.folder, 'f')
+        calls = [Call(self.agentd, 'GET', '/v1/files' + q(path=f))
+                 for _ in range(10)]
+        self.wait_for(lambda: self.file_calls() == 10, timeout=30,
+                      what='ten calls stuck')
+        rc, took = self.agentd.stop(timeout=60)
+        self.assertEqual(rc, 0)
+        self.assertLess(took, 12, 'shutdown took %.1f s' % took)
+        for c in calls:
+            c.join(10)
+            self.assertIsNotNone(c.status)
+
     def test_job_limit(self):
         self.stop_agentd()
         self.start_agentd(['--max-file-jobs', '2'])
