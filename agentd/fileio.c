@@ -189,7 +189,9 @@ fileio_walk(const char *path, int how, int flags, uid_t owner, char **base,
 	ssize_t		 n;
 	int		 fd, nfd, links = 0, last, e = 0;
 
-	rest = xstrdup(path);
+	fd = -1;
+	if ((rest = strdup(path)) == NULL)
+		goto oom;
 	comp = rest;
 	if ((fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1) {
 		fileio_fail(err, e = errno, "open", "/");
@@ -204,7 +206,8 @@ fileio_walk(const char *path, int how, int flags, uid_t owner, char **base,
 		if (clen == 0 || (clen == 1 && comp[0] == '.' && !last)) {
 			if (clen == 0 && (how & FILEIO_PARENT)) {
 				/* "/" or "/a/": no name to create. */
-				*base = xstrdup("");
+				if ((*base = strdup("")) == NULL)
+					goto oom;
 				break;
 			}
 			if (clen == 0) {
@@ -222,7 +225,8 @@ fileio_walk(const char *path, int how, int flags, uid_t owner, char **base,
 		}
 		comp[clen] = '\0';
 		if (last && (how & FILEIO_PARENT)) {
-			*base = xstrdup(comp);
+			if ((*base = strdup(comp)) == NULL)
+				goto oom;
 			break;
 		}
 		nfd = openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -258,7 +262,10 @@ fileio_walk(const char *path, int how, int flags, uid_t owner, char **base,
 				fileio_fail(err, e = ELOOP, "open", path);
 				goto fail;
 			}
-			target = xmalloc(FILEIO_REST_MAX);
+			if ((target = malloc(FILEIO_REST_MAX)) == NULL) {
+				close(nfd);
+				goto oom;
+			}
 			n = readlinkat(nfd, "", target, FILEIO_REST_MAX - 1);
 			e = errno;
 			close(nfd);
@@ -272,7 +279,8 @@ fileio_walk(const char *path, int how, int flags, uid_t owner, char **base,
 				goto fail;
 			}
 			target[n] = '\0';
-			xasprintf(&tmp, "%s/%s", target, next);
+			if (asprintf(&tmp, "%s/%s", target, next) == -1)
+				goto oom;
 			if (target[0] == '/') {
 				close(fd);
 				fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -310,6 +318,10 @@ fileio_walk(const char *path, int how, int flags, uid_t owner, char **base,
 	}
 	free(rest);
 	return (fd);
+oom:
+	e = ENOMEM;
+	proto_fail(err, 503, "out_of_memory", "no memory to resolve %.160s; "
+	    "try again later", path);
 fail:
 	if (fd != -1)
 		close(fd);
@@ -393,16 +405,19 @@ fileio_tmp_open(const char *path, int mkdir_p, uid_t owner,
 		    path);
 		goto fail;
 	}
-	t->path = xstrdup(path);
+	if ((t->path = strdup(path)) == NULL)
+		goto oom;
 	hex[16] = '\0';
 	for (i = 0; i < FILEIO_TMP_TRIES; i++) {
 		fileio_random_hex(hex, 16);
 		free(t->tmp);
 		t->tmp = NULL;
-		if (strlen(t->base) <= FILEIO_BASE_KEPT)
-			xasprintf(&t->tmp, ".%s.%s.agentd-tmp", t->base, hex);
-		else
-			xasprintf(&t->tmp, ".%s.agentd-tmp", hex);
+		if ((strlen(t->base) <= FILEIO_BASE_KEPT ?
+		    asprintf(&t->tmp, ".%s.%s.agentd-tmp", t->base, hex) :
+		    asprintf(&t->tmp, ".%s.agentd-tmp", hex)) == -1) {
+			t->tmp = NULL;
+			goto oom;
+		}
 		t->fd = openat(t->dfd, t->tmp, O_WRONLY | O_CREAT | O_EXCL |
 		    O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
 		if (t->fd != -1)
@@ -412,6 +427,10 @@ fileio_tmp_open(const char *path, int mkdir_p, uid_t owner,
 	}
 	e = errno;
 	fileio_fail(err, e, "create a file beside", path);
+	goto fail;
+oom:
+	proto_fail(err, 503, "out_of_memory", "no memory to write %.160s; "
+	    "try again later", path);
 fail:
 	fileio_tmp_free(t);
 	return (-1);
