@@ -942,10 +942,12 @@ files_conn_gone(struct evhttp_connection *evcon, void *arg)
 			files_stop_at.tv_sec += FILES_FETCH_STOP_MS / 1000;
 		}
 		ts = files_stop_at;
-		if (pthread_timedjoin_np(j->thread, NULL, &ts) == 0)
-			j->joined = 1;
-		else
+		if (pthread_timedjoin_np(j->thread, NULL, &ts) != 0) {
+			/* Stuck (a dead mount): it ends with the process. */
 			log_warn("%s: files call %d still running", __func__,
 			    (int)j->kind);
+			pthread_detach(j->thread);
+		}
+		j->joined = 1;
 	}
 }
