@@ -400,9 +400,12 @@ files_pipe_close(void)
 static void
 files_post(struct files_job *j, int what)
 {
-	struct files_msg	m = { j, what };
+	struct files_msg	m;
 	ssize_t			n;
 
+	memset(&m, 0, sizeof m);	/* the padding too: it goes out */
+	m.job = j;
+	m.what = what;
 	do
 		n = write(files_pipe[1], &m, sizeof m);
 	while (n == -1 && errno == EINTR);
