@@ -222,7 +222,7 @@ api_metrics(struct http_req *hr)
 	struct session			*s;
 	uint64_t			 dropped = agentd_stats.output_dropped_bytes;
 	uint64_t			 held = 0;
-	size_t				 n, i;
+	size_t				 n, i, calls, fetches;
 
 	for (s = session_first(); s != NULL; s = session_next(s)) {
 		ring_stats(session_ring(s), &st);
@@ -262,6 +262,20 @@ api_metrics(struct http_req *hr)
 	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */
 	proto_buf_printf(&b, "# TYPE agentd_evmem_kept_bytes gauge\n"
 	    "agentd_evmem_kept_bytes %zu\n", evmem_kept());
+	files_running(&calls, &fetches);
+	proto_buf_printf(&b,
+	    "# TYPE agentd_file_calls gauge\n"
+	    "agentd_file_calls %zu\n"
+	    "# TYPE agentd_file_calls_max gauge\n"
+	    "agentd_file_calls_max %" PRIu64 "\n"
+	    "# TYPE agentd_fetches gauge\n"
+	    "agentd_fetches %zu\n"
+	    "# TYPE agentd_fetches_max gauge\n"
+	    "agentd_fetches_max %d\n"
+	    "# TYPE agentd_fetch_bytes_max gauge\n"
+	    "agentd_fetch_bytes_max %" PRIu64 "\n",
+	    calls, agentd_cfg->max_file_jobs, fetches, FILES_FETCH_MAX,
+	    agentd_cfg->max_fetch_bytes);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)
@@ -291,7 +305,11 @@ api_window(struct session *s, uint64_t cursor, size_t max_bytes,
 		need = ring_chunk_max(r);
 	if (scratch_len < need) {
 		free(scratch);
-		scratch = xmalloc(need);
+		scratch_len = 0;
+		/* Up to 64 MiB a client asks for: no memory is 503, not fatal. */
+		if ((scratch = malloc(need)) == NULL)
+			return (proto_fail(err, 503, "out_of_memory", "no memory "
+			    "for a window of %zu bytes; ask for less", need));
 		scratch_len = need;
 	}
 	error = ring_read(r, cursor, scratch, scratch_len, lim, rchunks,

@@ -91,6 +91,11 @@ static const struct opt opts[] = {
 	  "also listen on the other family's twin of a wildcard or loopback "
 	  "--listen ([::] for 0.0.0.0, [::1] for 127.0.0.1), and refuse to "
 	  "start when it is taken (default 1)" },
+	{ "max-file-jobs", OPT_COUNT, OFF(max_file_jobs), 1, 100000, "N",
+	  "GET, PUT and stat calls of /v1/files running at once, each on a "
+	  "thread; one more gets 429 (default 64)" },
+	{ "max-fetch-bytes", OPT_SIZE, OFF(max_fetch_bytes), 1, 1ull << 50,
+	  "BYTES", "largest download of /v1/files/fetch (default 4GiB)" },
 	{ "hostname", OPT_STRING, OFF(hostname), 0, 0, "NAME",
 	  "as PID 1, set the hostname (default: keep)" },
 	{ "env", OPT_LIST, OFF(env), 0, 0, "NAME=VALUE",
@@ -147,6 +152,8 @@ config_defaults(struct config *cfg)
 	cfg->dual_stack = 1;
 	cfg->preauth_timeout_ms = CONFIG_PREAUTH_TIMEOUT_DEFAULT;
 	cfg->max_peer_unproven = CONFIG_MAX_PEER_UNPROVEN_DEFAULT;
+	cfg->max_file_jobs = CONFIG_MAX_FILE_JOBS_DEFAULT;
+	cfg->max_fetch_bytes = CONFIG_MAX_FETCH_BYTES_DEFAULT;
 }
 
 /* "max-sessions" -> "AGENTD_MAX_SESSIONS". */

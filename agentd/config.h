@@ -28,6 +28,8 @@
 #define CONFIG_MAX_HEADERS_DEFAULT	100	/* header lines of a request */
 #define CONFIG_PREAUTH_TIMEOUT_DEFAULT	(5 * 1000)	/* ms */
 #define CONFIG_MAX_PEER_UNPROVEN_DEFAULT 256	/* connections of one peer */
+#define CONFIG_MAX_FILE_JOBS_DEFAULT	64	/* files calls running */
+#define CONFIG_MAX_FETCH_BYTES_DEFAULT	(4ull << 30)	/* bytes */
 
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
@@ -53,6 +55,8 @@ struct config {
 	int64_t		  preauth_timeout_ms;
 	uint64_t	  max_peer_unproven;
 	uint64_t	  dual_stack;		/* listen on each --listen's twin */
+	uint64_t	  max_file_jobs;
+	uint64_t	  max_fetch_bytes;
 	char		 *hostname;		/* PID 1: set this hostname */
 	char		**env;			/* --env K=V, NULL-terminated */
 	char		 *env_file;		/* --env-file PATH */

@@ -4,11 +4,13 @@
  * Content-Length, chunked and close-delimited bodies), redirects.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
@@ -30,6 +32,7 @@
 #include <mbedtls/x509_crt.h>
 
 #include "agentd.h"
+#include "config.h"
 #include "fetch.h"
 #include "fetchparse.h"
 #include "fileio.h"
@@ -39,11 +42,16 @@
 #define FETCH_BUF		(64 << 10)	/* bytes read from a connection at once */
 #define FETCH_HEADERS_MAX	128		/* lines in a response head */
 #define FETCH_ASN1_IP		(MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7) /* iPAddress */
+#define FETCH_CA_MAX		(16 << 20)	/* bytes of a CA bundle */
 
 /* One fetch: its request, its deadline, its TLS and its connection. */
 struct fetch {
 	const struct proto_fetch	*req;
+	uid_t				 owner;		/* symlinks trusted */
 	atomic_int			*cancel;
+	uint64_t			 max_bytes;	/* of the download */
+	int				 hop;		/* 0: the request's URL */
+	int				 local;		/* its host is a local address */
 	int64_t				 deadline;	/* monotonic ms; 0: none */
 	const char			*phase;		/* for timeout messages */
 	struct proto_err		*err;
@@ -91,6 +99,9 @@ static void	fetch_tls_free(struct fetch *);
 static int	fetch_hop(struct fetch *, const char *, struct fileio_tmp *,
 		    mbedtls_sha256_context *, uint64_t *, char **);
 static void	fetch_mbedtls_error(int, char *, size_t);
+static int	fetch_addr_local(const struct sockaddr *);
+static int	fetch_ca_load(struct fetch *, const char *);
+static int	fetch_oom(struct fetch *);
 
 /* Fill the fetch's error once (the first reason wins); return -1. */
 static int
@@ -108,6 +119,48 @@ fetch_fail(struct fetch *f, int status, const char *code, const char *fmt,
 	vsnprintf(f->err->message, sizeof f->err->message, fmt, ap);
 	va_end(ap);
 	return (-1);
+}
+
+/* No memory for a fetch: 503, the client may try again. */
+static int
+fetch_oom(struct fetch *f)
+{
+	return (fetch_fail(f, 503, "out_of_memory",
+	    "no memory for the fetch; try again later"));
+}
+
+/*
+ * Whether an address is this machine's or its link's: loopback, link-local
+ * (169.254.0.0/16 holds the clouds' metadata services), unspecified; IPv4
+ * mapped into IPv6 too.
+ */
+static int
+fetch_addr_local(const struct sockaddr *sa)
+{
+	const struct sockaddr_in6	*s6;
+	const uint8_t			*a;
+	uint32_t			 v4;
+
+	if (sa->sa_family == AF_INET) {
+		v4 = ntohl(((const struct sockaddr_in *)(const void *)sa)->
+		    sin_addr.s_addr);
+		goto v4;
+	}
+	if (sa->sa_family != AF_INET6)
+		return (0);
+	s6 = (const struct sockaddr_in6 *)(const void *)sa;
+	a = s6->sin6_addr.s6_addr;
+	if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+		v4 = (uint32_t)a[12] << 24 | (uint32_t)a[13] << 16 |
+		    (uint32_t)a[14] << 8 | a[15];
+		goto v4;
+	}
+	return (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr) ||
+	    IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr) ||
+	    IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr));
+v4:
+	return ((v4 >> 24) == 127 || (v4 >> 24) == 0 ||
+	    (v4 >> 16) == 0xa9fe);
 }
 
 /* mbedTLS's text for an error code. */
@@ -137,7 +190,7 @@ fetch_url_parse(struct fetch *f, const char *url, struct fetch_url *u)
 	if (fetchparse_url(url, u, cause, sizeof cause) == 0)
 		return (0);
 	if (errno == ENOMEM)
-		fatal("%s: out of memory", __func__);
+		return (fetch_oom(f));
 	return (fetch_fail(f, 400, "invalid_request", "%s", cause));
 }
 
@@ -151,8 +204,9 @@ fetch_url_resolve(struct fetch *f, const char *url, const struct fetch_url *u,
 	if ((out = fetchparse_resolve(url, u, loc, cause, sizeof cause)) != NULL)
 		return (out);
 	if (errno == ENOMEM)
-		fatal("%s: out of memory", __func__);
-	fetch_fail(f, 502, "fetch_failed", "%s", cause);
+		fetch_oom(f);
+	else
+		fetch_fail(f, 502, "fetch_failed", "%s", cause);
 	return (NULL);
 }
 
@@ -199,7 +253,7 @@ fetch_connect(struct fetch *f, const struct fetch_url *u)
 	struct addrinfo	 hints, *res, *ai;
 	char		 addr[INET6_ADDRSTRLEN];
 	socklen_t	 len;
-	int		 error, so_error = 0, last = 0;
+	int		 error, so_error = 0, last = 0, local = 0;
 
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
@@ -215,6 +269,12 @@ fetch_connect(struct fetch *f, const struct fetch_url *u)
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof addr,
 		    NULL, 0, NI_NUMERICHOST);
+		/* A redirect must not lead a remote URL to a local service. */
+		if (f->hop > 0 && !f->local && fetch_addr_local(ai->ai_addr)) {
+			last = EACCES;
+			local++;
+			continue;
+		}
 		f->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
 		    SOCK_CLOEXEC, ai->ai_protocol);
 		if (f->fd == -1) {
@@ -238,7 +298,13 @@ fetch_connect(struct fetch *f, const struct fetch_url *u)
 		close(f->fd);
 		f->fd = -1;
 	}
+	if (f->fd != -1 && f->hop == 0)
+		f->local = fetch_addr_local(ai->ai_addr);
 	freeaddrinfo(res);
+	if (f->fd == -1 && local > 0)
+		return (fetch_fail(f, 502, "fetch_failed", "redirect to a local "
+		    "address refused: %s (%s) from a URL that is not local",
+		    u->host, addr));
 	if (f->fd == -1)
 		return (fetch_fail(f, 502, "fetch_failed",
 		    "connect to %s port %s%s%s%s: %s", u->host, u->port,
@@ -295,6 +361,61 @@ fetch_bio_recv(void *arg, unsigned char *buf, size_t len)
 	}
 }
 
+/*
+ * Parse the CA bundle at path into f->ca: mbedTLS's return (< 0 when
+ * the text is no certificate), or -1 with the fetch's error (-1 is no
+ * mbedTLS error).  Opened as the fetch's user would, never blocking (a
+ * FIFO, a device: 400), at most FETCH_CA_MAX bytes.
+ */
+static int
+fetch_ca_load(struct fetch *f, const char *path)
+{
+	struct stat	 st;
+	char		*buf = NULL;
+	size_t		 len = 0;
+	ssize_t		 n;
+	int		 fd, ret;
+
+	if ((fd = fileio_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, f->owner,
+	    f->err)) == -1) {
+		if (f->req->ca_file == NULL)
+			return (fetch_fail(f, 502, "fetch_failed", "TLS verify: "
+			    "cannot open the CA certificates %s", path));
+		if (f->err->status != 403)
+			return (fetch_fail(f, 400, "invalid_request", "ca_file: "
+			    "cannot load %.160s: %s", path, strerror(errno)));
+		f->failed = 1;
+		return (-1);
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size > FETCH_CA_MAX) {
+		close(fd);
+		return (fetch_fail(f, f->req->ca_file != NULL ? 400 : 502,
+		    f->req->ca_file != NULL ? "invalid_request" : "fetch_failed",
+		    "ca_file: %.160s is not a regular file of at most %d bytes",
+		    path, FETCH_CA_MAX));
+	}
+	if ((buf = malloc((size_t)st.st_size + 1)) == NULL) {
+		close(fd);
+		return (fetch_oom(f));
+	}
+	while (len < (size_t)st.st_size) {
+		n = read(fd, buf + len, (size_t)st.st_size - len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	/* PEM wants the NUL counted; DER is taken as it is. */
+	ret = mbedtls_x509_crt_parse(&f->ca, (const unsigned char *)buf,
+	    len + (strstr(buf, "-----BEGIN ") != NULL));
+	free(buf);
+	return (ret == -1 ? MBEDTLS_ERR_X509_INVALID_FORMAT : ret);
+}
+
 /* Load the CA certificates and seed the random generator, once. */
 static int
 fetch_tls_setup(struct fetch *f)
@@ -327,7 +448,8 @@ fetch_tls_setup(struct fetch *f)
 	if (ca == NULL)
 		return (fetch_fail(f, 502, "fetch_failed", "TLS verify: no CA "
 		    "certificates (%s missing; see ca_file)", bundles[0]));
-	ret = mbedtls_x509_crt_parse_file(&f->ca, ca);
+	if ((ret = fetch_ca_load(f, ca)) == -1)
+		return (-1);
 	if (ret < 0 || f->ca.version == 0) {
 		fetch_mbedtls_error(ret, msg, sizeof msg);
 		if (f->req->ca_file != NULL)
@@ -559,7 +681,8 @@ fetch_head(struct fetch *f, struct fetch_head *h)
 	size_t		 total = 0, nlines;
 	int		 r;
 
-	line = xmalloc(FETCH_LINE_MAX + 1);
+	if ((line = malloc(FETCH_LINE_MAX + 1)) == NULL)
+		return (fetch_oom(f));
 	f->phase = "waiting for the response";
 again:
 	free(h->location);
@@ -591,8 +714,9 @@ again:
 		}
 		if (fetchparse_header(line, h, cause, sizeof cause) != 0) {
 			if (errno == ENOMEM)
-				fatal("%s: out of memory", __func__);
-			fetch_fail(f, 502, "fetch_failed", "%s", cause);
+				fetch_oom(f);
+			else
+				fetch_fail(f, 502, "fetch_failed", "%s", cause);
 			goto fail;
 		}
 	}
@@ -612,6 +736,10 @@ static int
 fetch_sink(struct fetch *f, struct fileio_tmp *t, mbedtls_sha256_context *sha,
     const void *buf, size_t len, uint64_t *size)
 {
+	if (*size + len > f->max_bytes)
+		return (fetch_fail(f, 502, "fetch_failed", "the download is "
+		    "larger than --max-fetch-bytes (%" PRIu64 " bytes)",
+		    f->max_bytes));
 	if (fileio_tmp_write(t, buf, len, f->err) != 0) {
 		f->failed = 1;
 		return (-1);
@@ -633,7 +761,12 @@ fetch_body(struct fetch *f, const struct fetch_head *h, struct fileio_tmp *t,
 	size_t		 want;
 	int		 rc = -1, r;
 
-	buf = xmalloc(FETCH_BUF);
+	if (h->has_length && h->length > f->max_bytes)
+		return (fetch_fail(f, 502, "fetch_failed", "the download has "
+		    "%" PRIu64 " bytes, more than --max-fetch-bytes (%" PRIu64
+		    ")", h->length, f->max_bytes));
+	if ((buf = malloc(FETCH_BUF)) == NULL)
+		return (fetch_oom(f));
 	f->phase = "reading the body";
 	if (h->status == 204 || h->status == 205 || h->status == 304) {
 		rc = 0;
@@ -749,16 +882,27 @@ fetch_hop(struct fetch *f, const char *url, struct fileio_tmp *t,
 	int			 rc = -1, len;
 
 	memset(&h, 0, sizeof h);
-	if (fetch_url_parse(f, url, &u) != 0)
+	if (fetch_url_parse(f, url, &u) != 0) {
+		/* A bad Location is the server's fault, not the client's. */
+		if (f->hop > 0 && f->err->status == 400) {
+			f->err->status = 502;
+			f->err->code = "fetch_failed";
+		}
 		return (-1);
+	}
 	if (fetch_connect(f, &u) != 0)
 		goto out;
 	if (u.tls && fetch_tls_start(f, &u) != 0)
 		goto out;
-	len = xasprintf(&req, "GET %s HTTP/1.1\r\nHost: %s\r\n"
+	len = asprintf(&req, "GET %s HTTP/1.1\r\nHost: %s\r\n"
 	    "User-Agent: agentd/%s\r\nAccept: */*\r\n"
 	    "Accept-Encoding: identity\r\nConnection: close\r\n\r\n",
 	    u.target, u.hostport, AGENTD_VERSION);
+	if (len == -1) {
+		req = NULL;
+		fetch_oom(f);
+		goto out;
+	}
 	f->phase = "sending the request";
 	if (fetch_write_all(f, req, (size_t)len) != 0)
 		goto out;
@@ -821,7 +965,7 @@ fetch_write_all(struct fetch *f, const void *buf, size_t len)
 
 /* Download f->url into f->path. */
 int
-fetch_run(const struct proto_fetch *req, atomic_int *cancel,
+fetch_run(const struct proto_fetch *req, uid_t owner, atomic_int *cancel,
     struct fetch_result *res, struct proto_err *err)
 {
 	struct fetch		 f;
@@ -838,12 +982,21 @@ fetch_run(const struct proto_fetch *req, atomic_int *cancel,
 	if (req->timeout_ms > 0)
 		f.deadline = clock_mono_ms() + req->timeout_ms;
 	memset(res, 0, sizeof *res);
-	if (fileio_tmp_open(req->path, req->mkdir, &t, err) != 0)
+	f.owner = owner;
+	f.max_bytes = agentd_cfg->max_fetch_bytes;
+	if (fileio_tmp_open(req->path, req->mkdir, owner, &t, err) != 0)
 		return (-1);
-	f.buf = xmalloc(FETCH_BUF);
+	f.buf = malloc(FETCH_BUF);
+	url = strdup(req->url);
+	if (f.buf == NULL || url == NULL) {
+		free(f.buf);
+		free(url);
+		fileio_tmp_abort(&t);
+		return (fetch_oom(&f));
+	}
 	mbedtls_sha256_init(&sha);
-	url = xstrdup(req->url);
 	for (hops = 0;; hops++) {
+		f.hop = hops;
 		mbedtls_sha256_starts_ret(&sha, 0);
 		res->size = 0;
 		r = fetch_hop(&f, url, &t, &sha, &res->size, &next);

@@ -23,6 +23,8 @@
 #ifndef AGENTD_FETCH_H
 #define AGENTD_FETCH_H
 
+#include <sys/types.h>
+
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -53,7 +55,7 @@ struct fetch_result {
  * On failure no file is left at f->path (an older one stays) nor any
  * temporary file.
  */
-int	fetch_run(const struct proto_fetch *f, atomic_int *cancel,
+int	fetch_run(const struct proto_fetch *f, uid_t owner, atomic_int *cancel,
 	    struct fetch_result *res, struct proto_err *err);
 
 /* SHA-256 of buf (mbedTLS). */

@@ -3,6 +3,7 @@
  */
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 
 #include <errno.h>
@@ -20,8 +21,25 @@
 
 #define FILEIO_TMP_TRIES	16	/* names tried before giving up */
 #define FILEIO_BASE_KEPT	200	/* bytes of the target's name in the temp's */
+#define FILEIO_LINKS_MAX	40	/* symlinks followed in one path (Linux's) */
+#define FILEIO_REST_MAX		(2 * 4096)	/* bytes of a path being resolved */
+#define FILEIO_PARENT		0x1	/* fileio_walk(): stop at the folder */
+#define FILEIO_MKDIR		0x2	/* fileio_walk(): make missing folders */
 
-static int	fileio_mkdirs(const char *, struct proto_err *);
+/* openat2(2), Linux 5.6; defined here for older headers and musl. */
+#ifndef RESOLVE_NO_MAGICLINKS
+#define RESOLVE_NO_MAGICLINKS	0x02
+#define RESOLVE_NO_SYMLINKS	0x04
+#endif
+struct fileio_open_how {
+	uint64_t	flags;
+	uint64_t	mode;
+	uint64_t	resolve;
+};
+
+static int	fileio_openat2(const char *, int);
+static int	fileio_walk(const char *, int, int, uid_t, char **,
+		    struct proto_err *);
 static void	fileio_random_hex(char *, size_t);
 static void	fileio_tmp_free(struct fileio_tmp *);
 
@@ -127,29 +145,220 @@ fileio_random_hex(char *buf, size_t len)
 	}
 }
 
-/* mkdir -p dir, mode FILEIO_DIR_MODE. */
+/*
+ * openat2() of path with no symlink followed at all (nor magic link):
+ * the fd, or -1 with errno (ELOOP: a symlink is on the way; ENOSYS and
+ * the like: no openat2 here).
+ */
 static int
-fileio_mkdirs(const char *dir, struct proto_err *err)
+fileio_openat2(const char *path, int flags)
 {
-	char	*p, *s = xstrdup(dir);
-	int	 last;
+#ifdef SYS_openat2
+	struct fileio_open_how	how;
 
-	for (p = s + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		last = *p == '\0';
-		*p = '\0';
-		if (mkdir(s, FILEIO_DIR_MODE) == -1 && errno != EEXIST) {
-			fileio_fail(err, errno, "mkdir", s);
-			free(s);
-			return (-1);
-		}
-		if (last)
-			break;
-		*p = '/';
+	memset(&how, 0, sizeof how);
+	how.flags = (uint64_t)(flags | O_CLOEXEC);
+	how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+	return ((int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
+#else
+	(void)path;
+	(void)flags;
+	errno = ENOSYS;
+	return (-1);
+#endif
+}
+
+/*
+ * Resolve path one component at a time from "/", each opened with O_PATH
+ * and O_NOFOLLOW, so that no name is looked up twice.  A symlink is
+ * followed (by its text, never as a magic link) only when root or owner
+ * owns it; any other is refused (403).  With FILEIO_PARENT the last
+ * component is left alone: the result is the folder's O_PATH fd and *base
+ * its name (malloc'd); with FILEIO_MKDIR missing folders are made on the
+ * way (mode FILEIO_DIR_MODE).  Otherwise the last component is opened
+ * with flags (plus O_NOFOLLOW: a trusted symlink there was followed
+ * already).  The fd, or -1 with err.
+ */
+static int
+fileio_walk(const char *path, int how, int flags, uid_t owner, char **base,
+    struct proto_err *err)
+{
+	struct stat	 st;
+	char		*rest, *comp, *next, *target = NULL, *tmp;
+	size_t		 clen;
+	ssize_t		 n;
+	int		 fd, nfd, links = 0, last, e = 0;
+
+	fd = -1;
+	if ((rest = strdup(path)) == NULL)
+		goto oom;
+	comp = rest;
+	if ((fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		fileio_fail(err, e = errno, "open", "/");
+		goto fail;
 	}
-	free(s);
-	return (0);
+	for (;;) {
+		comp += strspn(comp, "/");
+		clen = strcspn(comp, "/");
+		next = comp + clen;
+		next += strspn(next, "/");
+		last = *next == '\0';
+		if (clen == 0 || (clen == 1 && comp[0] == '.' && !last)) {
+			if (clen == 0 && (how & FILEIO_PARENT)) {
+				/* "/" or "/a/": no name to create. */
+				if ((*base = strdup("")) == NULL)
+					goto oom;
+				break;
+			}
+			if (clen == 0) {
+				nfd = openat(fd, ".", flags | O_CLOEXEC);
+				if (nfd == -1)
+					fileio_fail(err, e = errno, "open", path);
+				close(fd);
+				fd = nfd;
+				if (fd == -1)
+					goto fail;
+				break;
+			}
+			comp = next;
+			continue;
+		}
+		comp[clen] = '\0';
+		if (last && (how & FILEIO_PARENT)) {
+			if ((*base = strdup(comp)) == NULL)
+				goto oom;
+			break;
+		}
+		nfd = openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd == -1 && errno == ENOENT && !last &&
+		    (how & FILEIO_MKDIR)) {
+			if (mkdirat(fd, comp, FILEIO_DIR_MODE) == -1 &&
+			    errno != EEXIST) {
+				fileio_fail(err, e = errno, "mkdir", path);
+				goto fail;
+			}
+			nfd = openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (nfd == -1 || fstat(nfd, &st) == -1) {
+			e = errno;
+			if (nfd != -1)
+				close(nfd);
+			fileio_fail(err, e, "open", path);
+			goto fail;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			if (st.st_uid != 0 && st.st_uid != owner) {
+				close(nfd);
+				e = EACCES;
+				proto_fail(err, 403, "permission_denied", "%.160s: "
+				    "a symlink owned by uid %lu is on the way (only "
+				    "root's and uid %lu's are followed)", path,
+				    (unsigned long)st.st_uid,
+				    (unsigned long)owner);
+				goto fail;
+			}
+			if (++links > FILEIO_LINKS_MAX) {
+				close(nfd);
+				fileio_fail(err, e = ELOOP, "open", path);
+				goto fail;
+			}
+			if ((target = malloc(FILEIO_REST_MAX)) == NULL) {
+				close(nfd);
+				goto oom;
+			}
+			n = readlinkat(nfd, "", target, FILEIO_REST_MAX - 1);
+			e = errno;
+			close(nfd);
+			if (n <= 0) {
+				fileio_fail(err, e = n == 0 ? ENOENT : e,
+				    "readlink", path);
+				goto fail;
+			}
+			if ((size_t)n + 1 + strlen(next) + 1 > FILEIO_REST_MAX) {
+				fileio_fail(err, e = ENAMETOOLONG, "open", path);
+				goto fail;
+			}
+			target[n] = '\0';
+			if (asprintf(&tmp, "%s/%s", target, next) == -1)
+				goto oom;
+			if (target[0] == '/') {
+				close(fd);
+				fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+				if (fd == -1) {
+					fileio_fail(err, e = errno, "open", "/");
+					goto fail;
+				}
+			}
+			free(target);
+			target = NULL;
+			free(rest);
+			comp = rest = tmp;
+			continue;
+		}
+		if (last) {
+			close(nfd);
+			/* O_NOFOLLOW: a symlink swapped in now is refused. */
+			nfd = openat(fd, comp, flags | O_NOFOLLOW | O_CLOEXEC);
+			if (nfd == -1)
+				fileio_fail(err, e = errno, "open", path);
+			close(fd);
+			fd = nfd;
+			if (fd == -1)
+				goto fail;
+			break;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			close(nfd);
+			fileio_fail(err, e = ENOTDIR, "open", path);
+			goto fail;
+		}
+		close(fd);
+		fd = nfd;
+		comp = next;
+	}
+	free(rest);
+	return (fd);
+oom:
+	e = ENOMEM;
+	proto_fail(err, 503, "out_of_memory", "no memory to resolve %.160s; "
+	    "try again later", path);
+fail:
+	if (fd != -1)
+		close(fd);
+	free(target);
+	free(rest);
+	errno = e;
+	return (-1);
+}
+
+/* Open path for reading without following an untrusted symlink. */
+int
+fileio_open(const char *path, int flags, uid_t owner, struct proto_err *err)
+{
+	int	fd;
+
+	int	e;
+
+	if ((fd = fileio_openat2(path, flags)) != -1)
+		return (fd);
+	e = errno;
+	if (e != ELOOP && e != ENOSYS && e != EINVAL && e != E2BIG &&
+	    e != EPERM) {
+		fileio_fail(err, e, "open", path);
+		errno = e;
+		return (-1);
+	}
+	return (fileio_walk(path, 0, flags, owner, NULL, err));
+}
+
+/* The folder of path as an O_PATH fd, and the last component. */
+int
+fileio_parent(const char *path, int mkdir_p, uid_t owner, char **base,
+    struct proto_err *err)
+{
+	*base = NULL;
+	return (fileio_walk(path, FILEIO_PARENT | (mkdir_p ? FILEIO_MKDIR : 0),
+	    0, owner, base, err));
 }
 
 /* Free what t holds (not the temporary file). */
@@ -158,65 +367,70 @@ fileio_tmp_free(struct fileio_tmp *t)
 {
 	if (t->fd != -1)
 		close(t->fd);
-	t->fd = -1;
+	if (t->dfd != -1)
+		close(t->dfd);
+	t->fd = t->dfd = -1;
 	free(t->path);
 	free(t->tmp);
-	free(t->dir);
-	t->path = t->tmp = t->dir = NULL;
+	free(t->base);
+	t->path = t->tmp = t->base = NULL;
 }
 
 /* Create the temporary file beside path. */
 int
-fileio_tmp_open(const char *path, int mkdir_p, struct fileio_tmp *t,
-    struct proto_err *err)
+fileio_tmp_open(const char *path, int mkdir_p, uid_t owner,
+    struct fileio_tmp *t, struct proto_err *err)
 {
-	const char	*slash, *base;
 	struct stat	 st;
+	const char	*slash;
 	char		 hex[17];
-	size_t		 dlen;
 	int		 i, e;
 
 	memset(t, 0, sizeof *t);
-	t->fd = -1;
+	t->fd = t->dfd = -1;
 	slash = strrchr(path, '/');
-	base = slash + 1;
-	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+	if (slash == NULL || slash[1] == '\0' || strcmp(slash + 1, ".") == 0 ||
+	    strcmp(slash + 1, "..") == 0)
 		return (proto_fail(err, 400, "invalid_request",
 		    "path: '%.160s' names a folder, not a file", path));
-	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return (proto_fail(err, 409, "is_a_directory",
-		    "%.160s is a directory", path));
-	dlen = slash == path ? 1 : (size_t)(slash - path);
-	t->dir = xmalloc(dlen + 1);
-	memcpy(t->dir, path, dlen);
-	t->dir[dlen] = '\0';
-	if (mkdir_p && fileio_mkdirs(t->dir, err) != 0)
+	if ((t->dfd = fileio_parent(path, mkdir_p, owner, &t->base, err)) == -1) {
+		if (err->status == 404 && !mkdir_p)
+			proto_fail(err, 404, "not_found", "no folder for "
+			    "%.160s (mkdir=true makes it)", path);
+		return (-1);
+	}
+	if (fstatat(t->dfd, t->base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode)) {
+		proto_fail(err, 409, "is_a_directory", "%.160s is a directory",
+		    path);
 		goto fail;
-	t->path = xstrdup(path);
+	}
+	if ((t->path = strdup(path)) == NULL)
+		goto oom;
 	hex[16] = '\0';
 	for (i = 0; i < FILEIO_TMP_TRIES; i++) {
 		fileio_random_hex(hex, 16);
 		free(t->tmp);
 		t->tmp = NULL;
-		if (strlen(base) <= FILEIO_BASE_KEPT)
-			xasprintf(&t->tmp, "%s/.%s.%s.agentd-tmp",
-			    dlen == 1 ? "" : t->dir, base, hex);
-		else
-			xasprintf(&t->tmp, "%s/.%s.agentd-tmp",
-			    dlen == 1 ? "" : t->dir, hex);
-		t->fd = open(t->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
-		    O_NOCTTY, 0600);
+		if ((strlen(t->base) <= FILEIO_BASE_KEPT ?
+		    asprintf(&t->tmp, ".%s.%s.agentd-tmp", t->base, hex) :
+		    asprintf(&t->tmp, ".%s.agentd-tmp", hex)) == -1) {
+			t->tmp = NULL;
+			goto oom;
+		}
+		t->fd = openat(t->dfd, t->tmp, O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
 		if (t->fd != -1)
 			return (0);
 		if (errno != EEXIST)
 			break;
 	}
 	e = errno;
-	if ((e == ENOENT || e == ENOTDIR) && stat(t->dir, &st) == -1)
-		proto_fail(err, 404, "not_found", "no folder %.160s%s",
-		    t->dir, mkdir_p ? "" : " (mkdir=true makes it)");
-	else
-		fileio_fail(err, e, "create a file in", t->dir);
+	fileio_fail(err, e, "create a file beside", path);
+	goto fail;
+oom:
+	proto_fail(err, 503, "out_of_memory", "no memory to write %.160s; "
+	    "try again later", path);
 fail:
 	fileio_tmp_free(t);
 	return (-1);
@@ -264,19 +478,20 @@ fileio_tmp_commit(struct fileio_tmp *t, mode_t mode, struct proto_err *err)
 		fileio_fail(err, errno, "close", t->path);
 		goto fail;
 	}
-	if (rename(t->tmp, t->path) == -1) {
+	if (renameat(t->dfd, t->tmp, t->dfd, t->base) == -1) {
 		fileio_fail(err, errno, "rename onto", t->path);
 		goto fail;
 	}
 	/* The rename itself is durable once the folder is. */
-	if ((dfd = open(t->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+	if ((dfd = openat(t->dfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) != -1) {
 		fsync(dfd);
 		close(dfd);
 	}
 	fileio_tmp_free(t);
 	return (0);
 fail:
-	unlink(t->tmp);
+	unlinkat(t->dfd, t->tmp, 0);
 	fileio_tmp_free(t);
 	return (-1);
 }
@@ -285,7 +500,7 @@ fail:
 void
 fileio_tmp_abort(struct fileio_tmp *t)
 {
-	if (t->tmp != NULL)
-		unlink(t->tmp);
+	if (t->tmp != NULL && t->dfd != -1)
+		unlinkat(t->dfd, t->tmp, 0);
 	fileio_tmp_free(t);
 }

@@ -25,20 +25,43 @@ struct proto_err;
 /* A temporary file on its way to becoming path. */
 struct fileio_tmp {
 	int	 fd;			/* -1 when closed */
+	int	 dfd;			/* the target's folder (O_PATH), or -1 */
 	char	*path;			/* the target, malloc'd */
-	char	*tmp;			/* the temporary file, malloc'd */
-	char	*dir;			/* the target's folder, malloc'd */
+	char	*base;			/* its name in dfd, malloc'd */
+	char	*tmp;			/* the temporary file's name, malloc'd */
 };
+
+/*
+ * Paths are resolved without trusting a less privileged user: from "/",
+ * one component at a time (openat2 with RESOLVE_NO_SYMLINKS first, where
+ * the kernel has it; else O_PATH|O_NOFOLLOW per component), a symlink is
+ * followed (by its text; never a magic link such as /proc/PID/fd/N) only
+ * when root or owner owns it.  Any other symlink on the way answers 403
+ * permission_denied.  owner is the uid the operation acts as (the request's
+ * user, or agentd's).
+ *
+ * Open path (flags as for open(2); O_NOFOLLOW is implied for the last
+ * component once trusted symlinks are followed): the fd, or -1 with err.
+ */
+int	fileio_open(const char *path, int flags, uid_t owner,
+	    struct proto_err *);
+/*
+ * The folder of path as an O_PATH fd (made first, mode FILEIO_DIR_MODE,
+ * when mkdir is set), and *base its last component (malloc'd; "" when path
+ * ends in '/').  The fd, or -1 with err.
+ */
+int	fileio_parent(const char *path, int mkdir, uid_t owner, char **base,
+	    struct proto_err *);
 
 /*
  * Create a temporary file (O_CREAT|O_EXCL, mode 0600, a random name
  * starting with '.' and ending in ".agentd-tmp") in the folder of path,
  * making the folders first when mkdir is set (mode FILEIO_DIR_MODE).
  * Refuses a path that is an existing folder (409 is_a_directory) or ends
- * in '/'.  0 with t filled, or -1 with err (t then needs no cleanup).
+ * in '/'.  The folders are resolved as fileio_parent() does.  0 with t filled, or -1 with err (t then needs no cleanup).
  */
-int	fileio_tmp_open(const char *path, int mkdir, struct fileio_tmp *t,
-	    struct proto_err *);
+int	fileio_tmp_open(const char *path, int mkdir, uid_t owner,
+	    struct fileio_tmp *t, struct proto_err *);
 /* Write all of buf to the temporary file; 0 or -1 with err. */
 int	fileio_tmp_write(struct fileio_tmp *, const void *, size_t,
 	    struct proto_err *);

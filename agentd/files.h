@@ -2,14 +2,24 @@
  * files.h -- the files endpoints of API.md: GET and PUT /v1/files,
  * POST /v1/files/stat and POST /v1/files/fetch.
  *
- * GET streams the file from the kernel (sendfile through evbuffer file
- * segments), so its memory does not grow with the file.  PUT writes the
- * request body (at most --max-body) atomically on the event loop.  Stat
- * runs lstat on the event loop.  A fetch runs on a worker thread of its
- * own (at most FILES_FETCH_MAX at once, 429 too_many_fetches beyond); the
- * worker hands its job back through a pipe, whose read side is an event
- * of agentd_base: the only cross-thread path here.  A client that goes
- * away cancels its fetch.
+ * Every call runs on a worker thread of its own, so that no open, stat or
+ * read of a slow file system (FUSE, NFS) holds the event loop: at most
+ * --max-file-jobs GET, PUT and stat calls and FILES_FETCH_MAX fetches at
+ * once (429 beyond).  With a user, the worker takes that user's
+ * credentials for the file system (fsuid, fsgid, groups: per thread) before
+ * anything else; paths are resolved by fileio_open()/fileio_parent(),
+ * which follow only root's and that user's symlinks.
+ *
+ * GET sends a file of a disk or memory file system from the kernel
+ * (sendfile through evbuffer file segments, from the loop); one of any
+ * other file system the worker reads FILES_CHUNK at a time, the next chunk
+ * only once the last went out; a pseudo-file (/proc, /sys, or size 0) it
+ * reads whole, up to FILES_PSEUDO_MAX.  Memory does not grow with the
+ * file either way.  PUT writes the request body (at most --max-body)
+ * atomically.  A worker hands its job back through a pipe, whose read side
+ * is an event of agentd_base (the chunks of a GET too, and the loop wakes
+ * the worker with a condition variable when one is sent): the only
+ * cross-thread paths here.  A client that goes away cancels its job.
  * Event loop thread only.
  */
 #ifndef AGENTD_FILES_H
@@ -21,8 +31,11 @@ struct http_req;
 #define FILES_FETCH_STACK	(512 << 10)	/* bytes of a fetch worker's stack */
 #define FILES_FETCH_STOP_MS	2000		/* a fetch's time to stop at shutdown */
 #define FILES_PSEUDO_MAX	(16 << 20)	/* bytes read of a size-0 file (/proc) */
+#define FILES_CHUNK		(256 << 10)	/* bytes a GET worker reads at once */
 
 /* Route a request under /v1/files; every path answers it. */
 void	files_route(struct http_req *);
+/* Calls running on workers now: GET, PUT and stat; and fetches. */
+void	files_running(size_t *calls, size_t *fetches);
 
 #endif /* AGENTD_FILES_H */

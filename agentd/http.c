@@ -94,6 +94,7 @@ static void		 http_accept_error(struct evconnlistener *, void *);
 static void		 http_accept_resume(evutil_socket_t, short, void *);
 static void		 http_free_buf(const void *, size_t, void *);
 static void		 http_spares_free(void);
+static void		 http_reply_oom(struct evhttp_request *);
 
 /* Create an evhttp serving the API. */
 static void
@@ -588,8 +589,10 @@ http_dispatch(struct evhttp_request *req, void *arg)
 	evbuffer_add(in, "", 1);
 	hr.body = (const char *)evbuffer_pullup(in, -1);
 	hr.body_len = len;
-	if (hr.body == NULL)
-		fatal("%s: out of memory", __func__);
+	if (hr.body == NULL) {		/* a client-sized copy */
+		http_reply_oom(req);
+		return;
+	}
 
 	if (!hr.unix_peer && strcmp(hr.path, "/healthz") == 0) {
 		http_route(&hr);
@@ -728,6 +731,33 @@ http_spares_free(void)
 		free(http_spares[--http_nspares]);
 }
 
+/*
+ * Answer 503 out_of_memory without allocating an answer: a client-sized
+ * allocation failed, and the fatal path (as PID 1: the machine's power-off)
+ * is not the client's to choose.
+ */
+static void
+http_reply_oom(struct evhttp_request *req)
+{
+	static const char	 body[] = "{\"error\":{\"code\":\"out_of_memory\","
+	    "\"message\":\"agentd is out of memory for this request; try "
+	    "again later or ask for less\"}}\n";
+	struct evbuffer		*out;
+
+	log_warn("%s: out of memory for an answer", __func__);
+	if ((out = evbuffer_new()) != NULL &&
+	    evbuffer_add_reference(out, body, sizeof body - 1, NULL, NULL) != 0) {
+		evbuffer_free(out);
+		out = NULL;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "application/json");
+	http_count(503);
+	evhttp_send_reply(req, 503, "Service Unavailable", out);
+	if (out != NULL)
+		evbuffer_free(out);
+}
+
 /* Answer with raw bytes of a content type. */
 void
 http_reply_raw(struct evhttp_request *req, int status, const char *type,
@@ -737,16 +767,19 @@ http_reply_raw(struct evhttp_request *req, int status, const char *type,
 	struct evbuffer		*out;
 	char			 date[40], num[32];
 
-	if (b->oom) {
+	if (b->oom || (out = evbuffer_new()) == NULL) {
 		proto_buf_free(b);
-		fatal("%s: out of memory", __func__);
+		http_reply_oom(req);
+		return;
 	}
-	if ((out = evbuffer_new()) == NULL)
-		fatal("%s: out of memory", __func__);
 	if (b->len > 0) {
 		if (evbuffer_add_reference(out, b->data, b->len, http_free_buf,
-		    b->data) != 0)
-			fatal("%s: out of memory", __func__);
+		    b->data) != 0) {
+			evbuffer_free(out);
+			proto_buf_free(b);
+			http_reply_oom(req);
+			return;
+		}
 	} else
 		free(b->data);
 	b->data = NULL;

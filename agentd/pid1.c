@@ -38,6 +38,13 @@
 #define PID1_TOKEN_KEY		"agentd.token"
 #define PID1_INIT_PIDNS_INO	0xeffffffcu	/* PROC_PID_INIT_INO, Linux 3.8 */
 #define PID1_SYSLOG_CLEAR	5	/* SYSLOG_ACTION_CLEAR of klogctl(2) */
+#define PID1_SYSLOG_SIZE	10	/* SYSLOG_ACTION_SIZE_BUFFER */
+#define PID1_BOOTARGS		"/sys/firmware/devicetree/base/chosen/bootargs"
+#define PID1_BOOTARGS_COPY	"/run/agentd.bootargs"	/* its sanitized copy */
+#define PID1_KMSG_RECORD	900	/* bytes of one record written to flush */
+#define PID1_KMSG_BURST		10	/* records per open (the kernel's ratelimit) */
+#define PID1_KMSG_FLUSH_MAX	(64 << 20)	/* bytes written at most */
+#define PID1_KMSG_READ		8192	/* bytes of one record read */
 
 /* A filesystem a bare VM lacks. */
 struct pid1_mount {
@@ -68,7 +75,10 @@ static void	pid1_mount_all(void);
 static void	pid1_ptmx(void);
 static void	pid1_network(const struct config *, const char *);
 static void	pid1_hide_token(const char *);
-static int	pid1_bind_text(const char *, const char *);
+static int	pid1_bind_text(const char *, size_t, const char *,
+		    const char *);
+static int	pid1_kmsg_holds(const char *);
+static void	pid1_kmsg_scrub(const char *);
 static int	pid1_initial_pidns(void);
 static void	pid1_unmount_all(void);
 
@@ -248,23 +258,22 @@ pid1_cmdline_strip(const char *cmdline, const char *key)
  * else from a memfd.  Returns 0 or -errno.
  */
 static int
-pid1_bind_text(const char *text, const char *path)
+pid1_bind_text(const char *text, size_t len, const char *path,
+    const char *copy)
 {
 	char	 fdpath[64];
-	size_t	 len = strlen(text);
 	int	 fd, error = 0;
 
-	(void)unlink(PID1_CMDLINE_COPY);
-	fd = open(PID1_CMDLINE_COPY, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	(void)unlink(copy);
+	fd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0444);
 	if (fd != -1) {
 		if (write(fd, text, len) != (ssize_t)len || fsync(fd) == -1)
 			error = -errno;
 		close(fd);
-		if (error == 0 && mount(PID1_CMDLINE_COPY, path, NULL, MS_BIND,
-		    NULL) == 0)
+		if (error == 0 && mount(copy, path, NULL, MS_BIND, NULL) == 0)
 			goto ro;
-		(void)unlink(PID1_CMDLINE_COPY);
+		(void)unlink(copy);
 	}
 	/* /run is missing or read-only: a memfd serves as well. */
 	if ((fd = memfd_create("agentd.cmdline", MFD_CLOEXEC)) == -1)
@@ -289,12 +298,95 @@ ro:
 	return (0);
 }
 
+/* Whether a record of the kernel's log (/dev/kmsg) holds text; -1: unreadable. */
+static int
+pid1_kmsg_holds(const char *text)
+{
+	char	*rec;
+	ssize_t	 n;
+	int	 fd, found = 0;
+
+	if ((fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1)
+		return (-1);
+	rec = xmalloc(PID1_KMSG_READ + 1);
+	for (;;) {
+		n = read(fd, rec, PID1_KMSG_READ);
+		if (n == -1 && (errno == EINTR || errno == EPIPE))
+			continue;	/* EPIPE: records overwritten meanwhile */
+		if (n <= 0)
+			break;		/* EAGAIN: the end */
+		rec[n] = '\0';
+		if (strstr(rec, text) != NULL) {
+			found = 1;
+			break;
+		}
+	}
+	free(rec);
+	close(fd);
+	return (found);
+}
+
+/*
+ * The kernel's log starts with the command line ("Command line: ...",
+ * "Kernel command line: ...").  SYSLOG_ACTION_CLEAR hides it from dmesg
+ * and syslog(2) only: /dev/kmsg serves every record still in the ring.
+ * So push those records out: write debug records (level 7: not on the
+ * console) to /dev/kmsg, twice the ring's size at most, until no record
+ * holds the token.  The boot messages before go with it.
+ */
+static void
+pid1_kmsg_scrub(const char *token)
+{
+	char	 rec[PID1_KMSG_RECORD + 1];
+	size_t	 written = 0, limit;
+	int	 size, fd = -1, n = 0, len;
+
+	if (pid1_kmsg_holds(token) != 1)
+		return;
+	if ((size = klogctl(PID1_SYSLOG_SIZE, NULL, 0)) <= 0)
+		size = 1 << 20;
+	limit = 2 * (size_t)size < PID1_KMSG_FLUSH_MAX ? 2 * (size_t)size :
+	    PID1_KMSG_FLUSH_MAX;
+	while (written < limit) {
+		/* The kernel drops writes past a burst per open file. */
+		if (fd == -1 || ++n % PID1_KMSG_BURST == 0) {
+			if (fd != -1)
+				close(fd);
+			if ((fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC)) == -1)
+				break;
+		}
+		/* A header, then dots: records of PID1_KMSG_RECORD bytes. */
+		len = snprintf(rec, sizeof rec, "<7>agentd: flushing the boot "
+		    "log, which held %s (%zu/%zu) ", PID1_TOKEN_KEY, written,
+		    limit);
+		if (len < 0 || len > PID1_KMSG_RECORD)
+			len = 0;
+		memset(rec + len, '.', PID1_KMSG_RECORD - (size_t)len);
+		if (write(fd, rec, PID1_KMSG_RECORD) == -1)
+			break;
+		written += PID1_KMSG_RECORD;
+		/* Check now and then: the ring may be smaller than it says. */
+		if (n % 256 == 255 && pid1_kmsg_holds(token) == 0)
+			break;
+	}
+	if (fd != -1)
+		close(fd);
+	if (pid1_kmsg_holds(token) != 0)
+		log_warn("%s: the kernel log still holds %s", __func__,
+		    PID1_TOKEN_KEY);
+	else
+		log_info("%s: kernel log flushed (%zu bytes): it held %s",
+		    __func__, written, PID1_TOKEN_KEY);
+}
+
 /*
  * agentd.token= on the kernel command line: sessions must not read it in
- * /proc/cmdline (a sanitized copy is bind-mounted over it) nor, on a bare
- * VM, in the kernel's log, which starts with the command line (cleared).
- * A root session can still undo the mount or read agentd's memory: this
- * keeps the token out of sight, it is not a boundary.
+ * /proc/cmdline nor the devicetree's bootargs (a sanitized copy is
+ * bind-mounted over each), nor, where the kernel is agentd's (a bare VM,
+ * the initial PID namespace), in the kernel's log, which starts with the
+ * command line (cleared for dmesg, flushed out of /dev/kmsg).  A root
+ * session can still undo the mounts or read agentd's memory: this keeps
+ * the token out of sight, it is not a boundary; the token file is better.
  */
 static void
 pid1_hide_token(const char *cmdline)
@@ -304,24 +396,30 @@ pid1_hide_token(const char *cmdline)
 
 	if ((token = config_cmdline_get(cmdline, PID1_TOKEN_KEY)) == NULL)
 		return;
-	explicit_bzero(token, strlen(token));
-	free(token);
 	clean = pid1_cmdline_strip(cmdline, PID1_TOKEN_KEY);
-	if ((error = pid1_bind_text(clean, "/proc/cmdline")) != 0)
+	if ((error = pid1_bind_text(clean, strlen(clean), "/proc/cmdline",
+	    PID1_CMDLINE_COPY)) != 0)
 		log_warn("%s: cannot hide %s in /proc/cmdline: %s", __func__,
 		    PID1_TOKEN_KEY, strerror(-error));
 	else
 		log_info("%s: %s hidden from /proc/cmdline", __func__,
 		    PID1_TOKEN_KEY);
+	/* The devicetree's copy (arm64, riscv): a string with its NUL. */
+	clean[strcspn(clean, "\n")] = '\0';
+	if (access(PID1_BOOTARGS, F_OK) == 0 && (error = pid1_bind_text(clean,
+	    strlen(clean) + 1, PID1_BOOTARGS, PID1_BOOTARGS_COPY)) != 0)
+		log_warn("%s: cannot hide %s in %s: %s", __func__,
+		    PID1_TOKEN_KEY, PID1_BOOTARGS, strerror(-error));
 	free(clean);
-	if (pid1_bare) {
+	if (pid1_bare || pid1_initial_pidns()) {
 		if (klogctl(PID1_SYSLOG_CLEAR, NULL, 0) == -1)
 			log_warn("%s: clearing the kernel log: %s", __func__,
 			    strerror(errno));
-		else
-			log_info("%s: kernel log cleared: it held %s", __func__,
-			    PID1_TOKEN_KEY);
+		if (*token != '\0')
+			pid1_kmsg_scrub(token);
 	}
+	explicit_bzero(token, strlen(token));
+	free(token);
 }
 
 /* Send sig to every child of agentd (orphans adopted as a subreaper too). */

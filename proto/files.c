@@ -25,9 +25,10 @@ static int	proto_files_string(json_t *, const char *, char **,
 static int	proto_files_json_mode(json_t *, const char *, int *,
 		    struct proto_err *);
 
-static const char *const proto_stat_fields[] = { "paths", NULL };
+static const char *const proto_stat_fields[] = { "paths", "user", NULL };
 static const char *const proto_fetch_fields[] = {
-	"url", "path", "mode", "sha256", "timeout_ms", "ca_file", "mkdir", NULL
+	"url", "path", "mode", "sha256", "timeout_ms", "ca_file", "mkdir",
+	"user", NULL
 };
 
 /* Whether path is absolute, NUL-free and at most PROTO_PATH_MAX bytes. */
@@ -111,7 +112,7 @@ proto_files_pair(const char *k, size_t klen, const char *v, size_t vlen,
 		return (0);
 	if (strcmp(key, "path") != 0 && strcmp(key, "offset") != 0 &&
 	    strcmp(key, "length") != 0 && strcmp(key, "mode") != 0 &&
-	    strcmp(key, "mkdir") != 0)
+	    strcmp(key, "mkdir") != 0 && strcmp(key, "user") != 0)
 		return (0);		/* unknown keys are ignored */
 	if ((val = malloc(vlen + 1)) == NULL)
 		return (proto_oom(err));
@@ -125,6 +126,18 @@ proto_files_pair(const char *k, size_t klen, const char *v, size_t vlen,
 		free(q->path);
 		q->path = val;
 		q->path_len = vn;
+		return (0);
+	}
+	if (strcmp(key, "user") == 0) {
+		if (vn == 0 || vn > PROTO_USER_MAX ||
+		    memchr(val, '\0', vn) != NULL) {
+			free(val);
+			return (proto_fail(err, 400, "invalid_request",
+			    "user must be a user name or uid of 1..%d bytes",
+			    PROTO_USER_MAX));
+		}
+		free(q->user);
+		q->user = val;
 		return (0);
 	}
 	if (strcmp(key, "offset") == 0) {
@@ -194,7 +207,8 @@ void
 proto_files_query_free(struct proto_files_query *q)
 {
 	free(q->path);
-	q->path = NULL;
+	free(q->user);
+	q->path = q->user = NULL;
 	q->path_len = 0;
 }
 
@@ -284,6 +298,13 @@ proto_parse_stat(const char *body, size_t len, struct proto_stat_req *r,
 		}
 		r->n++;
 	}
+	if (proto_files_string(root, "user", &r->user, err) != 0)
+		goto fail;
+	if (r->user != NULL && strlen(r->user) > PROTO_USER_MAX) {
+		proto_fail(err, 400, "invalid_request",
+		    "field 'user' is longer than %d bytes", PROTO_USER_MAX);
+		goto fail;
+	}
 	json_decref(root);
 	return (0);
 fail:
@@ -304,6 +325,8 @@ proto_stat_req_free(struct proto_stat_req *r)
 	}
 	r->paths = NULL;
 	r->n = 0;
+	free(r->user);
+	r->user = NULL;
 }
 
 /* Whether the url starts with http:// or https:// and names a host. */
@@ -344,6 +367,7 @@ proto_parse_fetch(const char *body, size_t len, struct proto_fetch *f,
 	    proto_files_string(root, "path", &f->path, err) != 0 ||
 	    proto_files_string(root, "ca_file", &f->ca_file, err) != 0 ||
 	    proto_files_string(root, "sha256", &sha, err) != 0 ||
+	    proto_files_string(root, "user", &f->user, err) != 0 ||
 	    proto_files_json_mode(root, "mode", &f->mode, err) != 0)
 		goto fail;
 	if (f->url == NULL) {
@@ -359,6 +383,11 @@ proto_parse_fetch(const char *body, size_t len, struct proto_fetch *f,
 	if (f->path == NULL) {
 		proto_fail(err, 400, "invalid_request",
 		    "field 'path' is required");
+		goto fail;
+	}
+	if (f->user != NULL && strlen(f->user) > PROTO_USER_MAX) {
+		proto_fail(err, 400, "invalid_request",
+		    "field 'user' is longer than %d bytes", PROTO_USER_MAX);
 		goto fail;
 	}
 	if (proto_path_check(f->path, strlen(f->path), "path", err) != 0)
@@ -419,7 +448,8 @@ proto_fetch_free(struct proto_fetch *f)
 	free(f->url);
 	free(f->path);
 	free(f->ca_file);
-	f->url = f->path = f->ca_file = NULL;
+	free(f->user);
+	f->url = f->path = f->ca_file = f->user = NULL;
 }
 
 /* 64 lowercase hex digits and a NUL. */

@@ -311,11 +311,14 @@ int	proto_mode_parse(const char *, size_t, int *mode);
 /*
  * The query of GET and PUT /v1/files: path (required, percent-decoded,
  * checked with proto_path_check), offset and length (decimal bytes),
- * mode (octal), mkdir (true, false, 1, 0, or bare: true).  Unknown keys
- * are ignored; a repeated key: the last one wins.
+ * mode (octal), mkdir (true, false, 1, 0, or bare: true), user (a name
+ * or uid, 1..PROTO_USER_MAX bytes).  Unknown keys are ignored; a repeated
+ * key: the last one wins.
  */
+#define PROTO_USER_MAX			256	/* bytes of a files call's user */
 struct proto_files_query {
 	char		*path;		/* malloc'd */
+	char		*user;		/* malloc'd, or NULL: agentd's */
 	size_t		 path_len;
 	uint64_t	 offset;	/* default 0 */
 	uint64_t	 length;	/* default UINT64_MAX: to the end */
@@ -326,10 +329,14 @@ int	proto_parse_files_query(const char *query, struct proto_files_query *,
 	    struct proto_err *);
 void	proto_files_query_free(struct proto_files_query *);
 
-/* POST /v1/files/stat: {"paths": [absolute path, ...]}, at most 1000. */
+/*
+ * POST /v1/files/stat: {"paths": [absolute path, ...], "user": U}, at most
+ * 1000 paths; user as in proto_files_query.
+ */
 struct proto_stat_req {
 	char		**paths;	/* malloc'd */
 	size_t		  n;
+	char		 *user;		/* malloc'd, or NULL: agentd's */
 };
 int	proto_parse_stat(const char *body, size_t len, struct proto_stat_req *,
 	    struct proto_err *);
@@ -363,10 +370,12 @@ void	proto_render_stat(struct proto_buf *, const struct proto_stat *,
  * PROTO_URL_MAX bytes, no spaces or control bytes; path (required,
  * absolute); mode: "0644" or an integer 0..07777; sha256: 64 hex digits;
  * timeout_ms: 0..PROTO_FETCH_TIMEOUT_MAX_MS (0: no deadline), default
- * PROTO_FETCH_TIMEOUT_DEFAULT_MS; ca_file: an absolute path; mkdir: bool.
+ * PROTO_FETCH_TIMEOUT_DEFAULT_MS; ca_file: an absolute path; mkdir: bool;
+ * user: as in proto_files_query.
  */
 struct proto_fetch {
 	char		*url;		/* malloc'd */
+	char		*user;		/* malloc'd, or NULL: agentd's */
 	char		*path;		/* malloc'd */
 	char		*ca_file;	/* malloc'd, or NULL: the system's */
 	int		 mode;		/* -1: not given */

@@ -296,12 +296,12 @@ START_TEST(test_fileio_write_commit)
 
 	snprintf(path, sizeof path, "%s/a/b/f.txt", dir);
 	/* Without mkdir the folder must exist: 404, nothing left. */
-	ck_assert_int_eq(fileio_tmp_open(path, 0, &t, &err), -1);
+	ck_assert_int_eq(fileio_tmp_open(path, 0, geteuid(), &t, &err), -1);
 	ck_assert_int_eq(err.status, 404);
 	ck_assert_str_eq(err.code, "not_found");
 	ck_assert_uint_eq(entries(dir), 0);
 	/* With it: folders made, a hidden temporary file until the commit. */
-	ck_assert_int_eq(fileio_tmp_open(path, 1, &t, &err), 0);
+	ck_assert_int_eq(fileio_tmp_open(path, 1, geteuid(), &t, &err), 0);
 	ck_assert_int_eq(fileio_tmp_write(&t, "hello ", 6, &err), 0);
 	ck_assert_int_eq(fileio_tmp_write(&t, "world\n", 6, &err), 0);
 	ck_assert_int_eq(stat(path, &st), -1);
@@ -320,7 +320,7 @@ START_TEST(test_fileio_write_commit)
 	ck_assert_uint_eq(entries(path), 1);		/* no temporary left */
 	/* Over an existing file: replaced whole. */
 	snprintf(path, sizeof path, "%s/a/b/f.txt", dir);
-	ck_assert_int_eq(fileio_tmp_open(path, 0, &t, &err), 0);
+	ck_assert_int_eq(fileio_tmp_open(path, 0, geteuid(), &t, &err), 0);
 	ck_assert_int_eq(fileio_tmp_write(&t, "2", 1, &err), 0);
 	ck_assert_int_eq(fileio_tmp_commit(&t, FILEIO_MODE_DEFAULT, &err), 0);
 	got = slurp(path);
@@ -338,17 +338,17 @@ START_TEST(test_fileio_abort_and_refusals)
 	char			*dir = scratch(), path[PATH_MAX];
 
 	snprintf(path, sizeof path, "%s/f", dir);
-	ck_assert_int_eq(fileio_tmp_open(path, 0, &t, &err), 0);
+	ck_assert_int_eq(fileio_tmp_open(path, 0, geteuid(), &t, &err), 0);
 	ck_assert_int_eq(fileio_tmp_write(&t, "x", 1, &err), 0);
 	ck_assert_uint_eq(entries(dir), 1);
 	fileio_tmp_abort(&t);
 	ck_assert_uint_eq(entries(dir), 0);	/* the temporary is gone */
 	/* A folder is not a file's target; nor a path ending in '/'. */
-	ck_assert_int_eq(fileio_tmp_open(dir, 0, &t, &err), -1);
+	ck_assert_int_eq(fileio_tmp_open(dir, 0, geteuid(), &t, &err), -1);
 	ck_assert_int_eq(err.status, 409);
 	ck_assert_str_eq(err.code, "is_a_directory");
 	snprintf(path, sizeof path, "%s/g/", dir);
-	ck_assert_int_eq(fileio_tmp_open(path, 1, &t, &err), -1);
+	ck_assert_int_eq(fileio_tmp_open(path, 1, geteuid(), &t, &err), -1);
 	ck_assert_int_eq(err.status / 100, 4);
 	ck_assert_uint_eq(entries(dir), 0);
 	rm_rf(dir);

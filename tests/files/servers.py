@@ -14,6 +14,7 @@ Paths:
   /slow?ms=M          waits M ms before answering
   /trickle            headers, then a byte a second
   /big?mib=N          N MiB of deterministic bytes (sha256 via big_sha256)
+  /r/to?url=U         302 to U, sent as it is (control bytes too)
 """
 
 import hashlib
@@ -103,6 +104,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.redirect(303, '//%s/r/proto/%d' % (self.headers['Host'], k - 1))
         elif parts[0] == 'r' and parts[1] == 'code':
             self.redirect(int(parts[2]), '/ok')
+        elif u.path == '/r/to':
+            self.redirect(302, qs['url'][0])
         elif u.path == '/r/loop':
             self.redirect(302, '/r/loop')
         elif u.path == '/to-https':
@@ -133,13 +136,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 class Server:
-    """A threaded HTTP(S) server on 127.0.0.1, stopped by close()."""
+    """A threaded HTTP(S) server on 127.0.0.1 (or host), stopped by close()."""
 
-    def __init__(self, payload, tls_context=None):
+    def __init__(self, payload, tls_context=None, host='127.0.0.1'):
         self.hits = []
         self.handler = type('H', (Handler,), {'payload': payload, 'hits': self.hits})
-        self.httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), self.handler)
+        self.httpd = http.server.ThreadingHTTPServer((host, 0), self.handler)
         self.httpd.daemon_threads = True
+        self.httpd.handle_error = lambda request, address: None  # resets: quiet
         if tls_context is not None:
             self.httpd.socket = tls_context.wrap_socket(self.httpd.socket,
                                                         server_side=True)

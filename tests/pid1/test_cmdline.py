@@ -39,9 +39,10 @@ print(c.getresponse().status)
 
 class CmdlineTest(Pid1TestCase):
 
-    def start_vm(self, cmdline, nic=True, env=None, args=(), grace_ms=2000):
+    def start_vm(self, cmdline, nic=True, env=None, args=(), grace_ms=2000,
+                 wrap_more=()):
         wrap = ['mount -t tmpfs -o mode=0755 tmpfs /run',
-                'mount --bind "$CMDLINE_FILE" /proc/cmdline']
+                'mount --bind "$CMDLINE_FILE" /proc/cmdline'] + list(wrap_more)
         if nic:
             wrap.append('{ sleep 0.3; ip link add eth0 type veth peer name '
                         'peer0; } >/dev/null 2>&1 &')
@@ -105,6 +106,21 @@ class CmdlineTest(Pid1TestCase):
         # Leaves a clean ending.
         rc, _ = a.stop(expect_within=a.grace_ms / 1000.0 + QUICK)
         self.assertEqual(rc, 0)
+
+    def test_token_hidden_in_devicetree_bootargs(self):
+        """arm64 and riscv repeat the command line in the devicetree."""
+        dt = '/sys/firmware/devicetree/base/chosen'
+        token = 'dt%dsecret' % os.getpid()
+        a = self.start_vm('console=ttyS0 agentd.token=%s quiet' % token,
+                          nic=False, wrap_more=[
+                              'mount -t tmpfs -o mode=0755 tmpfs /sys/firmware',
+                              'mkdir -p ' + dt,
+                              '{ tr -d "\\n" < "$CMDLINE_FILE"; printf "\\0"; } '
+                              '> %s/bootargs' % dt])
+        code, out = a.run('tr "\\0" "\\n" < %s/bootargs' % dt)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out, b'console=ttyS0 quiet\n')
+        self.assertNotIn(token.encode(), out)
 
     def test_flags_beat_the_command_line_hostname_too(self):
         a = self.start_vm('ip=::::ip-host::off agentd.shutdown-grace=60000 '

@@ -1,7 +1,8 @@
 """agentd as the /init of a real VM (qemu, the machine's Debian kernel): the
 NIC's modules loaded from /lib/modules (coldplug through modules.alias, and
 every module of modules.dep without it), ip= applied, the token hidden from
-/proc/cmdline and the kernel log, and the power-off (or reboot) at the end.
+/proc/cmdline and the kernel log (dmesg and /dev/kmsg), and the power-off
+(or reboot) at the end.
 
 Skips unless the binary is static (the initramfs has no libc), qemu, a
 kernel in /boot with its modules, and a static busybox (the sessions' shell)
@@ -288,8 +289,10 @@ class VmTest(unittest.TestCase):
         code, out = self.run_cmd(
             'cat /proc/cmdline; hostname; ip -4 addr show eth0; ip route; '
             'dmesg | grep -c %s; tr "\\0" "\\n" < /proc/1/environ | '
+            'grep -c %s; (cat /dev/kmsg & k=$!; sleep 1; kill $k) | '
             'grep -c %s; grep -E "^Sig(Blk|Ign)" /proc/self/status; '
-            'ls /proc/self/fd | tr "\\n" " "' % (token, token), token=token)
+            'ls /proc/self/fd | tr "\\n" " "' % (token, token, token),
+            token=token)
         self.assertNotIn(token, out)
         lines = out.split('\n')
         self.assertIn('ip=10.0.2.15::10.0.2.2:255.255.255.0:vmhost:eth0:off',
@@ -297,7 +300,8 @@ class VmTest(unittest.TestCase):
         self.assertEqual(lines[1], 'vmhost')
         self.assertIn('inet 10.0.2.15/24', out)
         self.assertIn('default via 10.0.2.2 dev eth0', out)
-        self.assertIn('\n0\n0\n', out, 'the token in dmesg or environ')
+        self.assertIn('\n0\n0\n0\n', out,
+                      'the token in dmesg, environ or /dev/kmsg')
         self.assertIn('SigBlk:\t0000000000000000', out)
         self.assertIn('SigIgn:\t0000000000000000', out)
         self.assertEqual(lines[-1].split(), ['0', '1', '2', '3'])

@@ -1688,6 +1688,51 @@ START_TEST(render_parsed_create)
 }
 END_TEST
 
+/* user= of the files calls: query and JSON, bounds. */
+START_TEST(files_user)
+{
+	struct proto_files_query	 q;
+	struct proto_stat_req		 st;
+	struct proto_fetch		 f;
+	struct proto_err		 e;
+	char				 body[600], name[PROTO_USER_MAX + 2];
+	const char			*fetch = "{\"url\":\"http://h/\","
+	    "\"path\":\"/a\",\"user\":\"nobody\"}";
+
+	ck_assert_int_eq(proto_parse_files_query("path=/a&user=n%6Fbody", &q,
+	    &e), 0);
+	ck_assert_str_eq(q.user, "nobody");
+	proto_files_query_free(&q);
+	ck_assert_int_eq(proto_parse_files_query("path=/a", &q, &e), 0);
+	ck_assert_ptr_null(q.user);
+	proto_files_query_free(&q);
+	ck_assert_int_eq(proto_parse_files_query("path=/a&user=", &q, &e), -1);
+	ck_assert_int_eq(e.status, 400);
+	ck_assert_int_eq(proto_parse_files_query("path=/a&user=a%00b", &q, &e),
+	    -1);
+	memset(name, 'u', sizeof name - 1);
+	name[sizeof name - 1] = '\0';
+	snprintf(body, sizeof body, "path=/a&user=%s", name);
+	ck_assert_int_eq(proto_parse_files_query(body, &q, &e), -1);
+	name[PROTO_USER_MAX] = '\0';
+	snprintf(body, sizeof body, "path=/a&user=%s", name);
+	ck_assert_int_eq(proto_parse_files_query(body, &q, &e), 0);
+	proto_files_query_free(&q);
+
+	snprintf(body, sizeof body, "{\"paths\":[\"/\"],\"user\":\"0\"}");
+	ck_assert_int_eq(proto_parse_stat(body, strlen(body), &st, &e), 0);
+	ck_assert_str_eq(st.user, "0");
+	proto_stat_req_free(&st);
+	snprintf(body, sizeof body, "{\"paths\":[],\"user\":0}");
+	ck_assert_int_eq(proto_parse_stat(body, strlen(body), &st, &e), -1);
+	ck_assert_str_eq(e.code, "invalid_request");
+	ck_assert_int_eq(proto_parse_fetch(fetch, strlen(fetch), &f, &e), 0);
+	ck_assert_str_eq(f.user, "nobody");
+	proto_fetch_free(&f);
+	ck_assert_ptr_null(f.user);
+}
+END_TEST
+
 /* All the cases. */
 static Suite *
 proto_suite(void)
@@ -1726,6 +1771,7 @@ proto_suite(void)
 	tcase_add_test(t, query_decoding);
 	tcase_add_test(t, query_clamps);
 	tcase_add_test(t, query_errors);
+	tcase_add_test(t, files_user);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("base64_buf");

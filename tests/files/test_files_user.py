@@ -1,0 +1,161 @@
+"""The files API as root against a sandbox user's symlinks, and user=.
+
+A user owning a folder must not redirect root's reads, writes, mkdir or
+fetches through symlinks planted there (agentd follows only root's and the
+acting user's symlinks); with user=U every call runs with U's credentials.
+Needs root (agentd as root, and a second user: nobody).
+"""
+
+import os
+import pwd
+import shutil
+import tempfile
+import unittest
+
+from filesutil import FilesCase, q
+
+
+def nobody():
+    try:
+        return pwd.getpwnam('nobody')
+    except KeyError:
+        return None
+
+
+@unittest.skipUnless(os.geteuid() == 0 and nobody() is not None,
+                     'needs root and the user nobody')
+class UserTest(FilesCase):
+
+    def setUp(self):
+        super().setUp()
+        self.nb = nobody()
+        # A tree the other user can reach: /tmp/X (root, 0755) holding
+        # u (nobody's), secret (root's, 0700) and pub (root's, 0755).
+        self.top = tempfile.mkdtemp(prefix='agentd-user-')
+        os.chmod(self.top, 0o755)
+        self.addCleanup(shutil.rmtree, self.top, True)
+        self.u = os.path.join(self.top, 'u')
+        os.mkdir(self.u, 0o755)
+        os.chown(self.u, self.nb.pw_uid, self.nb.pw_gid)
+        self.secret = os.path.join(self.top, 'secret')
+        os.mkdir(self.secret, 0o700)
+        with open(os.path.join(self.secret, 'key'), 'w') as f:
+            f.write('root only')
+        self.pub = os.path.join(self.top, 'pub')
+        os.mkdir(self.pub, 0o755)
+
+    def plant(self, name, target):
+        """A symlink in u owned by nobody, as nobody would plant it."""
+        path = os.path.join(self.u, name)
+        os.symlink(target, path)
+        os.lchown(path, self.nb.pw_uid, self.nb.pw_gid)
+        return path
+
+    def test_get_through_planted_symlink(self):
+        self.plant('dir', self.secret)
+        r = self.get_file(os.path.join(self.u, 'dir', 'key'))
+        self.assertError(r, 403, 'permission_denied', 'symlink')
+        self.assertNotIn(b'root only', r.body)
+
+    def test_get_planted_last_component(self):
+        """Even the token file stays out of reach through a planted link."""
+        link = self.plant('tok', self.agentd.token_file)
+        r = self.get_file(link)
+        self.assertError(r, 403, 'permission_denied', 'symlink')
+        self.assertNotIn(self.agentd.token.encode(), r.body)
+
+    def test_put_and_mkdir_through_planted_symlink(self):
+        self.plant('dir', self.secret)
+        r = self.put(os.path.join(self.u, 'dir', 'planted'), b'x')
+        self.assertError(r, 403, 'permission_denied', 'symlink')
+        r = self.put(os.path.join(self.u, 'dir', 'sub', 'f'), b'x',
+                     mkdir='true')
+        self.assertError(r, 403, 'permission_denied', 'symlink')
+        self.assertEqual(sorted(os.listdir(self.secret)), ['key'])
+
+    def test_fetch_through_planted_symlink(self):
+        self.plant('dir', self.secret)
+        r = self.fetch(url='http://127.0.0.1:1/x',
+                       path=os.path.join(self.u, 'dir', 'f'))
+        self.assertError(r, 403, 'permission_denied', 'symlink')
+
+    def test_stat_through_planted_symlink(self):
+        self.plant('dir', self.secret)
+        r = self.expect(self.stat([os.path.join(self.u, 'dir', 'key'),
+                                   os.path.join(self.u, 'dir')]), 200)
+        a, b = r.json['results']
+        self.assertIs(a['exists'], False)
+        self.assertEqual(a['error'], 'EACCES')
+        # The link itself is described, not followed.
+        self.assertIs(b['exists'], True)
+        self.assertEqual(b['type'], 'symlink')
+
+    def test_put_replaces_planted_symlink(self):
+        """A symlink at the target is replaced, never written through."""
+        self.plant('f', os.path.join(self.pub, 'victim'))
+        self.expect(self.put(os.path.join(self.u, 'f'), b'new'), 200)
+        self.assertFalse(os.path.islink(os.path.join(self.u, 'f')))
+        self.assertFalse(os.path.exists(os.path.join(self.pub, 'victim')))
+
+    def test_root_symlinks_followed(self):
+        with open(os.path.join(self.pub, 'a'), 'w') as f:
+            f.write('public')
+        os.symlink(self.pub, os.path.join(self.top, 'publink'))
+        os.symlink('a', os.path.join(self.pub, 'alink'))
+        r = self.expect(self.get_file(os.path.join(self.top, 'publink',
+                                                   'alink')), 200)
+        self.assertEqual(r.body, b'public')
+        self.expect(self.put(os.path.join(self.top, 'publink', 'sub', 'b'),
+                             b'b', mkdir='true'), 200)
+        with open(os.path.join(self.pub, 'sub', 'b'), 'rb') as f:
+            self.assertEqual(f.read(), b'b')
+        # Through a relative root link with "..", as the kernel resolves it.
+        os.symlink('../pub/sub', os.path.join(self.pub, 'rel'))
+        r = self.expect(self.get_file(os.path.join(self.pub, 'rel', 'b')),
+                        200)
+        self.assertEqual(r.body, b'b')
+
+    def test_user_credentials(self):
+        nb = self.nb.pw_name
+        r = self.get_file(os.path.join(self.secret, 'key'), user=nb)
+        self.assertError(r, 403, 'permission_denied')
+        r = self.put(os.path.join(self.pub, 'f'), b'x', user=nb)
+        self.assertError(r, 403, 'permission_denied')
+        self.assertFalse(os.path.exists(os.path.join(self.pub, 'f')))
+        # In nobody's folder: nobody's file and folders.
+        r = self.expect(self.put(os.path.join(self.u, 'd', 'f'), b'mine',
+                                 user=nb, mkdir='true'), 200)
+        st = os.stat(os.path.join(self.u, 'd', 'f'))
+        self.assertEqual((st.st_uid, st.st_gid),
+                         (self.nb.pw_uid, self.nb.pw_gid))
+        self.assertEqual(os.stat(os.path.join(self.u, 'd')).st_uid,
+                         self.nb.pw_uid)
+        # nobody's own symlinks are followed for nobody, by uid too.
+        self.plant('mine', 'd/f')
+        r = self.expect(self.get_file(os.path.join(self.u, 'mine'),
+                                      user=str(self.nb.pw_uid)), 200)
+        self.assertEqual(r.body, b'mine')
+        r = self.expect(self.req('POST', '/v1/files/stat', {
+            'paths': [os.path.join(self.secret, 'key'), self.u],
+            'user': nb}), 200)
+        a, b = r.json['results']
+        self.assertEqual(a['error'], 'EACCES')
+        self.assertIs(b['exists'], True)
+        r = self.fetch(url='http://127.0.0.1:1/x', user=nb,
+                       path=os.path.join(self.pub, 'f'))
+        self.assertError(r, 403, 'permission_denied')
+        # agentd itself keeps its credentials.
+        self.expect(self.put(os.path.join(self.pub, 'g'), b'root'), 200)
+        self.assertEqual(os.stat(os.path.join(self.pub, 'g')).st_uid, 0)
+
+    def test_user_invalid(self):
+        r = self.get_file(self.p('x'), user='no-such-user-agentd')
+        self.assertError(r, 400, 'invalid_request', 'no-such-user-agentd')
+        r = self.req('GET', '/v1/files' + q(path=self.p('x')) + '&user=')
+        self.assertError(r, 400, 'invalid_request', 'user')
+        r = self.req('POST', '/v1/files/stat', {'paths': ['/'], 'user': 5})
+        self.assertError(r, 400, 'invalid_request', 'user')
+
+
+if __name__ == '__main__':
+    unittest.main()

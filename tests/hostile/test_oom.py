@@ -1,0 +1,55 @@
+"""Out of memory for a client's request is a 503, never agentd's end.
+
+As PID 1 the fatal path powers the machine off: a client that asks for a
+64 MiB window while memory is short must get 503 out_of_memory, and agentd
+must go on.  Memory runs short here by RLIMIT_AS, set on the running agentd
+(prlimit) just above what it holds.
+"""
+
+import os
+import resource
+import unittest
+
+from harness import AgentdTestCase
+
+RING = 64 << 20
+
+
+def vm_size(pid):
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith('VmSize:'):
+                return int(line.split()[1]) * 1024
+    raise AssertionError('no VmSize')
+
+
+@unittest.skipIf(os.environ.get('AGENTD_SANITIZED') == '1',
+                 'sanitizers reserve terabytes of address space')
+class OomTest(AgentdTestCase):
+
+    def test_window_without_memory(self):
+        s = self.create(cmd='head -c %d /dev/zero' % (50 << 20),
+                        ring_bytes=RING, tty=False)
+        self.wait_state(s['id'], timeout=120)
+        pid = self.agentd.proc.pid
+        # Room for neither the 64 MiB window nor its rendering (+16 MiB),
+        # then for the window but not its rendering (+72 MiB).
+        for extra in (16 << 20, 72 << 20):
+            limit = vm_size(pid) + extra
+            hard = resource.prlimit(pid, resource.RLIMIT_AS)[1]
+            resource.prlimit(pid, resource.RLIMIT_AS, (limit, hard))
+            r = self.get_raw(s['id'], cursor=0, max_bytes=RING)
+            self.assertError(r, 503, 'out_of_memory')
+            self.assertTrue(self.agentd.alive())
+            self.assertEqual(self.healthz()['status'], 'ok')
+            r = self.expect(self.get_raw(s['id'], cursor=0, max_bytes=65536),
+                            200)
+            self.assertTrue(r.json['output'])
+            # The soft limit only: raising it back needs no privilege.
+            resource.prlimit(pid, resource.RLIMIT_AS, (hard, hard))
+        # The second was the rendering's (the window fit).
+        self.assertIn('http_reply_oom', self.agentd.stderr())
+
+
+if __name__ == '__main__':
+    unittest.main()
