@@ -373,7 +373,6 @@ fetch_ca_load(struct fetch *f, const char *path)
 	struct stat	 st;
 	char		*buf = NULL;
 	size_t		 len = 0;
-	ssize_t		 n;
 	int		 fd, ret;
 
 	if ((fd = fileio_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, f->owner,
@@ -399,14 +398,7 @@ fetch_ca_load(struct fetch *f, const char *path)
 		close(fd);
 		return (fetch_oom(f));
 	}
-	while (len < (size_t)st.st_size) {
-		n = read(fd, buf + len, (size_t)st.st_size - len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
+	len = fd_read_full(fd, buf, (size_t)st.st_size);
 	close(fd);
 	buf[len] = '\0';
 	/* PEM wants the NUL counted; DER is taken as it is. */

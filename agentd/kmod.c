@@ -88,7 +88,6 @@ kmod_read_file(const char *path, size_t *lenp)
 {
 	struct stat	 st;
 	char		*buf;
-	ssize_t		 n;
 	size_t		 len = 0;
 	int		 fd;
 
@@ -101,14 +100,7 @@ kmod_read_file(const char *path, size_t *lenp)
 		errno = EFBIG;
 		return (NULL);
 	}
-	while (len < (size_t)st.st_size) {
-		n = read(fd, buf + len, (size_t)st.st_size - len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
+	len = fd_read_full(fd, buf, (size_t)st.st_size);
 	close(fd);
 	buf[len] = '\0';
 	if (lenp != NULL)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "util.h"
@@ -139,6 +140,24 @@ fd_nonblock_cloexec(int fd)
 	    fcntl(fd, F_SETFD, fl | FD_CLOEXEC) == -1)
 		return (-errno);
 	return (0);
+}
+
+/* Read up to len bytes of a blocking fd. */
+size_t
+fd_read_full(int fd, void *buf, size_t len)
+{
+	size_t	done = 0;
+	ssize_t	n;
+
+	while (done < len) {
+		n = read(fd, (char *)buf + done, len - done);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	return (done);
 }
 
 /* Parse a decimal number and the rest of the string after it. */

@@ -37,6 +37,11 @@ int64_t	 nofile_raise(uint64_t want);
 
 /* Set O_NONBLOCK and FD_CLOEXEC on fd.  Returns 0 or -errno. */
 int	 fd_nonblock_cloexec(int fd);
+/*
+ * Read up to len bytes of a blocking fd, through EINTR and short reads;
+ * the bytes read (fewer at EOF or on an error).  Thread-safe.
+ */
+size_t	 fd_read_full(int fd, void *buf, size_t len);
 
 /*
  * Parse "1048576", "64KiB", "8M", "1g" into bytes.  Returns 0, or -1 on

@@ -260,6 +260,27 @@ START_TEST(test_nofile_raise)
 }
 END_TEST
 
+/* fd_read_full: through short reads to len, fewer at EOF. */
+START_TEST(test_fd_read_full)
+{
+	char	buf[16];
+	int	p[2];
+
+	ck_assert_int_eq(pipe(p), 0);
+	/* Two writes are two short reads of a pipe. */
+	ck_assert_int_eq(write(p[1], "hello ", 6), 6);
+	ck_assert_int_eq(write(p[1], "world", 5), 5);
+	ck_assert_uint_eq(fd_read_full(p[0], buf, 8), 8);
+	ck_assert_int_eq(memcmp(buf, "hello wo", 8), 0);
+	close(p[1]);
+	ck_assert_uint_eq(fd_read_full(p[0], buf, sizeof buf), 3);
+	ck_assert_int_eq(memcmp(buf, "rld", 3), 0);
+	ck_assert_uint_eq(fd_read_full(p[0], buf, sizeof buf), 0);
+	close(p[0]);
+	ck_assert_uint_eq(fd_read_full(p[0], buf, sizeof buf), 0);	/* EBADF */
+}
+END_TEST
+
 START_TEST(test_fatal_hook)
 {
 	pid_t	pid;
@@ -407,6 +428,7 @@ util_suite(void)
 	tcase_add_test(tc, test_clocks);
 	tcase_add_test(tc, test_nofile_raise);
 	tcase_add_test(tc, test_fatal_hook);
+	tcase_add_test(tc, test_fd_read_full);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fileio");
 	tcase_add_test(tc, test_fileio_write_commit);
