@@ -407,31 +407,14 @@ http_accept_resume(evutil_socket_t fd, short events, void *arg)
 static void
 http_raise_nofile(void)
 {
-	struct rlimit	 rl;
-	rlim_t		 want, nr_open = 0;
-	FILE		*f;
-	unsigned long	 v;
+	int64_t	want, got;
 
-	want = (rlim_t)(2 * cfg->max_connections + 4 * cfg->max_sessions +
+	want = (int64_t)(2 * cfg->max_connections + 4 * cfg->max_sessions +
 	    HTTP_FDS_SPARE);
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
-		return;
-	if (cfg->pid1 && rl.rlim_max < want &&
-	    (f = fopen("/proc/sys/fs/nr_open", "re")) != NULL) {
-		if (fscanf(f, "%lu", &v) == 1)
-			nr_open = (rlim_t)v;
-		fclose(f);
-		rl.rlim_max = want < nr_open ? want : nr_open;
-	}
-	rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && getrlimit(RLIMIT_NOFILE,
-	    &rl) != 0)
-		return;
-	if (rl.rlim_cur < want)
-		log_info("%s: %llu fds allowed, %llu would hold every "
+	if ((got = nofile_raise((uint64_t)want, cfg->pid1)) >= 0 && got < want)
+		log_info("%s: %lld fds allowed, %lld would hold every "
 		    "connection (--max-connections %llu); accept waits past it",
-		    __func__, (unsigned long long)rl.rlim_cur,
-		    (unsigned long long)want,
+		    __func__, (long long)got, (long long)want,
 		    (unsigned long long)cfg->max_connections);
 }
 

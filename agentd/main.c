@@ -342,7 +342,7 @@ main(int argc, char **argv)
 	if (config.workdir == NULL && (config.workdir = getcwd(NULL, 0)) == NULL)
 		config.workdir = xstrdup("/");
 	agentd_seed_json();
-	nofile_raise(0);	/* as many fds as allowed: connections, sessions */
+	nofile_raise(0, 0);	/* as many fds as allowed: connections, sessions */
 	if (config.pid1)
 		pid1_setup(&config);
 	else if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)

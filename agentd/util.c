@@ -107,14 +107,22 @@ timeval_ms(struct timeval *tv, int64_t ms)
 	return (tv);
 }
 
-/* Raise the soft limit of open fds towards want (0: the hard limit). */
+/* Raise the limit of open fds towards want (0: the hard limit). */
 int64_t
-nofile_raise(uint64_t want)
+nofile_raise(uint64_t want, int hard)
 {
-	struct rlimit	rl;
+	struct rlimit	 rl;
+	unsigned long	 nr_open;
+	FILE		*f;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return (-errno);
+	if (hard && want > rl.rlim_max &&
+	    (f = fopen("/proc/sys/fs/nr_open", "re")) != NULL) {
+		if (fscanf(f, "%lu", &nr_open) == 1 && nr_open > rl.rlim_max)
+			rl.rlim_max = want < nr_open ? want : nr_open;
+		fclose(f);
+	}
 	if (want == 0 || want > rl.rlim_max)
 		want = rl.rlim_max;
 	if (rl.rlim_cur < want) {

@@ -31,9 +31,13 @@ int64_t	 clock_wall_ms(void);
 /* Fill tv with ms milliseconds (>= 0) for a libevent timer; returns tv. */
 struct timeval *timeval_ms(struct timeval *tv, int64_t ms);
 
-/* Raise the soft RLIMIT_NOFILE to want fds (0: to the hard limit), at most
- * to the hard limit.  Returns the soft limit now in force, or -errno. */
-int64_t	 nofile_raise(uint64_t want);
+/*
+ * Raise the soft RLIMIT_NOFILE to want fds (0: to the hard limit), at most
+ * to the hard limit; with hard set (PID 1, whose hard limit is the kernel's
+ * 4096), the hard limit too, up to fs.nr_open.  Never lowers either.
+ * Returns the soft limit now in force, or -errno.
+ */
+int64_t	 nofile_raise(uint64_t want, int hard);
 
 /* Set O_NONBLOCK and FD_CLOEXEC on fd.  Returns 0 or -errno. */
 int	 fd_nonblock_cloexec(int fd);

@@ -248,14 +248,29 @@ START_TEST(test_nofile_raise)
 	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max >= 128) {
 		rl.rlim_cur = 64;
 		ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
-		n = nofile_raise(100);
+		n = nofile_raise(100, 0);
 		ck_assert_int_eq(n, 100);
-		n = nofile_raise(50);		/* never lowers */
+		n = nofile_raise(50, 0);		/* never lowers */
 		ck_assert_int_eq(n, 100);
-		n = nofile_raise(0);
+		n = nofile_raise(0, 0);
 		ck_assert_int_eq(n, (int64_t)rl.rlim_max);
-		n = nofile_raise(rl.rlim_max + 1000);	/* capped at hard */
+		n = nofile_raise(rl.rlim_max + 1000, 0);	/* capped at hard */
 		ck_assert_int_eq(n, (int64_t)rl.rlim_max);
+	}
+	/*
+	 * PID 1's way: the hard limit goes up too, where the hard limit may
+	 * be raised at all (CAP_SYS_RESOURCE: a container may lack it).
+	 */
+	rl.rlim_cur = rl.rlim_max = 4096;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_max = 4097;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_max = 4096;
+		ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+		ck_assert_int_eq(nofile_raise(8192, 0), 4096);
+		ck_assert_int_eq(nofile_raise(8192, 1), 8192);
+		ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+		ck_assert_int_eq((int64_t)rl.rlim_max, 8192);
 	}
 }
 END_TEST
