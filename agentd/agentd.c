@@ -32,13 +32,6 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 		fatal("%s: out of memory", __func__);
 	/* EV_CLOSED: a long-poll's client that goes away is seen at once. */
 	event_config_require_features(ecfg, EV_FEATURE_EARLY_CLOSE);
-	/*
-	 * Changes to epoll are applied once per loop turn, so that evhttp's
-	 * del, add and add-write around each request are one epoll_ctl, not
-	 * three.  libevent warns about fds made by dup(): agentd never hands
-	 * libevent two fds of one open file.
-	 */
-	event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
 	agentd_base = event_base_new_with_config(ecfg);
 	event_config_free(ecfg);
 	if (agentd_base == NULL)

@@ -76,6 +76,8 @@
 #define CONN_PEER_BUCKETS	4096	/* hash buckets of peers */
 #define CONN_TRIM_BYTES		(8u << 20) /* in flight once, trim after */
 #define CONN_TRIM_MS		200	/* trim this long after the drop */
+#define CONN_HOLD_COPY_MAX	4096	/* bytes of a read copied into the held
+					   bytes; larger reads move whole */
 
 /* Where a connection is in its request, for the gate (conn_gate). */
 enum conn_state {
@@ -193,6 +195,7 @@ void	__wrap_evhttp_connection_set_closecb(struct evhttp_connection *,
 	    void (*)(struct evhttp_connection *, void *), void *);
 
 static void		 conn_setup_cb(evutil_socket_t, short, void *);
+static void		 conn_hold(struct conn *, struct evbuffer *);
 static void		 conn_setup(struct conn *);
 static void		 conn_closed(struct evhttp_connection *, void *);
 static void		 conn_deadline(evutil_socket_t, short, void *);
@@ -649,8 +652,21 @@ conn_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 	conn_inflight += info->n_added;
 	if (conn_inflight > conn_inflight_high)
 		conn_inflight_high = conn_inflight;
-	if (c->busy)
+	if (c->busy) {
+		/*
+		 * evhttp reads on while it writes an answer, only to see a
+		 * close, and keeps what comes: a client that never reads its
+		 * answers could pile up pipelined requests without end (each
+		 * answer let one more read in).  Past a request's worth, the
+		 * connection goes.
+		 */
+		if (evbuffer_get_length(buf) > conn_request_max && !c->shed) {
+			c->shed = 413;
+			TAILQ_INSERT_TAIL(&conn_shed, c, entry);
+			event_active(conn_shed_ev, EV_TIMEOUT, 0);
+		}
 		return;
+	}
 	if (!c->shed) {
 		if (c->pending > conn_request_max)
 			c->shed = 413;
@@ -675,8 +691,11 @@ conn_shed_cb(evutil_socket_t fd, short events, void *arg)
 		TAILQ_REMOVE(&conn_shed, c, entry);
 		status = c->shed;
 		c->shed = 0;
-		if (c->busy)
-			continue;	/* whole after all: a handler has it */
+		/* Whole after all, a handler has it; unless it piles up. */
+		if (c->busy && evbuffer_get_length(bufferevent_get_input(
+		    evhttp_connection_get_bufferevent(c->evcon))) <=
+		    conn_request_max)
+			continue;
 		if (c->state == CONN_DRAIN) {
 			evhttp_connection_free(c->evcon);	/* answered */
 			continue;
@@ -818,6 +837,11 @@ conn_request_done(struct evhttp_request *req, void *arg)
 
 	c->busy = 0;
 	conn_uncount(c);
+	/* What came pipelined is still in flight: it counts on. */
+	in = bufferevent_get_input(evhttp_connection_get_bufferevent(c->evcon));
+	c->pending = evbuffer_get_length(in) +
+	    (c->held != NULL ? evbuffer_get_length(c->held) : 0);
+	conn_inflight += c->pending;
 	conn_arm(c, conn_timeout(c, cfg->idle_timeout_ms +
 	    cfg->header_timeout_ms));
 	if (c->state == CONN_DRAIN)
@@ -830,9 +854,32 @@ conn_request_done(struct evhttp_request *req, void *arg)
 	c->state = CONN_HEAD;
 	c->scanned = c->searched = 0;
 	c->nlines = 0;
-	in = bufferevent_get_input(evhttp_connection_get_bufferevent(c->evcon));
 	if (evbuffer_get_length(in) > 0)
 		conn_gate(c, in, 0);
+}
+
+/*
+ * Move what is in in to the held bytes.  Small reads are copied into the
+ * free room of held's last chain: moving them would keep a chain of at
+ * least 1 KiB per read, and a head sent a byte at a time would cost a
+ * kilobyte a byte where the budget counts one.
+ */
+static void
+conn_hold(struct conn *c, struct evbuffer *in)
+{
+	size_t		 n = evbuffer_get_length(in);
+	unsigned char	*p;
+
+	if (n >= CONN_HOLD_COPY_MAX) {
+		evbuffer_add_buffer(c->held, in);
+		return;
+	}
+	if (n == 0)
+		return;
+	if ((p = evbuffer_pullup(in, n)) == NULL ||
+	    evbuffer_add(c->held, p, n) != 0)
+		fatal("%s: out of memory", __func__);
+	evbuffer_drain(in, n);
 }
 
 /*
@@ -858,13 +905,13 @@ conn_gate(struct conn *c, struct evbuffer *in, size_t keep)
 	if (c->held == NULL && (c->held = evbuffer_new()) == NULL)
 		fatal("%s: out of memory", __func__);
 	if (keep == 0)
-		evbuffer_add_buffer(c->held, in);
+		conn_hold(c, in);
 	else {
 		/* What was handed on before and evhttp has not read stays. */
 		if ((front = evbuffer_new()) == NULL)
 			fatal("%s: out of memory", __func__);
 		evbuffer_remove_buffer(in, front, keep);
-		evbuffer_add_buffer(c->held, in);
+		conn_hold(c, in);
 		c->releasing = 1;
 		evbuffer_prepend_buffer(in, front);
 		c->releasing = 0;
@@ -1109,6 +1156,12 @@ conn_parse(const char *p, size_t len, struct conn_head *h,
 		}
 		for (v = colon + 1; v < le && (*v == ' ' || *v == '\t'); v++)
 			;
+		/* evhttp skips only spaces: a tab there would frame apart. */
+		if (memchr(colon + 1, '\t', v - (colon + 1)) != NULL &&
+		    (conn_is(p, colon - p, "Content-Length") ||
+		    conn_is(p, colon - p, "Transfer-Encoding")))
+			return (conn_refusal(r, 400, "invalid_request",
+			    "a tab before a framing header's value"));
 		for (ve = le; ve > v && (ve[-1] == ' ' || ve[-1] == '\t'); ve--)
 			;
 		if (conn_is(p, colon - p, "Host")) {

@@ -184,3 +184,66 @@ class SlowlorisTest(HostileTestCase):
                          'the header timeout' % len(open_))
         self.wait_fds(base_fds)
         self.assertAlive()
+
+
+class GateMemoryTest(HostileTestCase):
+    """What an unauthenticated peer's bytes cost agentd's memory while the
+    request gate holds them: a head sent a byte per segment (each read
+    became a chain of at least 1 KiB: 20 connections took 66 MiB), and
+    pipelined requests whose answers are never read (evhttp reads on while
+    it writes: one connection took 1.5 GiB; now a request's worth, then
+    the connection is closed)."""
+
+    agentd_args = ('--header-timeout', '60s', '--preauth-timeout', '60s',
+                   '--idle-timeout', '60s')
+
+    def test_head_a_byte_at_a_time(self):
+        import socket
+        from hostilelib import rss_kib
+        base = rss_kib(self.pid())
+        socks = []
+        for _ in range(20):
+            s = connect(self.agentd.port)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s.sendall(b'GET /')
+            socks.append(s)
+        sent = 0
+        for _ in range(2000):           # 20 x 2000 bytes, one a segment
+            for s in socks:
+                s.send(b'a')
+                sent += 1
+            time.sleep(0.0005)
+        time.sleep(0.5)
+        grew = rss_kib(self.pid(), 'VmHWM') - base
+        print('%d bytes of heads a byte at a time: RSS +%d KiB'
+              % (sent, grew))
+        for s in socks:
+            s.close()
+        # The bytes themselves are 40 KiB; a chain per byte was 40 MiB.
+        self.assertLess(grew, 8 * 1024)
+        self.assertAlive()
+
+    def test_unread_answers_cut_the_connection(self):
+        import socket
+        from hostilelib import rss_kib
+        base = rss_kib(self.pid())
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(('127.0.0.1', self.agentd.port))
+        s.settimeout(2)
+        req = b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n'
+        sent = 0
+        junk = req * 1000
+        deadline = time.monotonic() + 20 * SLOW
+        try:
+            while sent < (256 << 20) and time.monotonic() < deadline:
+                s.sendall(junk)
+                sent += len(junk)
+        except OSError:
+            pass                        # agentd closed it: good
+        grew = rss_kib(self.pid(), 'VmHWM') - base
+        print('pipelined %d MiB without reading an answer: RSS +%d KiB'
+              % (sent >> 20, grew))
+        s.close()
+        self.assertLess(grew, 32 * 1024)
+        self.assertAlive()
