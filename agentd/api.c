@@ -885,7 +885,9 @@ api_read(struct http_req *hr, struct session *s)
 		    PROTO_WAIT_MAX_MS, &a, 0);
 		return;
 	}
-	if (q.wait_ms > 0 && !api_ready(s, q.cursor) && !api_wants_raw(hr)) {
+	/* idle_ms replaces wait_ms's first output: quiet already, answer. */
+	if (q.wait_ms > 0 && q.idle_ms == 0 && !api_ready(s, q.cursor) &&
+	    !api_wants_raw(hr)) {
 		api_wait(hr->req, s, WAIT_OUTPUT, q.wait_ms, &a, 0);
 		return;
 	}

@@ -781,17 +781,20 @@ pty_kill_foreground(int master, pid_t sid, int sig)
 {
 	pid_t	pgrp;
 
+	if ((pgrp = tcgetpgrp(master)) == -1)
+		return -errno;
+	if (pgrp <= 1)
+		return -ESRCH;
 	if (sig == SIGINT || sig == SIGQUIT || sig == SIGTSTP) {
+		/* TIOCSIG says 0 to a group with nobody left: look first. */
+		if (kill(-pgrp, 0) == -1 && errno == ESRCH)
+			return -ESRCH;
 		if (ioctl(master, TIOCSIG, sig) == 0)
 			return 0;
 		if (errno != EINVAL)
 			return -errno;
 		/* An old kernel without TIOCSIG: as for any signal. */
 	}
-	if ((pgrp = tcgetpgrp(master)) == -1)
-		return -errno;
-	if (pgrp <= 1)
-		return -ESRCH;
 	/*
 	 * The terminal only takes groups of its session; a live leader in the
 	 * session pins the pgid, so it is that group, not a reuse.

@@ -360,6 +360,14 @@ class IdleTest(AgentdTestCase):
         self.assertLess(time.monotonic() - t0, 0.9)
         self.assertEqual(g.json['output'], [])
         self.assertEqual(g.json['state'], 'running')
+        # With wait_ms beside it too: idle_ms replaces its first output,
+        # so a quiet session is not held for wait_ms.
+        t0 = time.monotonic()
+        g = self.get_raw(w['id'], cursor=r.json['cursor'], idle_ms=1000,
+                         wait_ms=30000)
+        self.expect(g, 200)
+        self.assertLess(time.monotonic() - t0, 20)
+        self.assertEqual(g.json['output'], [])
         self.expect(self.delete(w['id'], grace_ms=0), 200)
 
     def test_get_waits_while_output_flows(self):
