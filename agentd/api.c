@@ -36,6 +36,8 @@
 #define API_DELETE_GRACE_MS	2000	/* DELETE's default grace_ms */
 #define API_DELETE_SLACK_MS	5000	/* DELETE answers at most this after the grace */
 #define API_SCRATCH_KEEP	(4u << 20) /* bytes of read buffer kept between reads */
+#define API_WATCH_AFTER_MS	10	/* a waiter watches its client's close
+					   from this long on (see api_wait()) */
 
 /* What a waiter waits for. */
 #define WAIT_OUTPUT	0x1	/* a chunk after cursor, exit, or output close */
@@ -56,9 +58,11 @@ struct waiter {
 	int			 head_tail;
 	int64_t			 written;	/* stdin: bytes written, else -1 */
 	int64_t			 idle_ms;
-	struct event		*timer;
+	int64_t			 deadline_ms;	/* monotonic: answer by then */
+	struct event		*timer;		/* the deadline, or the watch */
 	struct event		*idle;		/* WAIT_IDLE: quiet for idle_ms */
-	struct event		*closed;	/* the client went away */
+	struct event		*closed;	/* the client went away, or NULL
+						   before API_WATCH_AFTER_MS */
 };
 TAILQ_HEAD(waiters, waiter);
 
@@ -533,10 +537,12 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 	w->written = a->written;
 	w->idle_ms = a->idle_ms;
 	w->delete = delete;
+	w->deadline_ms = clock_mono_ms() + ms;
 	w->timer = evtimer_new(agentd_base, api_waiter_timeout, w);
 	if (w->timer == NULL)
 		fatal("%s: out of memory", __func__);
-	evtimer_add(w->timer, timeval_ms(&tv, ms));
+	evtimer_add(w->timer, timeval_ms(&tv, ms < API_WATCH_AFTER_MS ? ms :
+	    API_WATCH_AFTER_MS));
 	if (flags & WAIT_IDLE) {
 		if ((w->idle = evtimer_new(agentd_base, api_waiter_idle,
 		    w)) == NULL)
@@ -545,8 +551,12 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 		evtimer_add(w->idle, timeval_ms(&tv, idle));
 	}
 
-	/* evhttp stops reading while a request is out: watch for the close. */
-	w->closed = http_watch_client(req, api_waiter_closed, w);
+	/*
+	 * evhttp stops reading while a request is out, so the close is
+	 * watched for by an event of our own, added once the wait has lasted
+	 * API_WATCH_AFTER_MS (api_waiter_timeout()): most waits (a keystroke's
+	 * echo, a short command) end before, and skip its two epoll_ctl().
+	 */
 	TAILQ_INSERT_TAIL(api_waiters(s), w, entry);
 	if (flags & (WAIT_OUTPUT | WAIT_IDLE))
 		session_watch(s, 1);
@@ -568,7 +578,8 @@ api_waiter_done(struct waiter *w, int answer)
 	event_free(w->timer);
 	if (w->idle != NULL)
 		event_free(w->idle);
-	event_free(w->closed);
+	if (w->closed != NULL)
+		event_free(w->closed);
 	if (answer) {
 		a.status = w->status;
 		a.window = w->window;
@@ -583,12 +594,24 @@ api_waiter_done(struct waiter *w, int answer)
 	return (delete);
 }
 
-/* A waiter's deadline passed. */
+/*
+ * A waiter's timer: API_WATCH_AFTER_MS into the wait, watch for its client's
+ * close and wait on; at the deadline, answer.
+ */
 static void
 api_waiter_timeout(evutil_socket_t fd, short events, void *arg)
 {
 	struct waiter	*w = arg;
 	struct session	*s = w->s;
+	struct timeval	 tv;
+	int64_t		 left;
+
+	left = w->deadline_ms - clock_mono_ms();
+	if (w->closed == NULL && left > 0) {
+		w->closed = http_watch_client(w->req, api_waiter_closed, w);
+		evtimer_add(w->timer, timeval_ms(&tv, left));
+		return;
+	}
 
 	if (w->delete)
 		log_warn("%s: session %s did not end in time; removing it",

@@ -61,6 +61,25 @@ class VanishingClientTest(HostileTestCase):
         self.assertLessEqual(debug_stat(self.agentd)['connections_open'], 2)
         self.assertAlive()
 
+    def test_close_at_once_frees_too(self):
+        """A client gone before the waiter watches for its close (the watch
+        starts API_WATCH_AFTER_MS into a wait): found all the same."""
+        w = self.create(argv=['sleep', '60'])
+        base = self.fds()
+        for _ in range(self.N):
+            s = connect(self.agentd.port)
+            s.sendall(('GET /v1/sessions/%s?cursor=%d&wait_ms=60000 HTTP/1.1\r\n'
+                       'Host: localhost\r\nAuthorization: Bearer %s\r\n\r\n'
+                       % (w['id'], w['cursor'], self.agentd.token)).encode())
+            s.close()
+        deadline = time.monotonic() + 5 * SLOW
+        while (self.readers(w['id']) > 0 or self.fds() > base) and \
+                time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(self.readers(w['id']), 0)
+        self.wait_fds(base, timeout=STARVED)
+        self.assertAlive()
+
     def test_reset_frees_too(self):
         """An abortive close (RST) instead of a FIN."""
         w = self.create(argv=['sleep', '60'])
