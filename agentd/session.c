@@ -1468,7 +1468,7 @@ session_sweep_cb(evutil_socket_t fd, short events, void *arg)
 	pid_t			*busy = NULL;
 	size_t			 nbusy = 0, cap = 0, i, released = 0;
 	char			 path[300], buf[512], *p, state;
-	long			 sid;
+	long			 sid, nthreads;
 	ssize_t			 n;
 	int			 sfd;
 
@@ -1486,10 +1486,17 @@ session_sweep_cb(evutil_socket_t fd, short events, void *arg)
 		if (n <= 0)
 			continue;
 		buf[n] = '\0';
-		/* "pid (comm) state ppid pgrp session ..." */
+		/*
+		 * "pid (comm) state ppid pgrp session ... num_threads" (the
+		 * 20th field).  A zombie whose threads still run (its main
+		 * thread called pthread_exit()) is live: only a zombie of one
+		 * thread, itself, is over.
+		 */
 		if ((p = strrchr(buf, ')')) == NULL ||
-		    sscanf(p + 1, " %c %*d %*d %ld", &state, &sid) != 2 ||
-		    state == 'Z' || state == 'X' || state == 'x')
+		    sscanf(p + 1, " %c %*d %*d %ld %*d %*d %*u %*u %*u %*u "
+		    "%*u %*u %*u %*d %*d %*d %*d %ld", &state, &sid,
+		    &nthreads) != 3 || state == 'X' || state == 'x' ||
+		    (state == 'Z' && nthreads <= 1))
 			continue;
 		for (i = 0; i < nbusy && busy[i] != (pid_t)sid; i++)
 			;

@@ -188,6 +188,26 @@ class LeftoverTest(AgentdTestCase):
                         'leftover %d and leader %d gone' % (pid, w['pid']))
         self.wait_until(lambda: self.unreaped() == 0, 10, 'no leader kept')
 
+    def test_leftover_whose_main_thread_exited_is_killed(self):
+        # A zombie main thread, threads still running: /proc says 'Z' for
+        # the process, yet it is alive and its group must get the SIGKILL.
+        prog = ('import ctypes, os, threading, time\n'
+                'threading.Thread(target=time.sleep, args=(60,)).start()\n'
+                'open("left.pid", "w").write(str(os.getpid()))\n'
+                'ctypes.CDLL(None).pthread_exit(None)\n')
+        with open(os.path.join(self.agentd.workdir, 'left.py'), 'w') as f:
+            f.write(prog)
+        w, pid = self.leftover('python3 left.py & '
+                               'while [ ! -s left.pid ]; do sleep 0.01; done; '
+                               'echo started')
+        self.wait_until(lambda: pid_state(pid) == 'Z', 10,
+                        'main thread of %d exited' % pid)
+        time.sleep(1.5)     # sweeps (backed off to 1 s) see it meanwhile
+        self.assertFalse(pid_gone(pid))
+        self.expect(self.delete(w['id'], grace_ms=200), 200)
+        self.wait_until(lambda: pid_gone(pid), 15,
+                        'leftover %d, its threads running, killed' % pid)
+
     def test_delete_exited_sigkills_after_the_grace(self):
         w, pid = self.leftover(self.STUBBORN)
         self.expect(self.delete(w['id'], grace_ms=6000), 200)
