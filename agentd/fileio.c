@@ -38,6 +38,8 @@ struct fileio_open_how {
 };
 
 static int	fileio_openat2(const char *, int);
+static int	fileio_reopen(int *, const char *, int, const char *,
+		    struct proto_err *);
 static int	fileio_walk(const char *, int, int, uid_t, char **,
 		    struct proto_err *);
 static void	fileio_random_hex(char *, size_t);
@@ -169,6 +171,26 @@ fileio_openat2(const char *path, int flags)
 }
 
 /*
+ * Open name under the directory *fd with flags, and put the new fd in place
+ * of *fd (closed either way).  0, or -1 with errno, *fd -1 and err.
+ */
+static int
+fileio_reopen(int *fd, const char *name, int flags, const char *path,
+    struct proto_err *err)
+{
+	int	nfd, e;
+
+	nfd = openat(*fd, name, flags | O_CLOEXEC);
+	e = errno;
+	if (nfd == -1)
+		fileio_fail(err, e, "open", path);
+	close(*fd);
+	*fd = nfd;
+	errno = e;
+	return (nfd == -1 ? -1 : 0);
+}
+
+/*
  * Resolve path one component at a time from "/", each opened with O_PATH
  * and O_NOFOLLOW, so that no name is looked up twice.  A symlink is
  * followed (by its text, never as a magic link) only when root or owner
@@ -211,13 +233,11 @@ fileio_walk(const char *path, int how, int flags, uid_t owner, char **base,
 				break;
 			}
 			if (clen == 0) {
-				nfd = openat(fd, ".", flags | O_CLOEXEC);
-				if (nfd == -1)
-					fileio_fail(err, e = errno, "open", path);
-				close(fd);
-				fd = nfd;
-				if (fd == -1)
+				if (fileio_reopen(&fd, ".", flags, path,
+				    err) == -1) {
+					e = errno;
 					goto fail;
+				}
 				break;
 			}
 			comp = next;
@@ -298,13 +318,11 @@ fileio_walk(const char *path, int how, int flags, uid_t owner, char **base,
 		if (last) {
 			close(nfd);
 			/* O_NOFOLLOW: a symlink swapped in now is refused. */
-			nfd = openat(fd, comp, flags | O_NOFOLLOW | O_CLOEXEC);
-			if (nfd == -1)
-				fileio_fail(err, e = errno, "open", path);
-			close(fd);
-			fd = nfd;
-			if (fd == -1)
+			if (fileio_reopen(&fd, comp, flags | O_NOFOLLOW, path,
+			    err) == -1) {
+				e = errno;
 				goto fail;
+			}
 			break;
 		}
 		if (!S_ISDIR(st.st_mode)) {
