@@ -974,36 +974,27 @@ child_sigdfl_raw(int sig)
 	return 0;
 }
 
-/* Reset every disposition to SIG_DFL, then unblock every signal. */
+/*
+ * Reset every disposition to SIG_DFL, then unblock every signal.  Raw system
+ * calls: this runs in a vfork child sharing agentd's memory, and the libc's
+ * sigaction() takes locks (musl's for SIGABRT) and refuses the real-time
+ * signals it keeps for itself (glibc's 32 and 33), which may have been left
+ * ignored by whoever started agentd.
+ */
 static int
 child_signals(void)
 {
-	struct sigaction	sa;
-	sigset_t		none;
-	int			sig, error;
+	uint64_t	none = 0;	/* the kernel's sigset: _NSIG 64 */
+	int		sig;
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = SIG_DFL;
-	sigemptyset(&sa.sa_mask);
 	for (sig = 1; sig < _NSIG; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP)
 			continue;
-		if (sigaction(sig, &sa, NULL) == 0)
-			continue;
-		/*
-		 * The libc refuses the real-time signals it keeps for itself
-		 * (glibc's 32 and 33); one ignored by whoever started agentd
-		 * is still ignored here.  Ask the kernel directly.
-		 */
-		if (errno != EINVAL || child_sigdfl_raw(sig) == -1)
+		if (child_sigdfl_raw(sig) == -1)
 			return -1;
 	}
-	sigemptyset(&none);
-	if ((error = pthread_sigmask(SIG_SETMASK, &none, NULL)) != 0) {
-		errno = error;
-		return -1;
-	}
-	return 0;
+	return (int)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL,
+	    sizeof none);
 }
 
 /* dup2 that retries EINTR. */
