@@ -39,6 +39,7 @@
  * (a long-poll) no deadline runs.  evhttp's own timeout (--idle-timeout)
  * cuts a connection that stays silent, or that stops reading an answer.
  */
+#include <sys/ioctl.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -74,6 +75,8 @@
 					   line besides its text */
 #define CONN_CHUNK_LINE_MAX	1024	/* bytes of a chunk-size line */
 #define CONN_PEER_BUCKETS	4096	/* hash buckets of peers */
+#define CONN_EVICT_SCAN		64	/* unproven connections looked at for
+					   one that gives way, oldest first */
 #define CONN_TRIM_BYTES		(8u << 20) /* in flight once, trim after */
 #define CONN_TRIM_MS		200	/* trim this long after the drop */
 #define CONN_HOLD_COPY_MAX	4096	/* bytes of a read copied into the held
@@ -223,6 +226,7 @@ static void		 conn_release(struct conn *, struct evbuffer *,
 static void		 conn_refuse(struct conn *, const struct conn_refusal *);
 static void		 conn_prove(struct conn *);
 static int		 conn_evict(struct conn *);
+static int		 conn_silent(struct conn *, struct conn *);
 static int		 conn_is_loopback(int fd);
 static int64_t		 conn_timeout(struct conn *, int64_t ms);
 static void		 conn_peer_add(struct conn *);
@@ -416,18 +420,28 @@ conn_timeout(struct conn *c, int64_t ms)
 /*
  * One connection too many: close the oldest that has not yet sent the
  * token and holds no request, so that a platform's connection always gets
- * in.  Returns 0, or -1 when there is none.
+ * in; one with bytes not read yet (conn_silent()) only when none of the
+ * CONN_EVICT_SCAN oldest is silent.  Returns 0, or -1 when there is none.
  */
 static int
 conn_evict(struct conn *c)
 {
-	struct conn	*v;
+	struct conn	*v, *old = NULL;
+	int		 n = 0;
 
 	TAILQ_FOREACH(v, &c->pool->unproven, uentry) {
-		if (v != c && !v->busy)
+		if (v == c || v->busy)
+			continue;
+		if (old == NULL)
+			old = v;
+		if (conn_silent(v, c))
 			break;
+		if (++n == CONN_EVICT_SCAN) {
+			v = NULL;
+			break;
+		}
 	}
-	if (v == NULL)
+	if (v == NULL && (v = old) == NULL)
 		return (-1);
 	if (conn_evicted++ % 1000 == 0)
 		log_warn("%s: %zu connections (--max-connections %llu): closing "
@@ -438,6 +452,22 @@ conn_evict(struct conn *c)
 	    "reached; a connection without the token gave way");
 	evhttp_connection_free(v->evcon);	/* conn_closed runs */
 	return (0);
+}
+
+/*
+ * Whether v, an unproven connection, may give way to c: it holds no request
+ * and has nothing waiting to be read.  A connection whose request arrived
+ * in the same burst as c (many clients connecting at once, each sending its
+ * token at once) has not been read yet, and is not one that sent nothing.
+ */
+static int
+conn_silent(struct conn *v, struct conn *c)
+{
+	int	n;
+
+	if (v == c || v->busy)
+		return (0);
+	return (ioctl(v->fd, FIONREAD, &n) == 0 && n == 0);
 }
 
 /* Whether a socket's local address is a loopback one. */
@@ -475,8 +505,10 @@ conn_prove(struct conn *c)
 
 /*
  * Count an unproven connection against its peer; past --max-peer-unproven
- * the peer's oldest gives way, so that one peer's flood only closes its
- * own connections.
+ * the peer's oldest silent one gives way, so that one peer's flood only
+ * closes its own connections.  None silent among the CONN_EVICT_SCAN oldest
+ * is a burst whose requests are not read yet: they prove themselves or are
+ * refused in a moment, and the next connection past the limit looks again.
  */
 static void
 conn_peer_add(struct conn *c)
@@ -491,6 +523,7 @@ conn_peer_add(struct conn *c)
 	uint8_t			 key[16];
 	uint32_t		 h = 2166136261u;
 	size_t			 i;
+	int			 n = 0;
 
 	memset(key, 0, sizeof key);
 	if (getpeername(c->fd, (struct sockaddr *)&ss, &len) != 0)
@@ -523,11 +556,15 @@ conn_peer_add(struct conn *c)
 	if (++p->n <= cfg->max_peer_unproven)
 		return;
 	TAILQ_FOREACH(v, &p->conns, pentry) {
-		if (v != c && !v->busy)
+		if (conn_silent(v, c))
 			break;
+		if (++n == CONN_EVICT_SCAN) {
+			v = NULL;
+			break;
+		}
 	}
 	if (v == NULL)
-		return;
+		return;		/* a burst: the limit holds once it is read */
 	conn_evicted++;
 	log_debug("%s: fd %d: its peer has %zu connections without the token; "
 	    "closing fd %d", __func__, c->fd, p->n, v->fd);

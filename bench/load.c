@@ -482,8 +482,13 @@ sc_scale(void)
 		epoll_ctl(ep, EPOLL_CTL_ADD, polls[i].fd, &ev);
 	}
 	sleep_us(hold);
-	n = epoll_wait(ep, evs, 256, 0);
-	early = n > 0 ? n : 0;
+	/* Answered before any output: a refusal, not a wake-up; not timed. */
+	while ((n = epoll_wait(ep, evs, 256, 0)) > 0) {
+		for (k = 0; k < n; k++)
+			epoll_ctl(ep, EPOLL_CTL_DEL, polls[evs[k].data.u32].fd,
+			    NULL);
+		early += n;
+	}
 
 	/* 3: wake them: a keystroke to each session, its echo answers both. */
 	atomic_store(&p.phase, 3);
@@ -493,7 +498,7 @@ sc_scale(void)
 		if (conn_do(&c, "POST", path, "Content-Type: application/"
 		    "json\r\n", "{\"text\":\"x\"}", 12) != 200)
 			die("scale: stdin %d failed", i);
-		while (answered < npoll && (n = epoll_wait(ep, evs, 256,
+		while (answered + early < npoll && (n = epoll_wait(ep, evs, 256,
 		    i == nsess - 1 ? 10000 : 0)) > 0) {
 			for (k = 0; k < n; k++) {
 				struct conn *pc = &polls[evs[k].data.u32];

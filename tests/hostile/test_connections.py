@@ -5,6 +5,7 @@ import os
 import re
 import resource
 import select
+import signal
 import socket
 import time
 
@@ -194,6 +195,36 @@ class PeerLimitTest(HostileTestCase):
                          mine[2:] + more + [extra])
         for s in mine + other + more + [extra]:
             s.close()
+        self.assertAlive()
+
+
+class PeerBurstTest(HostileTestCase):
+    """Many connections of one peer at once, each sending its token at once:
+    none is one that sent nothing, so none gives way for the next."""
+
+    N = 48
+    agentd_args = ('--max-peer-unproven', '8')
+
+    def test_a_burst_with_the_token_is_served(self):
+        req = (b'GET /v1/sessions HTTP/1.1\r\nHost: localhost\r\n'
+               b'Authorization: Bearer %s\r\n\r\n' % self.agentd.token.encode())
+        # agentd stopped: the kernel completes the handshakes and queues
+        # the requests, and agentd accepts all of them in one go.
+        os.kill(self.pid(), signal.SIGSTOP)
+        try:
+            socks = []
+            for _ in range(self.N):
+                s = connect(self.agentd.port)
+                s.sendall(req)
+                socks.append(s)
+        finally:
+            os.kill(self.pid(), signal.SIGCONT)
+        statuses = []
+        for s in socks:
+            data, _ = read_answer(s, 10 * SLOW)
+            statuses.append(status_of(data))
+            s.close()
+        self.assertEqual(statuses, [200] * self.N)
         self.assertAlive()
 
 
