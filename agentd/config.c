@@ -86,7 +86,7 @@ static const struct opt opts[] = {
 	{ "max-peer-unproven", OPT_COUNT, OFF(max_peer_unproven), 1, 1000000,
 	  "N", "with a token, TCP connections of one peer address (IPv6: its "
 	  "/64) that have not sent it yet, at most; one more closes the "
-	  "peer's oldest with a 503 (default 256)" },
+	  "peer's oldest that has nothing unread with a 503 (default 256)" },
 	{ "dual-stack", OPT_COUNT, OFF(dual_stack), 0, 1, "0|1",
 	  "also listen on the other family's twin of a wildcard or loopback "
 	  "--listen ([::] for 0.0.0.0, [::1] for 127.0.0.1), and refuse to "
