@@ -369,6 +369,16 @@ cpu_seconds(pid_t pid)
 	return (double)(ut + st) / sysconf(_SC_CLK_TCK);
 }
 
+/* This process's CPU time (user + system) in seconds. */
+double
+cpu_self(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 long
 file_size(const char *path)
 {
