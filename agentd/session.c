@@ -41,6 +41,10 @@
 #define SESSION_READ_SHARE	16	/* a read takes at most this share of the ring */
 #define SESSION_SHORT_READ	4096	/* bytes: a read under this that took
 					   all there was ends the turn */
+#define SESSION_TTY_ROOM	512	/* bytes of pending room a PTY read
+					   wants, in place of FIONREAD */
+#define SESSION_TTY_FULL	4095	/* bytes of a PTY read that emptied a
+					   full n_tty buffer (4 KiB - 1) */
 
 /* One output fd of a session: the PTY master, or stdout or stderr. */
 struct session_out {
@@ -751,6 +755,12 @@ session_hup_cb(evutil_socket_t fd, short events, void *arg)
  * the turn: the event is level-triggered and comes back if more arrived, so
  * an echo costs no FIONREAD and read that find nothing (a flood still reads
  * to EAGAIN).  A budget of SIZE_MAX drains until EAGAIN or EOF.
+ * A PTY master hands out at most n_tty's 4 KiB buffer per read, so a flood
+ * is a read per 4 KiB: it is read without FIONREAD (into the pending room
+ * when SESSION_TTY_ROOM is left, else a new chunk), and a read that emptied
+ * a full buffer goes on at once (the next read waits for the tty's worker
+ * to refill it) instead of a trip through epoll (whose tty poll waits for
+ * that worker too); a read that found less ends the turn.
  * Returns 1 when the fd reached EOF (or EIO on a PTY master), 0 otherwise.
  */
 static int
@@ -764,7 +774,9 @@ session_capture(struct session_out *o, size_t budget)
 	int		 avail, closed = 0;
 
 	while (done < budget) {
-		if (ioctl(o->fd, FIONREAD, &avail) == -1 || avail < 0)
+		if (s->tty)
+			avail = SESSION_TTY_ROOM;
+		else if (ioctl(o->fd, FIONREAD, &avail) == -1 || avail < 0)
 			avail = 0;
 		if ((p = session_room(o, (size_t)avail, &len)) == NULL) {
 			/* EOF, or data that arrived since: read it aside. */
@@ -777,8 +789,9 @@ session_capture(struct session_out *o, size_t budget)
 			s->pend_len += n;
 			if (s->pend_len == s->pend_room)
 				session_publish(s);
-			if (n == avail && avail < SESSION_SHORT_READ &&
-			    budget != SIZE_MAX) {
+			if (budget != SIZE_MAX && (s->tty ?
+			    (size_t)n < len && n < SESSION_TTY_FULL :
+			    n == avail && avail < SESSION_SHORT_READ)) {
 				done += n;
 				break;
 			}
