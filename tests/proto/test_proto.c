@@ -960,6 +960,48 @@ START_TEST(b64_random_roundtrip)
 }
 END_TEST
 
+/*
+ * The encoder (12 bytes a round while 16 are left, then a group at a time)
+ * against the RFC's bit-by-bit definition, at every length up to 300 and
+ * every alignment of the input, and it writes nothing past its length.
+ */
+START_TEST(b64_matches_reference)
+{
+	static const char	 abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl"
+	    "mnopqrstuvwxyz0123456789+/";
+	struct proto_buf	 b = { 0 };
+	uint8_t			 data[320];
+	char			 ref[440];
+	uint32_t		 seed = 0x2545f491u, v;
+	size_t			 off, len, i, o;
+
+	fill(data, sizeof data, &seed);
+	for (off = 0; off < 8; off++) {
+		for (len = 0; len <= 300; len++) {
+			for (i = 0, o = 0; i < len; i += 3) {
+				v = (uint32_t)data[off + i] << 16;
+				if (i + 1 < len)
+					v |= (uint32_t)data[off + i + 1] << 8;
+				if (i + 2 < len)
+					v |= data[off + i + 2];
+				ref[o++] = abc[v >> 18];
+				ref[o++] = abc[(v >> 12) & 63];
+				ref[o++] = i + 1 < len ? abc[(v >> 6) & 63] : '=';
+				ref[o++] = i + 2 < len ? abc[v & 63] : '=';
+			}
+			b.len = 0;
+			proto_buf_append(&b, "<", 1);
+			proto_b64_encode(&b, data + off, len);
+			proto_buf_append(&b, ">", 1);
+			ck_assert_uint_eq(b.len, o + 2);
+			ck_assert_mem_eq(b.data + 1, ref, o);
+			ck_assert_int_eq(b.data[o + 1], '>');
+		}
+	}
+	proto_buf_free(&b);
+}
+END_TEST
+
 START_TEST(b64_invalid)
 {
 	static const char *const bad[] = {
@@ -1777,6 +1819,7 @@ proto_suite(void)
 	t = tcase_create("base64_buf");
 	tcase_add_test(t, b64_vectors);
 	tcase_add_test(t, b64_random_roundtrip);
+	tcase_add_test(t, b64_matches_reference);
 	tcase_add_test(t, b64_invalid);
 	tcase_add_test(t, buf_growth_and_oom);
 	tcase_add_test(t, fail_message);
