@@ -36,6 +36,8 @@
 #define API_DELETE_GRACE_MS	2000	/* DELETE's default grace_ms */
 #define API_DELETE_SLACK_MS	5000	/* DELETE answers at most this after the grace */
 #define API_SCRATCH_KEEP	(4u << 20) /* bytes of read buffer kept between reads */
+#define API_OBJECT_BYTES	4096	/* bytes of a session object around its
+					   window, most of the time */
 
 /* What a waiter waits for. */
 #define WAIT_OUTPUT	0x1	/* a chunk after cursor, exit, or output close */
@@ -358,7 +360,8 @@ api_window_into(struct session *s, uint64_t cursor, size_t max_bytes,
 	else if (need > SESSION_READ_MAX && st.bytes_held < SESSION_READ_MAX)
 		need = SESSION_READ_MAX;
 	http_buf_take(b, need);
-	if ((p = proto_buf_space(b, need)) == NULL)
+	if (proto_buf_reserve(b, b->len + need) != 0 ||
+	    (p = proto_buf_space(b, need)) == NULL)
 		return (proto_fail(err, 503, "out_of_memory", "no memory "
 		    "for a window of %zu bytes; ask for less", need));
 	if (api_window_read(s, cursor, max_bytes, 0, (uint8_t *)p, need, w,
@@ -530,6 +533,7 @@ api_answer(struct evhttp_request *req, struct session *s,
 	struct proto_window	 w;
 	struct proto_err	 err;
 	struct proto_buf	 b = { 0 };
+	size_t			 want;
 
 	session_view(s, &v);
 	if (a->window) {
@@ -542,9 +546,16 @@ api_answer(struct evhttp_request *req, struct session *s,
 		if (w.n > 0 && w.chunks[w.n - 1].id > v.last_chunk)
 			v.last_chunk = w.chunks[w.n - 1].id;
 	}
-	if (a->window && w.n > 0)	/* base64 and JSON around each chunk */
-		http_buf_take(&b, api_window_bytes(&w) / 3 * 4 + w.n * 96 +
-		    1024);
+	if (a->window && w.n > 0) {
+		/*
+		 * One buffer of the answer's size (doubling made a 4 MiB
+		 * window's 5.6 MB take 8 MiB, too big to be kept, so each
+		 * answer faulted in fresh pages).
+		 */
+		want = proto_window_len(&w) + API_OBJECT_BYTES;
+		http_buf_take(&b, want);
+		(void)proto_buf_reserve(&b, want);
+	}
 	proto_render_session(&b, &v, a->window ? &w : NULL, a->written);
 	if (scratch_len > API_SCRATCH_KEEP) {
 		free(scratch);

@@ -1247,6 +1247,61 @@ END_TEST
 
 /* ---- rendering ---- */
 
+/*
+ * A window's answer fits in proto_window_len() plus the object's bytes: a
+ * buffer reserved so is never grown (doubling took 8 MiB for a 4 MiB
+ * window's 5.6 MB, too big to be kept for the next answer).
+ */
+START_TEST(render_window_len_is_enough)
+{
+	static char *const argv[] = { "head", "-c", "4M", NULL };
+	static struct proto_chunk	ch[1024];
+	struct proto_session	s = {
+		.id = "s1", .pid = 7, .argv = argv, .cwd = "/", .user = "root",
+		.started_ms = 0, .ended_ms = -1, .last_chunk = UINT64_MAX,
+		.bytes_out = UINT64_MAX,
+	};
+	struct proto_window	w = {
+		.chunks = ch, .cursor = UINT64_MAX, .dropped = UINT64_MAX,
+		.more = 1, .head_tail = 1, .truncated_bytes = UINT64_MAX,
+		.truncated_cursor = UINT64_MAX,
+	};
+	struct proto_buf	b = { 0 };
+	uint8_t			*data;
+	size_t			 i, n, len, want;
+
+	data = calloc(1, 4u << 20);
+	ck_assert_ptr_nonnull(data);
+	for (n = 1; n <= 1024; n *= 4) {
+		len = (4u << 20) / n - n % 3;	/* lengths of every residue */
+		for (i = 0; i < n; i++) {
+			ch[i].id = UINT64_MAX - n + i;
+			ch[i].offset = UINT64_MAX - (4u << 20);
+			ch[i].data = data;
+			ch[i].len = len;
+			ch[i].stream = PROTO_STREAM_STDERR;
+		}
+		w.n = n;
+		want = proto_window_len(&w) + 4096;
+		b.len = 0;
+		free(b.data);
+		b.data = NULL;
+		b.cap = 0;
+		ck_assert_int_eq(proto_buf_reserve(&b, want), 0);
+		ck_assert_uint_eq(b.cap, want);
+		proto_render_session(&b, &s, &w, INT64_MAX);
+		ck_assert(!b.oom);
+		ck_assert_uint_eq(b.cap, want);
+		ck_assert_uint_gt(b.len, n * (len / 3 * 4));
+	}
+	/* Reserving less than the capacity changes nothing. */
+	ck_assert_int_eq(proto_buf_reserve(&b, 10), 0);
+	ck_assert_uint_eq(b.cap, want);
+	proto_buf_free(&b);
+	free(data);
+}
+END_TEST
+
 START_TEST(render_exact)
 {
 	static char *const argv[] = { "ls", NULL };
@@ -1831,6 +1886,7 @@ proto_suite(void)
 	tcase_add_test(t, json_string_random);
 	tcase_add_test(t, format_time);
 	tcase_add_test(t, render_exact);
+	tcase_add_test(t, render_window_len_is_enough);
 	tcase_add_test(t, render_running);
 	tcase_add_test(t, render_exited);
 	tcase_add_test(t, render_window);
