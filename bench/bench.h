@@ -74,6 +74,8 @@ void	 stop_pid(pid_t, int ms);
 long	 rss_kib(pid_t);
 /* CPU seconds (user + system) a process has used; -1 if unknown. */
 double	 cpu_seconds(pid_t);
+/* CPU seconds of a process's main thread, to the nanosecond; -1 if unknown. */
+double	 cpu_main_seconds(pid_t);
 /* CPU seconds (user + system) this process has used. */
 double	 cpu_self(void);
 /* Size of a file, bytes; -1 if unknown. */

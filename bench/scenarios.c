@@ -522,7 +522,7 @@ drain_fd(int fd)
 static double
 tp_direct(char *const argv[], int tty, size_t size)
 {
-	double	t = now_us();
+	double	t = now_us(), me0 = cpu_self();
 	size_t	got;
 	pid_t	pid;
 	int	fd;
@@ -531,6 +531,11 @@ tp_direct(char *const argv[], int tty, size_t size)
 	got = drain_fd(fd);
 	close(fd);
 	waitpid(pid, NULL, 0);
+	if (getenv("BENCH_DEBUG") != NULL)
+		fprintf(stderr, "tp %s direct: %.0f ms, reader cpu %.1f ms "
+		    "(%.2f ms/MiB)\n", tty ? "pty" : "pipe",
+		    (now_us() - t) / 1000, (cpu_self() - me0) * 1000,
+		    (cpu_self() - me0) * 1000 / ((double)size / (1 << 20)));
 	if (got != size)
 		note("   warning: direct %s read %zu of %zu bytes",
 		    tty ? "pty" : "pipe", got, size);
@@ -557,7 +562,7 @@ tp_agentd(struct conn *c, int tty, int raw, size_t size)
 	double		 t, dt;
 	int		 eof = 0, last, st, first = 1;
 
-	double		 cpu0 = cpu_seconds(bench_ag.pid), me0 = cpu_self(), cpu;
+	double		 cpu0 = cpu_main_seconds(bench_ag.pid), me0 = cpu_self(), cpu;
 
 	if (getenv("BENCH_TP_RING") != NULL)
 		ring = strtoull(getenv("BENCH_TP_RING"), NULL, 0);
@@ -607,9 +612,9 @@ tp_agentd(struct conn *c, int tty, int raw, size_t size)
 	}
 	dt = now_us() - t;
 	if (getenv("BENCH_DEBUG") != NULL) {
-		cpu = cpu_seconds(bench_ag.pid) - cpu0;
-		fprintf(stderr, "tp %s %s: %.0f ms, agentd cpu %.0f ms (%.2f "
-		    "ms/MiB of %zu MiB), client cpu %.0f ms\n",
+		cpu = cpu_main_seconds(bench_ag.pid) - cpu0;
+		fprintf(stderr, "tp %s %s: %.0f ms, agentd cpu %.1f ms (%.2f "
+		    "ms/MiB of %zu MiB), client cpu %.1f ms\n",
 		    tty ? "pty" : "pipe", raw ? "raw" : "json", dt / 1000,
 		    cpu * 1000, cpu * 1000 / ((double)size / (1 << 20)),
 		    size >> 20, (cpu_self() - me0) * 1000);
