@@ -255,6 +255,8 @@ api_metrics(struct http_req *hr)
 	    "agentd_output_held_bytes %" PRIu64 "\n"
 	    "# TYPE agentd_ring_bytes gauge\n"
 	    "agentd_ring_bytes %" PRIu64 "\n"
+	    "# TYPE agentd_pipe_bytes gauge\n"
+	    "agentd_pipe_bytes %" PRIu64 "\n"
 	    "# TYPE agentd_zombies_reaped_total counter\n"
 	    "agentd_zombies_reaped_total %" PRIu64 "\n"
 	    "# TYPE agentd_session_leaders_unreaped gauge\n"
@@ -264,7 +266,8 @@ api_metrics(struct http_req *hr)
 	    session_count_running(), session_count(),
 	    agentd_stats.sessions_started, agentd_stats.sessions_spawn_failed,
 	    agentd_stats.output_bytes, dropped, held,
-	    session_ring_bytes_total(), agentd_stats.zombies_reaped,
+	    session_ring_bytes_total(), agentd_cfg->pipe_bytes,
+	    agentd_stats.zombies_reaped,
 	    session_count_unreaped(),
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
 	conn_metrics(&b);

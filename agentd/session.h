@@ -52,6 +52,7 @@ struct session_limits {
 	uint64_t	 max_sessions;		/* running */
 	uint64_t	 max_total_ring_bytes;	/* all sessions' rings */
 	uint64_t	 stdin_buffer;		/* bytes queued per session */
+	uint64_t	 pipe_bytes;		/* output pipes' buffer, 0: keep */
 	int64_t		 exited_ttl_ms;
 	const char	*workdir;		/* default cwd, or NULL */
 	char *const	*env;			/* "K=V" under each request's env, or NULL */
