@@ -41,6 +41,7 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.max_sessions = cfg->max_sessions;
 	limits.max_total_ring_bytes = cfg->max_total_ring_bytes;
 	limits.stdin_buffer = cfg->stdin_buffer;
+	limits.pipe_bytes = cfg->pipe_bytes;
 	limits.exited_ttl_ms = cfg->exited_ttl_ms;
 	limits.workdir = cfg->workdir;
 	limits.env = cfg->env_defaults;

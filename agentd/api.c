@@ -38,6 +38,8 @@
 #define API_SCRATCH_KEEP	(4u << 20) /* bytes of read buffer kept between reads */
 #define API_WATCH_AFTER_MS	10	/* a waiter watches its client's close
 					   from this long on (see api_wait()) */
+#define API_OBJECT_BYTES	4096	/* bytes of a session object around its
+					   window, most of the time */
 
 /* What a waiter waits for. */
 #define WAIT_OUTPUT	0x1	/* a chunk after cursor, exit, or output close */
@@ -83,6 +85,13 @@ static void	api_answer(struct evhttp_request *, struct session *,
 		    const struct api_answer *);
 static int	api_window(struct session *, uint64_t, size_t, int,
 		    struct proto_window *, struct proto_err *);
+static int	api_window_into(struct session *, uint64_t, size_t,
+		    struct proto_buf *, struct proto_window *,
+		    struct proto_err *);
+static size_t	api_window_need(struct ring *, size_t, int, size_t *);
+static int	api_window_read(struct session *, uint64_t, size_t, int,
+		    uint8_t *, size_t, struct proto_window *,
+		    struct proto_err *);
 static void	api_window_cut(struct ring *, size_t, struct proto_window *);
 static size_t	api_window_bytes(const struct proto_window *);
 static int	api_wait_flags(int64_t wait_ms, int64_t yield_ms,
@@ -250,6 +259,8 @@ api_metrics(struct http_req *hr)
 	    "agentd_output_held_bytes %" PRIu64 "\n"
 	    "# TYPE agentd_ring_bytes gauge\n"
 	    "agentd_ring_bytes %" PRIu64 "\n"
+	    "# TYPE agentd_pipe_bytes gauge\n"
+	    "agentd_pipe_bytes %" PRIu64 "\n"
 	    "# TYPE agentd_zombies_reaped_total counter\n"
 	    "agentd_zombies_reaped_total %" PRIu64 "\n"
 	    "# TYPE agentd_session_leaders_unreaped gauge\n"
@@ -259,7 +270,8 @@ api_metrics(struct http_req *hr)
 	    session_count_running(), session_count(),
 	    agentd_stats.sessions_started, agentd_stats.sessions_spawn_failed,
 	    agentd_stats.output_bytes, dropped, held,
-	    session_ring_bytes_total(), agentd_stats.zombies_reaped,
+	    session_ring_bytes_total(), agentd_cfg->pipe_bytes,
+	    agentd_stats.zombies_reaped,
 	    session_count_unreaped(),
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
 	conn_metrics(&b);
@@ -289,6 +301,24 @@ api_metrics(struct http_req *hr)
 }
 
 /*
+ * Bytes of buffer a window read needs, and *lim the bytes of chunks it
+ * takes (head_tail: whole chunks holding at least the head's bytes).
+ */
+static size_t
+api_window_need(struct ring *r, size_t max_bytes, int head_tail, size_t *lim)
+{
+	size_t	need;
+
+	*lim = max_bytes;
+	if (head_tail && *lim < max_bytes / 2 + SESSION_READ_MAX)
+		*lim = max_bytes / 2 + SESSION_READ_MAX;
+	need = *lim < SESSION_READ_MAX ? SESSION_READ_MAX : *lim;
+	if (need > ring_chunk_max(r) && ring_chunk_max(r) >= SESSION_READ_MAX)
+		need = ring_chunk_max(r);
+	return (need);
+}
+
+/*
  * Read the window of chunks after cursor into w (pointing into the shared
  * scratch buffers, valid until the next window).  Returns 0, or -1 with err.
  */
@@ -296,17 +326,10 @@ static int
 api_window(struct session *s, uint64_t cursor, size_t max_bytes,
     int head_tail, struct proto_window *w, struct proto_err *err)
 {
-	struct ring		*r = session_ring(s);
-	struct ring_read_result	 res;
-	size_t			 need, i, lim = max_bytes;
-	int			 error;
+	struct ring	*r = session_ring(s);
+	size_t		 need, lim;
 
-	/* head_tail: whole chunks holding at least the head's bytes. */
-	if (head_tail && lim < max_bytes / 2 + SESSION_READ_MAX)
-		lim = max_bytes / 2 + SESSION_READ_MAX;
-	need = lim < SESSION_READ_MAX ? SESSION_READ_MAX : lim;
-	if (need > ring_chunk_max(r) && ring_chunk_max(r) >= SESSION_READ_MAX)
-		need = ring_chunk_max(r);
+	need = api_window_need(r, max_bytes, head_tail, &lim);
 	if (scratch_len < need) {
 		free(scratch);
 		scratch_len = 0;
@@ -316,7 +339,58 @@ api_window(struct session *s, uint64_t cursor, size_t max_bytes,
 			    "for a window of %zu bytes; ask for less", need));
 		scratch_len = need;
 	}
-	error = ring_read(r, cursor, scratch, scratch_len, lim, rchunks,
+	return (api_window_read(s, cursor, max_bytes, head_tail, scratch,
+	    scratch_len, w, err));
+}
+
+/*
+ * Read the window of chunks after cursor (no head_tail) straight into b,
+ * their bytes back to back after b's end, which grows by them: a raw
+ * answer's body without a copy through the scratch buffer.  The room asked
+ * is at most the bytes the ring holds (the capture runs on this thread, so
+ * none arrive meanwhile), and at least a chunk's largest size.  Returns 0,
+ * or -1 with err.
+ */
+static int
+api_window_into(struct session *s, uint64_t cursor, size_t max_bytes,
+    struct proto_buf *b, struct proto_window *w, struct proto_err *err)
+{
+	struct ring		*r = session_ring(s);
+	struct ring_stats	 st;
+	size_t			 need, lim;
+	char			*p;
+
+	need = api_window_need(r, max_bytes, 0, &lim);
+	ring_stats(r, &st);
+	if (need > st.bytes_held && st.bytes_held >= SESSION_READ_MAX)
+		need = st.bytes_held;
+	else if (need > SESSION_READ_MAX && st.bytes_held < SESSION_READ_MAX)
+		need = SESSION_READ_MAX;
+	http_buf_take(b, need);
+	if (proto_buf_reserve(b, b->len + need) != 0 ||
+	    (p = proto_buf_space(b, need)) == NULL)
+		return (proto_fail(err, 503, "out_of_memory", "no memory "
+		    "for a window of %zu bytes; ask for less", need));
+	if (api_window_read(s, cursor, max_bytes, 0, (uint8_t *)p, need, w,
+	    err) != 0)
+		return (-1);
+	b->len += api_window_bytes(w);
+	return (0);
+}
+
+/* api_window() into buf[0..buflen). */
+static int
+api_window_read(struct session *s, uint64_t cursor, size_t max_bytes,
+    int head_tail, uint8_t *buf, size_t buflen, struct proto_window *w,
+    struct proto_err *err)
+{
+	struct ring		*r = session_ring(s);
+	struct ring_read_result	 res;
+	size_t			 i, lim;
+	int			 error;
+
+	(void)api_window_need(r, max_bytes, head_tail, &lim);
+	error = ring_read(r, cursor, buf, buflen, lim, rchunks,
 	    nitems(rchunks), &res);
 	if (error == -ERANGE)
 		return (proto_fail(err, 400, "invalid_cursor",
@@ -466,6 +540,7 @@ api_answer(struct evhttp_request *req, struct session *s,
 	struct proto_window	 w;
 	struct proto_err	 err;
 	struct proto_buf	 b = { 0 };
+	size_t			 want;
 
 	session_view(s, &v);
 	if (a->window) {
@@ -478,9 +553,16 @@ api_answer(struct evhttp_request *req, struct session *s,
 		if (w.n > 0 && w.chunks[w.n - 1].id > v.last_chunk)
 			v.last_chunk = w.chunks[w.n - 1].id;
 	}
-	if (a->window && w.n > 0)	/* base64 and JSON around each chunk */
-		http_buf_take(&b, api_window_bytes(&w) / 3 * 4 + w.n * 96 +
-		    1024);
+	if (a->window && w.n > 0) {
+		/*
+		 * One buffer of the answer's size (doubling made a 4 MiB
+		 * window's 5.6 MB take 8 MiB, too big to be kept, so each
+		 * answer faulted in fresh pages).
+		 */
+		want = proto_window_len(&w) + API_OBJECT_BYTES;
+		http_buf_take(&b, want);
+		(void)proto_buf_reserve(&b, want);
+	}
 	proto_render_session(&b, &v, a->window ? &w : NULL, a->written);
 	if (scratch_len > API_SCRATCH_KEEP) {
 		free(scratch);
@@ -834,13 +916,20 @@ api_answer_raw(struct evhttp_request *req, struct session *s,
 	size_t			 i;
 
 	session_view(s, &v);
-	if (api_window(s, cursor, max_bytes, head_tail, &w, &err) != 0) {
+	if (!head_tail) {
+		/* Whole chunks, back to back: read them into the body. */
+		if (api_window_into(s, cursor, max_bytes, &b, &w, &err) != 0) {
+			proto_buf_free(&b);
+			http_reply_error(req, &err, NULL);
+			return;
+		}
+	} else if (api_window(s, cursor, max_bytes, head_tail, &w,
+	    &err) != 0) {
 		http_reply_error(req, &err, NULL);
 		return;
-	}
-	if (w.n > 0)
+	} else if (w.n > 0)
 		http_buf_take(&b, api_window_bytes(&w));
-	for (i = 0; i < w.n; i++) {
+	for (i = 0; head_tail && i < w.n; i++) {
 		if (w.truncated_bytes > 0 && i == w.truncated_at) {
 			snprintf(num, sizeof num, "%zu", b.len);
 			evhttp_add_header(h, "X-Agentd-Truncated-At", num);

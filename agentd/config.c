@@ -60,6 +60,9 @@ static const struct opt opts[] = {
 	  "rings of all sessions together at most (default 1GiB)" },
 	{ "stdin-buffer", OPT_SIZE, OFF(stdin_buffer), 1, 1ull << 32, "BYTES",
 	  "stdin queued and unread per session at most (default 1MiB)" },
+	{ "pipe-bytes", OPT_SIZE, OFF(pipe_bytes), 0, 64u << 20, "BYTES",
+	  "kernel buffer of a pipe session's stdout and stderr (default 1MiB;"
+	  " 0 keeps the kernel's 64KiB)" },
 	{ "shutdown-grace", OPT_MILLIS, OFF(shutdown_grace_ms), 0, 3600000, "MS",
 	  "SIGTERM to SIGKILL on shutdown (default 5000; units ms/s/m)" },
 	{ "shutdown", OPT_SHUTDOWN, OFF(shutdown_reboot), 0, 0, "poweroff|reboot",
@@ -144,6 +147,7 @@ config_defaults(struct config *cfg)
 	cfg->max_ring_bytes = CONFIG_MAX_RING_BYTES_DEFAULT;
 	cfg->max_total_ring_bytes = CONFIG_MAX_TOTAL_RING_DEFAULT;
 	cfg->stdin_buffer = CONFIG_STDIN_BUFFER_DEFAULT;
+	cfg->pipe_bytes = CONFIG_PIPE_BYTES_DEFAULT;
 	cfg->shutdown_grace_ms = CONFIG_SHUTDOWN_GRACE_DEFAULT;
 	cfg->max_connections = CONFIG_MAX_CONNECTIONS_DEFAULT;
 	cfg->idle_timeout_ms = CONFIG_IDLE_TIMEOUT_DEFAULT;

@@ -21,6 +21,7 @@
 #define CONFIG_MAX_RING_BYTES_DEFAULT	(64u << 20)	/* bytes */
 #define CONFIG_MAX_TOTAL_RING_DEFAULT	(1ull << 30)	/* bytes */
 #define CONFIG_STDIN_BUFFER_DEFAULT	(1u << 20)	/* bytes */
+#define CONFIG_PIPE_BYTES_DEFAULT	(1u << 20)	/* bytes */
 #define CONFIG_SHUTDOWN_GRACE_DEFAULT	5000		/* ms */
 #define CONFIG_MAX_CONNECTIONS_DEFAULT	16384	/* TCP; the unix socket as many */
 #define CONFIG_IDLE_TIMEOUT_DEFAULT	(120 * 1000)	/* ms */
@@ -46,6 +47,8 @@ struct config {
 	uint64_t	  max_ring_bytes;
 	uint64_t	  max_total_ring_bytes;
 	uint64_t	  stdin_buffer;
+	uint64_t	  pipe_bytes;		/* output pipes' buffer, 0: the
+						   kernel's */
 	int64_t		  shutdown_grace_ms;
 	int		  shutdown_reboot;	/* --shutdown=reboot */
 	uint64_t	  max_connections;

@@ -32,6 +32,9 @@
 #define SESSION_KILL_AFTER_MS	2000	/* timeout_ms: SIGTERM, then SIGKILL after this */
 #define SESSION_READ_MAX	65536	/* bytes of one read(2) of output: of a chunk too */
 #define SESSION_READ_BUDGET	(256 * 1024) /* bytes read per fd per loop turn */
+#define SESSION_TURN_BUDGET	(256 * 1024) /* bytes read from all fds in one
+						loop turn, beyond which each
+						fd gets SESSION_READ_MAX */
 #define SESSION_WINDOW_CHUNKS	4096	/* chunks in one output window at most */
 
 struct session;
@@ -52,6 +55,7 @@ struct session_limits {
 	uint64_t	 max_sessions;		/* running */
 	uint64_t	 max_total_ring_bytes;	/* all sessions' rings */
 	uint64_t	 stdin_buffer;		/* bytes queued per session */
+	uint64_t	 pipe_bytes;		/* output pipes' buffer, 0: keep */
 	int64_t		 exited_ttl_ms;
 	const char	*workdir;		/* default cwd, or NULL */
 	char *const	*env;			/* "K=V" under each request's env, or NULL */

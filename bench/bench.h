@@ -74,6 +74,10 @@ void	 stop_pid(pid_t, int ms);
 long	 rss_kib(pid_t);
 /* CPU seconds (user + system) a process has used; -1 if unknown. */
 double	 cpu_seconds(pid_t);
+/* CPU seconds of a process's main thread, to the nanosecond; -1 if unknown. */
+double	 cpu_main_seconds(pid_t);
+/* CPU seconds (user + system) this process has used. */
+double	 cpu_self(void);
 /* Size of a file, bytes; -1 if unknown. */
 long	 file_size(const char *);
 /* A TCP port on 127.0.0.1 that was free a moment ago. */
@@ -150,10 +154,12 @@ const char	*json_str(const char *p, const char *end, const char *key,
 		    char *out, size_t outlen);
 /*
  * Decode every output chunk's "data" into out (may be NULL: count only).
- * Returns the bytes decoded; *last is the last decoded byte (or -1).
+ * Returns the bytes decoded; *last is the last decoded byte (or -1);
+ * *rest (rest may be NULL) where the fields after the output begin, so that
+ * they are found without a search through megabytes of base64.
  */
 size_t	 json_output(const char *p, const char *end, uint8_t *out,
-	    size_t outlen, int *last);
+	    size_t outlen, int *last, const char **rest);
 size_t	 b64_decode(const char *in, size_t len, uint8_t *out);
 
 /* ---- the table (agentd_bench.c) ----------------------------------------- */

@@ -296,63 +296,90 @@ json_str(const char *p, const char *end, const char *key, char *out,
 	return out;
 }
 
-static const signed char	b64_val[256] = {
-	['A'] = 0, ['B'] = 1, ['C'] = 2, ['D'] = 3, ['E'] = 4, ['F'] = 5,
-	['G'] = 6, ['H'] = 7, ['I'] = 8, ['J'] = 9, ['K'] = 10, ['L'] = 11,
-	['M'] = 12, ['N'] = 13, ['O'] = 14, ['P'] = 15, ['Q'] = 16, ['R'] = 17,
-	['S'] = 18, ['T'] = 19, ['U'] = 20, ['V'] = 21, ['W'] = 22, ['X'] = 23,
-	['Y'] = 24, ['Z'] = 25, ['a'] = 26, ['b'] = 27, ['c'] = 28, ['d'] = 29,
-	['e'] = 30, ['f'] = 31, ['g'] = 32, ['h'] = 33, ['i'] = 34, ['j'] = 35,
-	['k'] = 36, ['l'] = 37, ['m'] = 38, ['n'] = 39, ['o'] = 40, ['p'] = 41,
-	['q'] = 42, ['r'] = 43, ['s'] = 44, ['t'] = 45, ['u'] = 46, ['v'] = 47,
-	['w'] = 48, ['x'] = 49, ['y'] = 50, ['z'] = 51, ['0'] = 52, ['1'] = 53,
-	['2'] = 54, ['3'] = 55, ['4'] = 56, ['5'] = 57, ['6'] = 58, ['7'] = 59,
-	['8'] = 60, ['9'] = 61, ['+'] = 62, ['/'] = 63,
-};
+/*
+ * Base64 values pre-shifted to where they land in a little-endian word of
+ * the 3 bytes they decode to: one group of 4 characters is 4 lookups, an
+ * or and one store.  B64_BAD marks a byte outside the alphabet.
+ */
+#define B64_BAD		0xffffffffu
+static uint32_t	b64_tab[4][256];
+
+/* Fill b64_tab once. */
+static void
+b64_init(void)
+{
+	static const char	abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	uint32_t		v;
+	int			i;
+
+	if (b64_tab[0][0] != 0)
+		return;
+	for (i = 0; i < 256; i++)
+		b64_tab[0][i] = b64_tab[1][i] = b64_tab[2][i] =
+		    b64_tab[3][i] = B64_BAD;
+	for (i = 0; i < 64; i++) {
+		v = (uint32_t)i;
+		b64_tab[0][(uint8_t)abc[i]] = v << 2;
+		b64_tab[1][(uint8_t)abc[i]] = v >> 4 | (v & 15) << 12;
+		b64_tab[2][(uint8_t)abc[i]] = (v >> 2) << 8 | (v & 3) << 22;
+		b64_tab[3][(uint8_t)abc[i]] = v << 16;
+	}
+}
+
+/* One group of 4 characters as 3 bytes in the low bytes of a word. */
+static inline uint32_t
+b64_group(const uint8_t *s)
+{
+	return b64_tab[0][s[0]] | b64_tab[1][s[1]] | b64_tab[2][s[2]] |
+	    b64_tab[3][s[3]];
+}
 
 /* Decode standard base64 (padded); out NULL counts only. */
 size_t
 b64_decode(const char *in, size_t len, uint8_t *out)
 {
 	const uint8_t	*s = (const uint8_t *)in;
-	size_t		 i, o = 0, pad = 0;
+	size_t		 i, o = 0;
 	uint32_t	 v;
+	uint8_t		 t[4] = { 'A', 'A', 'A', 'A' };
 
-	while (len > 0 && in[len - 1] == '=') {
+	while (len > 0 && in[len - 1] == '=')
 		len--;
-		pad++;
-	}
 	if (out == NULL)
 		return len / 4 * 3 + (len % 4 ? len % 4 - 1 : 0);
-	for (i = 0; i + 4 <= len; i += 4) {
-		v = (uint32_t)b64_val[s[i]] << 18 | (uint32_t)b64_val[s[i + 1]] << 12 |
-		    (uint32_t)b64_val[s[i + 2]] << 6 | (uint32_t)b64_val[s[i + 3]];
-		out[o++] = (uint8_t)(v >> 16);
-		out[o++] = (uint8_t)(v >> 8);
+	b64_init();
+	/* Whole groups but the last: a 4-byte store, its 4th byte rewritten. */
+	for (i = 0; i + 8 <= len; i += 4, o += 3) {
+		v = b64_group(s + i);
+		memcpy(out + o, &v, 4);
+	}
+	for (; i + 4 <= len; i += 4) {
+		v = b64_group(s + i);
 		out[o++] = (uint8_t)v;
-	}
-	if (len - i == 2) {
-		v = (uint32_t)b64_val[s[i]] << 18 | (uint32_t)b64_val[s[i + 1]] << 12;
-		out[o++] = (uint8_t)(v >> 16);
-	} else if (len - i == 3) {
-		v = (uint32_t)b64_val[s[i]] << 18 | (uint32_t)b64_val[s[i + 1]] << 12 |
-		    (uint32_t)b64_val[s[i + 2]] << 6;
-		out[o++] = (uint8_t)(v >> 16);
 		out[o++] = (uint8_t)(v >> 8);
+		out[o++] = (uint8_t)(v >> 16);
 	}
-	(void)pad;
+	if (len - i >= 2) {
+		memcpy(t, s + i, len - i);
+		v = b64_group(t);
+		out[o++] = (uint8_t)v;
+		if (len - i == 3)
+			out[o++] = (uint8_t)(v >> 8);
+	}
 	return o;
 }
 
 /* Decode every chunk of an answer's "output" array. */
 size_t
 json_output(const char *p, const char *end, uint8_t *out, size_t outlen,
-    int *last)
+    int *last, const char **rest)
 {
 	const char	*v, *q;
 	size_t		 total = 0, n, room;
 
 	*last = -1;
+	if (rest != NULL)
+		*rest = p;
 	if ((p = json_find(p, end, "output")) == NULL || *p != '[')
 		return 0;
 	while ((v = json_find(p, end, "data")) != NULL && *v == '"') {
@@ -368,6 +395,8 @@ json_output(const char *p, const char *end, uint8_t *out, size_t outlen,
 			n = b64_decode(v, (size_t)(q - v), NULL);
 		total += n;
 		p = q + 1;
+		if (rest != NULL)
+			*rest = p;
 	}
 	return total;
 }

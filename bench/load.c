@@ -303,7 +303,7 @@ fair_measure(struct conn *ch, struct conn *ce, const char *eid,
 		    "\r\n", keys[k], strlen(keys[k])) != 200)
 			die("fairness: stdin failed");
 		b = conn_body(ce);
-		got = json_output(b, b + ce->body_len, NULL, 0, &last);
+		got = json_output(b, b + ce->body_len, NULL, 0, &last, NULL);
 		*ecursor = json_int(b, b + ce->body_len, "cursor",
 		    (long long)*ecursor);
 		if (got == 0)

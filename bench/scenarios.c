@@ -262,7 +262,7 @@ echo_agentd_read(struct echo *e, size_t want, int wait_ms)
 		st = conn_do(e->c, "GET", path, NULL, NULL, 0);
 		need_status(st, 200, "echo: GET");
 		b = conn_body(e->c);
-		n = json_output(b, b + e->c->body_len, NULL, 0, &last);
+		n = json_output(b, b + e->c->body_len, NULL, 0, &last, NULL);
 		e->cursor = json_int(b, b + e->c->body_len, "cursor",
 		    (long long)e->cursor);
 		if (n == 0 && want == 0)
@@ -317,7 +317,7 @@ echo_once(struct echo *e)
 		    strlen(body[e->del]));
 		need_status(st, 200, "echo: POST stdin");
 		b = conn_body(e->c);
-		got = json_output(b, b + e->c->body_len, NULL, 0, &last);
+		got = json_output(b, b + e->c->body_len, NULL, 0, &last, NULL);
 		e->cursor = json_int(b, b + e->c->body_len, "cursor",
 		    (long long)e->cursor);
 		if (got < want)
@@ -365,7 +365,7 @@ echo_calibrate_agentd(struct echo *e)
 		    "Content-Type: application/json\r\n", body, strlen(body)),
 		    200, "echo: POST stdin");
 		b = conn_body(e->c);
-		n = json_output(b, b + e->c->body_len, NULL, 0, &last);
+		n = json_output(b, b + e->c->body_len, NULL, 0, &last, NULL);
 		e->cursor = json_int(b, b + e->c->body_len, "cursor",
 		    (long long)e->cursor);
 		e->len[k] = n + echo_agentd_read(e, 0, SILENCE_MS);
@@ -522,7 +522,7 @@ drain_fd(int fd)
 static double
 tp_direct(char *const argv[], int tty, size_t size)
 {
-	double	t = now_us();
+	double	t = now_us(), me0 = cpu_self();
 	size_t	got;
 	pid_t	pid;
 	int	fd;
@@ -531,6 +531,11 @@ tp_direct(char *const argv[], int tty, size_t size)
 	got = drain_fd(fd);
 	close(fd);
 	waitpid(pid, NULL, 0);
+	if (getenv("BENCH_DEBUG") != NULL)
+		fprintf(stderr, "tp %s direct: %.0f ms, reader cpu %.1f ms "
+		    "(%.2f ms/MiB)\n", tty ? "pty" : "pipe",
+		    (now_us() - t) / 1000, (cpu_self() - me0) * 1000,
+		    (cpu_self() - me0) * 1000 / ((double)size / (1 << 20)));
 	if (got != size)
 		note("   warning: direct %s read %zu of %zu bytes",
 		    tty ? "pty" : "pipe", got, size);
@@ -557,7 +562,7 @@ tp_agentd(struct conn *c, int tty, int raw, size_t size)
 	double		 t, dt;
 	int		 eof = 0, last, st, first = 1;
 
-	double		 cpu0 = cpu_seconds(bench_ag.pid);
+	double		 cpu0 = cpu_main_seconds(bench_ag.pid), me0 = cpu_self(), cpu;
 
 	if (getenv("BENCH_TP_RING") != NULL)
 		ring = strtoull(getenv("BENCH_TP_RING"), NULL, 0);
@@ -583,7 +588,7 @@ tp_agentd(struct conn *c, int tty, int raw, size_t size)
 			    NULL && strcmp(v, "true") == 0;
 		} else {
 			n = json_output(b, e, scratch_get(TP_MAX_BYTES +
-			    65536), TP_MAX_BYTES + 65536, &last);
+			    65536), TP_MAX_BYTES + 65536, &last, &b);
 			cursor = json_int(b, e, "cursor", (long long)cursor);
 			dropped += json_int(b, e, "dropped_chunks", 0);
 			eof = json_bool(b, e, "eof");
@@ -606,10 +611,14 @@ tp_agentd(struct conn *c, int tty, int raw, size_t size)
 		need_status(st, 200, "throughput: GET");
 	}
 	dt = now_us() - t;
-	if (getenv("BENCH_DEBUG") != NULL)
-		fprintf(stderr, "tp %s %s: %.0f ms, agentd cpu %.0f ms\n",
+	if (getenv("BENCH_DEBUG") != NULL) {
+		cpu = cpu_main_seconds(bench_ag.pid) - cpu0;
+		fprintf(stderr, "tp %s %s: %.0f ms, agentd cpu %.1f ms (%.2f "
+		    "ms/MiB of %zu MiB), client cpu %.1f ms\n",
 		    tty ? "pty" : "pipe", raw ? "raw" : "json", dt / 1000,
-		    (cpu_seconds(bench_ag.pid) - cpu0) * 1000);
+		    cpu * 1000, cpu * 1000 / ((double)size / (1 << 20)),
+		    size >> 20, (cpu_self() - me0) * 1000);
+	}
 	session_delete(c, id);
 	if (got != size || dropped != 0)
 		note("   warning: agentd %s %s read %zu of %zu bytes, %llu "
@@ -655,15 +664,19 @@ sc_throughput(void)
 	size_t		 size = cfg.quick ? (1u << 20) : (32u << 20);
 	int		 rounds = cfg.quick ? 1 : 5, r, tty;
 	double		 d, j, w, x;
+	const char	*only = getenv("BENCH_TP_ONLY");	/* pipe, PTY */
 
 	note("3. output throughput, %zu MiB per run", size >> 20);
 	memset(s, 0, sizeof s);
 	snprintf(num, sizeof num, "%zu", size);
 	if (conn_open(&c, &bench_ag.addr) != 0)
 		die("connect: %s", strerror(errno));
-	tp_agentd(&c, 0, 0, size);	/* warm-up */
+	tp_agentd(&c, only != NULL && strcmp(only, "PTY") == 0, 0,
+	    size);	/* warm-up */
 	for (r = 0; r < rounds; r++) {
 		for (tty = 0; tty < 2; tty++) {
+			if (only != NULL && strcmp(only, kind[tty]) != 0)
+				continue;
 			samples_add(&s[tty][0], tp_direct(argv, tty, size));
 			samples_add(&s[tty][1], tp_agentd(&c, tty, 0, size));
 			samples_add(&s[tty][2], tp_agentd(&c, tty, 1, size));

@@ -369,6 +369,36 @@ cpu_seconds(pid_t pid)
 	return (double)(ut + st) / sysconf(_SC_CLK_TCK);
 }
 
+/*
+ * CPU seconds of a process's main thread from /proc/PID/schedstat
+ * (nanoseconds, where /proc/PID/stat counts 10 ms ticks); -1 if unknown.
+ */
+double
+cpu_main_seconds(pid_t pid)
+{
+	char			 path[64];
+	unsigned long long	 ns;
+	FILE			*f;
+	int			 n;
+
+	snprintf(path, sizeof path, "/proc/%ld/schedstat", (long)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	n = fscanf(f, "%llu", &ns);
+	fclose(f);
+	return n == 1 ? ns / 1e9 : -1;
+}
+
+/* This process's CPU time (user + system) in seconds. */
+double
+cpu_self(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 long
 file_size(const char *path)
 {

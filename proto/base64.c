@@ -11,6 +11,9 @@
 
 #define B64_BAD		0xff	/* not in the alphabet */
 
+static size_t	b64_encode_wide(const uint8_t *, size_t, char *);
+static inline uint64_t b64_pair(uint64_t);
+
 static const char b64_alphabet[64] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -73,6 +76,51 @@ proto_b64_encoded_len(size_t len)
 	return (groups * 4);
 }
 
+/*
+ * Encode whole groups of in[0..len) into out, 12 bytes into 16 characters
+ * a round: a 64-bit load holds two groups, four pair lookups make one
+ * 64-bit store (about twice as fast as a group at a time).  Stops while 16
+ * bytes are left, as each load reads 2 bytes past the 6 it encodes; returns
+ * the bytes encoded, a multiple of 3.  Little-endian only: elsewhere it
+ * leaves everything to the caller's loop.
+ */
+static size_t
+b64_encode_wide(const uint8_t *in, size_t len, char *out)
+{
+	size_t		i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t	x, y;
+
+	for (; len - i >= 16; i += 12, out += 16) {
+		memcpy(&x, in + i, 8);
+		memcpy(&y, in + i + 6, 8);
+		x = __builtin_bswap64(x);
+		y = __builtin_bswap64(y);
+		x = b64_pair(x >> 52) | b64_pair(x >> 40) << 16 |
+		    b64_pair(x >> 28) << 32 | b64_pair(x >> 16) << 48;
+		y = b64_pair(y >> 52) | b64_pair(y >> 40) << 16 |
+		    b64_pair(y >> 28) << 32 | b64_pair(y >> 16) << 48;
+		memcpy(out, &x, 8);
+		memcpy(out + 8, &y, 8);
+	}
+#else
+	(void)in;
+	(void)len;
+	(void)out;
+#endif
+	return (i);
+}
+
+/* The two characters of a 12-bit value (its low 12 bits), as they lie. */
+static inline uint64_t
+b64_pair(uint64_t v)
+{
+	uint16_t	c;
+
+	memcpy(&c, b64_pairs + 2 * (v & 0xfff), 2);
+	return (c);
+}
+
 /* Append the padded base64 of p[0..len) to b, encoding in place. */
 void
 proto_b64_encode(struct proto_buf *b, const void *p, size_t len)
@@ -91,7 +139,9 @@ proto_b64_encode(struct proto_buf *b, const void *p, size_t len)
 	}
 	if ((out = proto_buf_space(b, n)) == NULL)
 		return;
-	for (i = 0; len - i >= 3; i += 3) {
+	i = b64_encode_wide(in, len, out);
+	out += i / 3 * 4;
+	for (; len - i >= 3; i += 3) {
 		v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
 		memcpy(out, b64_pairs + 2 * (v >> 12), 2);
 		memcpy(out + 2, b64_pairs + 2 * (v & 0xfff), 2);

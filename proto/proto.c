@@ -63,6 +63,21 @@ oom:
 	return (-1);
 }
 
+/* Grow the capacity to exactly cap bytes, if less; -1 on oom (b unchanged). */
+int
+proto_buf_reserve(struct proto_buf *b, size_t cap)
+{
+	char	*p;
+
+	if (b->oom || cap <= b->cap)
+		return (b->oom ? -1 : 0);
+	if ((p = realloc(b->data, cap)) == NULL)
+		return (-1);
+	b->data = p;
+	b->cap = cap;
+	return (0);
+}
+
 /* Make room for n more bytes and return where they go; len is unchanged. */
 char *
 proto_buf_space(struct proto_buf *b, size_t n)

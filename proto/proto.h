@@ -85,6 +85,13 @@ void	proto_buf_json_string(struct proto_buf *, const char *s, size_t len);
  * add k to len.
  */
 char	*proto_buf_space(struct proto_buf *, size_t n);
+/*
+ * Grow the capacity to exactly cap bytes if it is less, without the
+ * doubling: for an answer whose size is known (a 5.6 MB window would
+ * otherwise take 8 MiB).  Returns 0, or -1 when out of memory (b unchanged,
+ * oom not set: later appends grow it as usual).
+ */
+int	proto_buf_reserve(struct proto_buf *, size_t cap);
 void	proto_buf_free(struct proto_buf *);
 
 /* Base64 (standard alphabet, padded). */
@@ -276,6 +283,8 @@ struct proto_window {
  * as "SIG<n>" (e.g. "SIG40").  Compact JSON, no trailing newline.  Strings
  * are escaped as JSON; bytes that are not valid UTF-8 become \ufffd.
  */
+/* Bytes a window's fields take in an answer, at most. */
+size_t	proto_window_len(const struct proto_window *);
 void	proto_render_session(struct proto_buf *, const struct proto_session *,
 	    const struct proto_window *w, int64_t written);
 /* {"sessions": [...]} */

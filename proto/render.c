@@ -285,20 +285,29 @@ proto_session_fields(struct proto_buf *b, const struct proto_session *s)
 	proto_put_u64(b, s->bytes_out);
 }
 
-/* Append an output window's fields, each after a comma. */
-static void
-proto_window_fields(struct proto_buf *b, const struct proto_window *w)
+/* Bytes a window's fields take, at most. */
+size_t
+proto_window_len(const struct proto_window *w)
 {
-	const struct proto_chunk	*c;
-	size_t				 i, need = 128, n;
+	size_t	i, need = 128, n;
 
-	/* Grow once for the whole window rather than chunk by chunk. */
 	for (i = 0; i < w->n; i++) {
 		n = proto_b64_encoded_len(w->chunks[i].len) +
 		    PROTO_CHUNK_OVERHEAD;
 		need = need > SIZE_MAX - n ? SIZE_MAX : need + n;
 	}
-	if (proto_buf_space(b, need) == NULL)
+	return (need);
+}
+
+/* Append an output window's fields, each after a comma. */
+static void
+proto_window_fields(struct proto_buf *b, const struct proto_window *w)
+{
+	const struct proto_chunk	*c;
+	size_t				 i;
+
+	/* Grow once for the whole window rather than chunk by chunk. */
+	if (proto_buf_space(b, proto_window_len(w)) == NULL)
 		return;
 
 	LIT(b, ",\"output\":[");

@@ -2,10 +2,11 @@
 
 import json
 import os
+import subprocess
 import time
 import unittest
 
-from harness import AgentdTestCase, b64
+from harness import AgentdTestCase, agentd_path, b64
 
 
 class MaxSessionsTest(AgentdTestCase):
@@ -137,6 +138,50 @@ class RingBytesTest(AgentdTestCase):
         self.assertLessEqual(len(ck.data()), 65536)
         self.assertTrue(ck.data().endswith(b'rrrEND\n'))
         self.assertEqual(ck.last['bytes_out'], 300004)
+
+
+PIPE_SIZES = ('import fcntl; '
+              'print(fcntl.fcntl(1, 1032), fcntl.fcntl(2, 1032))')   # F_GETPIPE_SZ
+
+
+class PipeBytesTest(AgentdTestCase):
+    """--pipe-bytes: the kernel buffer of a pipe session's stdout and stderr."""
+
+    def pipe_sizes(self):
+        w = self.create(argv=['python3', '-c', PIPE_SIZES], yield_ms=10000)
+        self.wait_state(w['id'])
+        out = self.read_all(w['id'], tty=False).data('stdout').split()
+        return [int(n) for n in out]
+
+    def pipe_metric(self):
+        r = self.req('GET', '/metrics')
+        self.expect(r, 200, 'metrics')
+        for line in r.body.decode().splitlines():
+            if line.startswith('agentd_pipe_bytes '):
+                return int(line.split()[1])
+        self.fail('no agentd_pipe_bytes in /metrics')
+
+    def test_default_is_one_mib(self):
+        self.assertEqual(self.pipe_sizes(), [1 << 20, 1 << 20])
+        self.assertEqual(self.pipe_metric(), 1 << 20)
+
+    def restart_agentd(self, *args):
+        self.stop_agentd()
+        self.start_agentd(args)
+
+    def test_zero_keeps_the_kernels(self):
+        self.restart_agentd('--pipe-bytes', '0')
+        self.assertEqual(self.pipe_sizes(), [65536, 65536])
+        self.assertEqual(self.pipe_metric(), 0)
+
+    def test_set_and_bounded(self):
+        self.restart_agentd('--pipe-bytes', '256KiB')
+        self.assertEqual(self.pipe_sizes(), [262144, 262144])
+        self.assertEqual(self.pipe_metric(), 262144)
+        p = subprocess.run([agentd_path(), '--socket', '', '--listen', '127.0.0.1:1',
+                            '--pipe-bytes', '65MiB'], capture_output=True, timeout=10)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn(b'pipe-bytes', p.stderr)
 
 
 class StdinBackpressureTest(AgentdTestCase):

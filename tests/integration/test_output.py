@@ -274,6 +274,92 @@ class LongPollTest(AgentdTestCase):
                          b''.join(b'err %d\n' % i for i in range(200)))
 
 
+class RawWindowTest(AgentdTestCase):
+    """Raw windows (read straight into the answer) and PTY floods (read
+    without FIONREAD) carry the same bytes, offsets and ids as JSON."""
+
+    def raw_window(self, sid, cursor, max_bytes):
+        r = self.req('GET', '/v1/sessions/%s?cursor=%d&max_bytes=%d'
+                     % (sid, cursor, max_bytes),
+                     headers={'Accept': 'application/octet-stream'})
+        self.expect(r, 200, 'raw GET')
+        return r
+
+    def read_raw(self, sid, max_bytes):
+        """Follow raw windows to eof; returns (bytes, number of windows)."""
+        cursor, data, n = 0, b'', 0
+        while True:
+            r = self.raw_window(sid, cursor, max_bytes)
+            self.assertEqual(r.header('X-Agentd-Dropped-Chunks'), '0')
+            self.assertEqual(int(r.header('X-Agentd-Offset')), len(data))
+            self.assertLessEqual(len(r.body), max(max_bytes, 65536))
+            data += r.body
+            n += 1
+            cursor = int(r.header('X-Agentd-Cursor'))
+            if r.header('X-Agentd-Eof') == 'true':
+                return data, n
+            self.assertLess(n, 10000, 'no eof')
+
+    def test_raw_windows_are_the_json_windows(self):
+        seq = b''.join(b'%d\n' % i for i in range(1, 200001))
+        w = self.create(cmd='seq 1 200000', yield_ms=30000, max_bytes=0,
+                        ring_bytes=4 << 20)
+        self.wait_state(w['id'])
+        data, n = self.read_raw(w['id'], 100000)
+        self.assertEqual(data, seq)
+        self.assertGreater(n, len(seq) // 100000)
+        # window by window, raw and JSON agree on bytes, cursor and more
+        for cursor in (0, 3, 10):
+            r = self.raw_window(w['id'], cursor, 30000)
+            g = self.get(w['id'], cursor=cursor, max_bytes=30000)
+            self.assertEqual(r.body, b''.join(unb64(c['data']) for c in g['output']))
+            self.assertEqual(int(r.header('X-Agentd-Cursor')), g['cursor'])
+            self.assertEqual(int(r.header('X-Agentd-Offset')), g['output'][0]['offset'])
+            self.assertEqual(r.header('X-Agentd-More'), 'true' if g['more'] else 'false')
+
+    def test_raw_window_after_the_last_chunk_is_empty(self):
+        w = self.create(cmd='echo hi', yield_ms=30000)
+        self.wait_state(w['id'])
+        r = self.raw_window(w['id'], w['cursor'], 1 << 20)
+        self.assertEqual(r.body, b'')
+        self.assertEqual(r.header('X-Agentd-Eof'), 'true')
+        self.assertEqual(int(r.header('X-Agentd-Offset')), 3)
+
+    def test_raw_window_of_a_lapped_reader_reports_the_gap(self):
+        n = 100000
+        w = self.create(cmd="yes 0123456789abcde | head -c %d" % n, ring_bytes=4096,
+                        yield_ms=10000)
+        self.wait_state(w['id'])
+        r = self.raw_window(w['id'], 0, 1 << 20)
+        g = self.get(w['id'], cursor=0, max_bytes=1 << 20)
+        self.assertGreater(int(r.header('X-Agentd-Dropped-Chunks')), 0)
+        self.assertEqual(int(r.header('X-Agentd-Dropped-Chunks')), g['dropped_chunks'])
+        expected = (b'0123456789abcde\n' * (n // 16 + 1))[:n]
+        self.assertLessEqual(len(r.body), 4096)
+        self.assertEqual(r.body, expected[n - len(r.body):])
+        self.assertEqual(int(r.header('X-Agentd-Offset')), n - len(r.body))
+
+    def test_pty_flood_is_read_whole(self):
+        seq = b''.join(b'%d\r\n' % i for i in range(1, 100001))
+        w = self.create(cmd='seq 1 100000', tty=True, yield_ms=30000, max_bytes=0)
+        self.wait_state(w['id'])
+        data, _ = self.read_raw(w['id'], 1 << 20)
+        self.assertEqual(data, seq)
+        g = self.get(w['id'], cursor=0, max_bytes=1 << 20)
+        # chunks of a flood are n_tty's 4 KiB reads, joined up to 4 KiB
+        for c in g['output']:
+            self.assertLessEqual(len(unb64(c['data'])), 4096)
+
+    def test_pty_small_writes_are_joined(self):
+        # 300 writes of 3 bytes while nobody looks: a few chunks, not 300
+        w = self.create(cmd='for i in $(seq 1 300); do echo x; done', tty=True,
+                        yield_ms=30000, max_bytes=0)
+        self.wait_state(w['id'])
+        g = self.get(w['id'], cursor=0, max_bytes=1 << 20)
+        self.assertEqual(b''.join(unb64(c['data']) for c in g['output']), b'x\r\n' * 300)
+        self.assertLessEqual(len(g['output']), 3, short(g))
+
+
 class GapTest(AgentdTestCase):
 
     def test_gap_report_with_small_ring(self):

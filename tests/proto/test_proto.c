@@ -960,6 +960,48 @@ START_TEST(b64_random_roundtrip)
 }
 END_TEST
 
+/*
+ * The encoder (12 bytes a round while 16 are left, then a group at a time)
+ * against the RFC's bit-by-bit definition, at every length up to 300 and
+ * every alignment of the input, and it writes nothing past its length.
+ */
+START_TEST(b64_matches_reference)
+{
+	static const char	 abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl"
+	    "mnopqrstuvwxyz0123456789+/";
+	struct proto_buf	 b = { 0 };
+	uint8_t			 data[320];
+	char			 ref[440];
+	uint32_t		 seed = 0x2545f491u, v;
+	size_t			 off, len, i, o;
+
+	fill(data, sizeof data, &seed);
+	for (off = 0; off < 8; off++) {
+		for (len = 0; len <= 300; len++) {
+			for (i = 0, o = 0; i < len; i += 3) {
+				v = (uint32_t)data[off + i] << 16;
+				if (i + 1 < len)
+					v |= (uint32_t)data[off + i + 1] << 8;
+				if (i + 2 < len)
+					v |= data[off + i + 2];
+				ref[o++] = abc[v >> 18];
+				ref[o++] = abc[(v >> 12) & 63];
+				ref[o++] = i + 1 < len ? abc[(v >> 6) & 63] : '=';
+				ref[o++] = i + 2 < len ? abc[v & 63] : '=';
+			}
+			b.len = 0;
+			proto_buf_append(&b, "<", 1);
+			proto_b64_encode(&b, data + off, len);
+			proto_buf_append(&b, ">", 1);
+			ck_assert_uint_eq(b.len, o + 2);
+			ck_assert_mem_eq(b.data + 1, ref, o);
+			ck_assert_int_eq(b.data[o + 1], '>');
+		}
+	}
+	proto_buf_free(&b);
+}
+END_TEST
+
 START_TEST(b64_invalid)
 {
 	static const char *const bad[] = {
@@ -1204,6 +1246,61 @@ START_TEST(format_time)
 END_TEST
 
 /* ---- rendering ---- */
+
+/*
+ * A window's answer fits in proto_window_len() plus the object's bytes: a
+ * buffer reserved so is never grown (doubling took 8 MiB for a 4 MiB
+ * window's 5.6 MB, too big to be kept for the next answer).
+ */
+START_TEST(render_window_len_is_enough)
+{
+	static char *const argv[] = { "head", "-c", "4M", NULL };
+	static struct proto_chunk	ch[1024];
+	struct proto_session	s = {
+		.id = "s1", .pid = 7, .argv = argv, .cwd = "/", .user = "root",
+		.started_ms = 0, .ended_ms = -1, .last_chunk = UINT64_MAX,
+		.bytes_out = UINT64_MAX,
+	};
+	struct proto_window	w = {
+		.chunks = ch, .cursor = UINT64_MAX, .dropped = UINT64_MAX,
+		.more = 1, .head_tail = 1, .truncated_bytes = UINT64_MAX,
+		.truncated_cursor = UINT64_MAX,
+	};
+	struct proto_buf	b = { 0 };
+	uint8_t			*data;
+	size_t			 i, n, len, want;
+
+	data = calloc(1, 4u << 20);
+	ck_assert_ptr_nonnull(data);
+	for (n = 1; n <= 1024; n *= 4) {
+		len = (4u << 20) / n - n % 3;	/* lengths of every residue */
+		for (i = 0; i < n; i++) {
+			ch[i].id = UINT64_MAX - n + i;
+			ch[i].offset = UINT64_MAX - (4u << 20);
+			ch[i].data = data;
+			ch[i].len = len;
+			ch[i].stream = PROTO_STREAM_STDERR;
+		}
+		w.n = n;
+		want = proto_window_len(&w) + 4096;
+		b.len = 0;
+		free(b.data);
+		b.data = NULL;
+		b.cap = 0;
+		ck_assert_int_eq(proto_buf_reserve(&b, want), 0);
+		ck_assert_uint_eq(b.cap, want);
+		proto_render_session(&b, &s, &w, INT64_MAX);
+		ck_assert(!b.oom);
+		ck_assert_uint_eq(b.cap, want);
+		ck_assert_uint_gt(b.len, n * (len / 3 * 4));
+	}
+	/* Reserving less than the capacity changes nothing. */
+	ck_assert_int_eq(proto_buf_reserve(&b, 10), 0);
+	ck_assert_uint_eq(b.cap, want);
+	proto_buf_free(&b);
+	free(data);
+}
+END_TEST
 
 START_TEST(render_exact)
 {
@@ -1777,6 +1874,7 @@ proto_suite(void)
 	t = tcase_create("base64_buf");
 	tcase_add_test(t, b64_vectors);
 	tcase_add_test(t, b64_random_roundtrip);
+	tcase_add_test(t, b64_matches_reference);
 	tcase_add_test(t, b64_invalid);
 	tcase_add_test(t, buf_growth_and_oom);
 	tcase_add_test(t, fail_message);
@@ -1788,6 +1886,7 @@ proto_suite(void)
 	tcase_add_test(t, json_string_random);
 	tcase_add_test(t, format_time);
 	tcase_add_test(t, render_exact);
+	tcase_add_test(t, render_window_len_is_enough);
 	tcase_add_test(t, render_running);
 	tcase_add_test(t, render_exited);
 	tcase_add_test(t, render_window);
