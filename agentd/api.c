@@ -270,7 +270,7 @@ api_metrics(struct http_req *hr)
 	    session_count_running(), session_count(),
 	    agentd_stats.sessions_started, agentd_stats.sessions_spawn_failed,
 	    agentd_stats.output_bytes, dropped, held,
-	    session_ring_bytes_total(), agentd_cfg->pipe_bytes,
+	    session_ring_bytes_total(), session_pipe_bytes(),
 	    agentd_stats.zombies_reaped,
 	    session_count_unreaped(),
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);

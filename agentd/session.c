@@ -4,6 +4,7 @@
  */
 #include <sys/ioctl.h>
 #include <sys/queue.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -18,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -159,6 +162,7 @@ static char	**session_strv_dup(char *const *);
 static void	session_read_cb(evutil_socket_t, short, void *);
 static int	session_capture(struct session_out *, size_t budget);
 static void	session_pipe_size(struct session *, int);
+static int	session_pipe_exempt(void);
 static size_t	session_turn_budget(void);
 static void	session_turn_cb(evutil_socket_t, short, void *);
 static void	*session_room(struct session_out *, size_t, size_t *);
@@ -208,10 +212,17 @@ session_init(struct event_base *base, const struct session_limits *l,
 	sigset_t	all, old;
 	int		error;
 
-
 	session_base = base;
 	limits = *l;
 	observer = fn;
+	if (limits.pipe_bytes > 0 && !session_pipe_exempt()) {
+		log_info("%s: --pipe-bytes %llu not applied: without "
+		    "CAP_SYS_RESOURCE or CAP_SYS_ADMIN, big pipes would count "
+		    "against fs.pipe-user-pages-soft, past which every new pipe "
+		    "of the user shrinks to two pages", __func__,
+		    (unsigned long long)limits.pipe_bytes);
+		limits.pipe_bytes = 0;
+	}
 	sweep_ev = evtimer_new(session_base, session_sweep_cb, NULL);
 	turn_ev = event_new(session_base, -1, 0, session_turn_cb, NULL);
 	if (sweep_ev == NULL || turn_ev == NULL)
@@ -746,6 +757,35 @@ static void
 session_turn_cb(evutil_socket_t fd, short events, void *arg)
 {
 	turn_open = 0;
+}
+
+/*
+ * Whether agentd is exempt from the kernel's per-user pipe budget: the
+ * buffers of an unprivileged user's pipes count against
+ * fs.pipe-user-pages-soft (64 MiB), and past it the kernel gives that
+ * user's new pipes, its sessions' own included, two pages each.
+ */
+static int
+session_pipe_exempt(void)
+{
+	struct __user_cap_header_struct	hdr;
+	struct __user_cap_data_struct	data[_LINUX_CAPABILITY_U32S_3];
+
+	memset(&hdr, 0, sizeof hdr);
+	hdr.version = _LINUX_CAPABILITY_VERSION_3;
+	if (syscall(SYS_capget, &hdr, data) == -1)
+		return (0);
+	return ((data[CAP_TO_INDEX(CAP_SYS_RESOURCE)].effective &
+	    CAP_TO_MASK(CAP_SYS_RESOURCE)) != 0 ||
+	    (data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &
+	    CAP_TO_MASK(CAP_SYS_ADMIN)) != 0);
+}
+
+/* The output pipes' buffer size given to new pipe sessions, 0: the kernel's. */
+uint64_t
+session_pipe_bytes(void)
+{
+	return (limits.pipe_bytes);
 }
 
 /* Output is readable: capture it. */

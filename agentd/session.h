@@ -88,6 +88,9 @@ size_t	 session_count_running(void);
 size_t	 session_count_unreaped(void);
 size_t	 session_count(void);
 uint64_t session_ring_bytes_total(void);
+/* --pipe-bytes as applied (0 when agentd lacks the privilege to exceed the
+   per-user pipe budget). */
+uint64_t session_pipe_bytes(void);
 
 const char	*session_id(const struct session *);
 /* The ring, with every byte captured so far published in it. */

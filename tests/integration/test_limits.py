@@ -2,11 +2,12 @@
 
 import json
 import os
+import shutil
 import subprocess
 import time
 import unittest
 
-from harness import AgentdTestCase, agentd_path, b64
+from harness import Agentd, AgentdTestCase, agentd_path, b64
 
 
 class MaxSessionsTest(AgentdTestCase):
@@ -182,6 +183,24 @@ class PipeBytesTest(AgentdTestCase):
                             '--pipe-bytes', '65MiB'], capture_output=True, timeout=10)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn(b'pipe-bytes', p.stderr)
+
+
+    def test_unprivileged_keeps_the_kernels(self):
+        # Without CAP_SYS_RESOURCE and CAP_SYS_ADMIN the big pipes would
+        # count against fs.pipe-user-pages-soft: not applied.
+        if os.geteuid() != 0 or shutil.which('setpriv') is None:
+            self.skipTest('needs root and setpriv')
+        self.stop_agentd()
+        a = Agentd()
+        argv = a.argv
+        a.argv = lambda: (['setpriv', '--bounding-set',
+                           '-sys_admin,-sys_resource', '--'] + argv())
+        self._all_agentd.append(a)
+        a.start()
+        self.agentd = a
+        self.c = a.tcp_client()
+        self.assertEqual(self.pipe_sizes(), [65536, 65536])
+        self.assertEqual(self.pipe_metric(), 0)
 
 
 class StdinBackpressureTest(AgentdTestCase):
