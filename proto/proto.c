@@ -72,9 +72,9 @@ proto_buf_space(struct proto_buf *b, size_t n)
 	return (b->data + b->len);
 }
 
-/* Append len bytes. */
+/* Grow, then append len bytes (proto_buf_append's slow path). */
 void
-proto_buf_append(struct proto_buf *b, const void *p, size_t len)
+proto_buf_append_grow(struct proto_buf *b, const void *p, size_t len)
 {
 	if (len == 0 || proto_buf_grow(b, len) != 0)
 		return;

@@ -3,6 +3,7 @@ without a body, 413 from the headers instead of 100 Continue, Allow on 405,
 Host required on HTTP/1.1, Date on HTTP/1.0, chunk extensions ignored, and
 every error body JSON.  Raw sockets, so that nothing is smoothed over."""
 
+import email.utils
 import json
 import os
 import socket
@@ -170,6 +171,25 @@ class HttpTest(AgentdTestCase):
             self.assertEqual(st, 200)
             self.assertEqual(len(hdrs.get('date', [])), 1, hdrs)
             self.assertTrue(hdrs['date'][0].endswith(' GMT'), hdrs)
+
+    def test_date_is_now(self):
+        # The Date is formatted once a second and kept: each answer's is
+        # the second it was sent in, and it moves on.
+        r = self.raw()
+        dates = []
+        for i in range(2):
+            if i:
+                time.sleep(1.2)
+            t0 = time.time()
+            r.send(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
+            st, hdrs, _ = r.answer()
+            t1 = time.time()
+            self.assertEqual(st, 200)
+            date = email.utils.parsedate_to_datetime(hdrs['date'][0])
+            dates.append(date.timestamp())
+            self.assertGreaterEqual(dates[-1], int(t0), hdrs)
+            self.assertLessEqual(dates[-1], t1, hdrs)
+        self.assertGreater(dates[1], dates[0])
 
     def test_chunk_extensions_are_ignored(self):
         doc = b'{"cmd": "echo hi", "yield_ms": 5000}'
