@@ -82,6 +82,20 @@ proto_buf_append_grow(struct proto_buf *b, const void *p, size_t len)
 	b->len += len;
 }
 
+/* Append an unsigned decimal. */
+void
+proto_buf_u64(struct proto_buf *b, uint64_t n)
+{
+	char	tmp[20];
+	size_t	i = sizeof tmp;
+
+	do {
+		tmp[--i] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n != 0);
+	proto_buf_append(b, tmp + i, sizeof tmp - i);
+}
+
 /* Append printf-formatted text (no terminating NUL is kept in len). */
 void
 proto_buf_printf(struct proto_buf *b, const char *fmt, ...)

@@ -86,6 +86,8 @@ proto_buf_append(struct proto_buf *b, const void *p, size_t len)
 }
 void	proto_buf_printf(struct proto_buf *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+/* Append an unsigned decimal (no printf: musl's costs 1-2k instructions). */
+void	proto_buf_u64(struct proto_buf *, uint64_t);
 /*
  * Append a JSON string literal (quotes included) of s[0..len): '"', '\\'
  * and control bytes escaped, each byte that is not part of valid UTF-8
