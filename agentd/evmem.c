@@ -6,6 +6,8 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include <event2/event.h>
@@ -16,6 +18,9 @@
 #define EVMEM_LARGE	11	/* classes of 256, 384, 512, 768, ..., 8 KiB */
 #define EVMEM_CLASSES	(EVMEM_SMALL + EVMEM_LARGE)
 #define EVMEM_CLASS_KEEP_BYTES	(EVMEM_KEEP_BYTES / 4)	/* bytes, one class */
+#define EVMEM_MEMO	1024	/* slots of the memo of small blocks' classes */
+#define EVMEM_MEMO_MASK	((uintptr_t)15)	/* a slot's class bits: malloc
+					   aligns to 16, a small class < 16 */
 
 /* A kept block's first bytes. */
 struct evmem_block {
@@ -28,12 +33,24 @@ static int	evmem_class_of(size_t);
 static int	evmem_class_within(size_t);
 static size_t	evmem_size_of(int);
 static int	evmem_mine(void);
+static _Atomic uintptr_t *evmem_slot(const void *);
 
 static pthread_t	 evmem_owner;	/* the thread that keeps blocks */
 static int		 evmem_owned;	/* evmem_owner is set */
 static struct evmem_list evmem_lists[EVMEM_CLASSES];
 static size_t		 evmem_class_bytes[EVMEM_CLASSES];
 static size_t		 evmem_bytes;
+
+/*
+ * A small block's class by its address (block | class), written when it
+ * is handed out and cleared when it is freed, so that free need not ask
+ * malloc_usable_size() (musl's checks its group's meta: ~90 instructions,
+ * 45 times a request).  A slot another block took is a miss, never a wrong
+ * class: it is the last block handed out there, and any thread's
+ * evmem_free() and evmem_realloc() clear it before the block goes.
+ */
+static _Atomic uintptr_t evmem_memo[EVMEM_MEMO];
+_Static_assert(EVMEM_SMALL <= EVMEM_MEMO_MASK + 1, "a small class fits a slot");
 
 /* The index of n's highest bit; n > 0. */
 static int
@@ -90,6 +107,13 @@ evmem_class_within(size_t usable)
 	return (EVMEM_SMALL + (k < EVMEM_LARGE ? k : EVMEM_LARGE - 1));
 }
 
+/* The memo slot of block p. */
+static _Atomic uintptr_t *
+evmem_slot(const void *p)
+{
+	return (&evmem_memo[((uintptr_t)p >> 4) % EVMEM_MEMO]);
+}
+
 /* Whether this is the thread that keeps blocks: no lock is taken. */
 static int
 evmem_mine(void)
@@ -112,45 +136,65 @@ evmem_install(void)
 void *
 evmem_malloc(size_t n)
 {
-	struct evmem_block	*k;
-	size_t			 size;
-	int			 c;
+	void	*p;
+	size_t	 size;
+	int	 c;
 
 	if (n > EVMEM_MAX)
 		return (malloc(n));
 	c = evmem_class_of(n);
 	size = evmem_size_of(c);
-	if (evmem_mine() && (k = SLIST_FIRST(&evmem_lists[c])) != NULL) {
+	if (evmem_mine() && (p = SLIST_FIRST(&evmem_lists[c])) != NULL) {
 		SLIST_REMOVE_HEAD(&evmem_lists[c], entry);
 		evmem_class_bytes[c] -= size;
 		evmem_bytes -= size;
-		return (k);
-	}
-	return (malloc(size));
+	} else if ((p = malloc(size)) == NULL)
+		return (NULL);
+	if (c < EVMEM_SMALL)
+		atomic_store_explicit(evmem_slot(p), (uintptr_t)p | (uintptr_t)c,
+		    memory_order_relaxed);
+	return (p);
 }
 
-/* Resize with malloc's realloc: a kept block is never in use. */
+/* Resize with malloc's realloc (a kept block is never in use). */
 void *
 evmem_realloc(void *p, size_t n)
 {
+	_Atomic uintptr_t	*slot;
+	uintptr_t		 v;
+
+	if (p != NULL) {
+		slot = evmem_slot(p);
+		v = atomic_load_explicit(slot, memory_order_relaxed);
+		if ((v & ~EVMEM_MEMO_MASK) == (uintptr_t)p)
+			atomic_store_explicit(slot, 0, memory_order_relaxed);
+	}
 	return (realloc(p, n));
 }
 
 /*
- * Keep a freed block on the list of the class its usable size holds
- * (musl's is the size asked: a class's size), within the budget; or free
- * it.
+ * Keep a freed block on the list of its class, within the budget; or free
+ * it.  Its class: the memo's, else the largest its usable size holds
+ * (musl's is the size asked: a class's size).
  */
 void
 evmem_free(void *p)
 {
-	size_t	size;
-	int	c;
+	_Atomic uintptr_t	*slot;
+	uintptr_t		 v;
+	size_t			 size;
+	int			 c = -1;
 
 	if (p == NULL)
 		return;
-	if (evmem_mine() &&
-	    (c = evmem_class_within(malloc_usable_size(p))) >= 0) {
+	slot = evmem_slot(p);
+	v = atomic_load_explicit(slot, memory_order_relaxed);
+	if ((v & ~EVMEM_MEMO_MASK) == (uintptr_t)p) {
+		atomic_store_explicit(slot, 0, memory_order_relaxed);
+		c = (int)(v & EVMEM_MEMO_MASK);
+	}
+	if (evmem_mine() && (c >= 0 ||
+	    (c = evmem_class_within(malloc_usable_size(p))) >= 0)) {
 		size = evmem_size_of(c);
 		if (evmem_bytes + size <= EVMEM_KEEP_BYTES &&
 		    evmem_class_bytes[c] + size <= EVMEM_CLASS_KEEP_BYTES) {

@@ -16,9 +16,11 @@
  * bytes of slot overhead, so the rounding costs nothing there), then 256,
  * 384, 512, 768, ..., 8 KiB (powers of two and the halves between; an
  * evbuffer chain is a class exactly).  A freed block goes on the list of
+ * its class, and the next allocation of that class takes it back.  A
+ * small block's class is remembered by its address in a fixed memo (8 KiB)
+ * when it is handed out; a block the memo lost, or a large one, is kept in
  * the largest class its malloc_usable_size() holds whole (with musl: the
- * size asked, so its own class), and the next allocation of that class
- * takes it back.  At most EVMEM_KEEP_BYTES are kept in all, and one class
+ * size asked, so its own class).  At most EVMEM_KEEP_BYTES are kept in all, and one class
  * keeps at most a quarter of that: a kept block pins its malloc group.
  * Larger blocks, and what does not fit the budget, go to free().  glibc's
  * malloc keeps such blocks itself: evmem_install() only installs the

@@ -101,6 +101,29 @@ START_TEST(test_realloc)
 }
 END_TEST
 
+/*
+ * A block realloc'd in place is kept by the size it has now, not the class
+ * it was handed out in (200 bytes shrunk to 28: class 28, not 204).
+ */
+START_TEST(test_realloc_in_place)
+{
+	unsigned char	*p, *q;
+
+	p = evmem_malloc(200);
+	memset(p, 7, 200);
+	p = evmem_realloc(p, 28);
+	ck_assert_ptr_nonnull(p);
+	evmem_free(p);
+	q = evmem_malloc(200);
+	ck_assert_ptr_ne(q, p);
+	memset(q, 8, 200);
+	evmem_free(q);
+	q = evmem_malloc(28);
+	ck_assert_ptr_eq(q, p);
+	evmem_free(q);
+}
+END_TEST
+
 /* What is kept never passes the budget, nor a class its quarter of it. */
 START_TEST(test_budget)
 {
@@ -149,6 +172,40 @@ other_free(void *arg)
 	return (NULL);
 }
 
+/* Another thread's free and then malloc (two steps). */
+static void *
+other_free_malloc(void *arg)
+{
+	void	**pp = arg;
+
+	evmem_free(pp[0]);
+	pp[1] = evmem_malloc(20);
+	return (NULL);
+}
+
+/*
+ * A block freed on another thread, and one handed out there, are kept by
+ * their own class when the keeper frees them.
+ */
+START_TEST(test_other_thread_classes)
+{
+	pthread_t	 t;
+	void		*pp[2], *q;
+
+	pp[0] = evmem_malloc(200);
+	ck_assert_int_eq(pthread_create(&t, NULL, other_free_malloc, pp), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	evmem_free(pp[1]);
+	q = evmem_malloc(200);
+	ck_assert_ptr_ne(q, pp[1]);
+	memset(q, 9, 200);
+	evmem_free(q);
+	q = evmem_malloc(20);
+	ck_assert_ptr_eq(q, pp[1]);
+	evmem_free(q);
+}
+END_TEST
+
 /* Only the thread that installed evmem keeps blocks and takes them. */
 START_TEST(test_keeper_only)
 {
@@ -184,6 +241,8 @@ evmem_suite(void)
 	tcase_add_test(tc, test_realloc);
 	tcase_add_test(tc, test_budget);
 	tcase_add_test(tc, test_keeper_only);
+	tcase_add_test(tc, test_realloc_in_place);
+	tcase_add_test(tc, test_other_thread_classes);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -191,6 +191,25 @@ class HttpTest(AgentdTestCase):
             self.assertLessEqual(dates[-1], t1, hdrs)
         self.assertGreater(dates[1], dates[0])
 
+    def test_request_targets_long_and_short_are_checked(self):
+        # The gate checks a target of up to 255 bytes on the stack, a
+        # longer one in a malloc'd copy: both parse, both refuse a bad one.
+        r = self.raw()
+        for n in (1, 254, 255, 256, 257, 4000):
+            target = b'/healthz?' + b'x' * (n - 9) if n > 9 else b'/'
+            target = target[:n]
+            r.send(b'GET %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n'
+                   % (target, self.auth()))
+            st, hdrs, body = r.answer()
+            self.assertEqual(st, 200 if n >= 8 else 404, (n, body[:200]))
+        for n in (10, 300):
+            r = self.raw()
+            r.send(b'GET http://[%s/ HTTP/1.1\r\nHost: localhost\r\n%s\r\n'
+                   % (b'x' * n, self.auth()))
+            st, hdrs, body = r.answer()
+            self.assertJsonError(st, hdrs, body, 400, 'invalid_request')
+            self.assertIn(b'malformed request target', body)
+
     def test_chunk_extensions_are_ignored(self):
         doc = b'{"cmd": "echo hi", "yield_ms": 5000}'
         r = self.raw()
