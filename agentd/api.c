@@ -210,17 +210,30 @@ api_sessions_route(struct http_req *hr, const char *rest)
 static void
 api_healthz(struct http_req *hr)
 {
+	static const char	ok[] = "{\"status\": \"ok\", \"version\": \""
+				    AGENTD_VERSION "\", \"sessions\": ";
+	static const char	stop[] = "{\"status\": \"shutting_down\", "
+				    "\"version\": \"" AGENTD_VERSION "\", "
+				    "\"sessions\": ";
+	static const char	error[] = ", \"error\": {\"code\": "
+				    "\"shutting_down\", \"message\": \"agentd "
+				    "is shutting down\"}";
 	struct proto_buf	b = { 0 };
+	int64_t			up = clock_mono_ms() - agentd_start_ms;
 	int			stopping = agentd_stopping();
 
-	proto_buf_printf(&b, "{\"status\": \"%s\", \"version\": \"%s\", "
-	    "\"sessions\": %zu, \"uptime_ms\": %" PRId64 ", \"pid\": %ld",
-	    stopping ? "shutting_down" : "ok", AGENTD_VERSION,
-	    session_count_running(), clock_mono_ms() - agentd_start_ms,
-	    (long)getpid());
+	/* Appended, not printf'd: musl's printf is most of a healthz. */
 	if (stopping)
-		proto_buf_printf(&b, ", \"error\": {\"code\": \"shutting_down\", "
-		    "\"message\": \"agentd is shutting down\"}");
+		proto_buf_append(&b, stop, sizeof stop - 1);
+	else
+		proto_buf_append(&b, ok, sizeof ok - 1);
+	proto_buf_u64(&b, session_count_running());
+	proto_buf_append(&b, ", \"uptime_ms\": ", 15);
+	proto_buf_u64(&b, up > 0 ? (uint64_t)up : 0);
+	proto_buf_append(&b, ", \"pid\": ", 9);
+	proto_buf_u64(&b, (uint64_t)getpid());
+	if (stopping)
+		proto_buf_append(&b, error, sizeof error - 1);
 	proto_buf_append(&b, "}", 1);
 	http_reply(hr->req, stopping ? 503 : 200, &b);
 }

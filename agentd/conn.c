@@ -79,6 +79,8 @@
 					   one that gives way, oldest first */
 #define CONN_TRIM_BYTES		(8u << 20) /* in flight once, trim after */
 #define CONN_TRIM_MS		200	/* trim this long after the drop */
+#define CONN_URI_STACK		256	/* bytes of a request target checked
+					   without a malloc */
 #define CONN_HOLD_COPY_MAX	4096	/* bytes of a read copied into the held
 					   bytes; larger reads move whole */
 
@@ -1127,7 +1129,7 @@ conn_parse(const char *p, size_t len, struct conn_head *h,
 {
 	const char	*end = p + len, *eol, *le, *sp1, *sp2, *colon, *v, *ve;
 	const char	*q;
-	char		*uri;
+	char		 uri_stack[CONN_URI_STACK], *uri = uri_stack;
 	struct evhttp_uri *u;
 	int64_t		 n;
 
@@ -1164,12 +1166,14 @@ conn_parse(const char *p, size_t len, struct conn_head *h,
 			    "malformed request target"));
 	}
 	/* evhttp answers a target it cannot parse with HTML. */
-	uri = xmalloc(sp2 - sp1);
+	if (sp2 - sp1 > CONN_URI_STACK)
+		uri = xmalloc(sp2 - sp1);
 	memcpy(uri, sp1 + 1, sp2 - sp1 - 1);
 	uri[sp2 - sp1 - 1] = '\0';
 	u = strlen(uri) == (size_t)(sp2 - sp1 - 1) ?
 	    evhttp_uri_parse_with_flags(uri, EVHTTP_URI_NONCONFORMANT) : NULL;
-	free(uri);
+	if (uri != uri_stack)
+		free(uri);
 	if (u == NULL)
 		return (conn_refusal(r, 400, "invalid_request",
 		    "malformed request target"));

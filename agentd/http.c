@@ -44,6 +44,7 @@
 #define HTTP_ACCEPT_LOG_MS	10000	/* log accept failures at most this often */
 #define HTTP_CODES_MAX		32	/* distinct status codes counted */
 #define HTTP_FDS_SPARE		256	/* fds besides connections and sessions */
+#define HTTP_DATE_LEN		32	/* bytes of an HTTP date and its NUL, with room */
 
 /* One listening socket. */
 struct http_listener {
@@ -783,15 +784,33 @@ http_reply_raw(struct evhttp_request *req, int status, const char *type,
 	evbuffer_free(out);
 }
 
-/* An HTTP date of now, "Sun, 06 Nov 1994 08:49:37 GMT". */
+/*
+ * An HTTP date of now, "Sun, 06 Nov 1994 08:49:37 GMT", formatted once a
+ * second (musl's strftime() is six snprintf() calls).  Loop thread only.
+ */
 void
 http_date(char *buf, size_t len)
 {
+	static char	date[HTTP_DATE_LEN];
+	static time_t	date_at = -1;
 	struct tm	tm;
 	time_t		now = time(NULL);
+	size_t		n;
 
-	gmtime_r(&now, &tm);
-	strftime(buf, len, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (now != date_at) {
+		gmtime_r(&now, &tm);
+		if (strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT",
+		    &tm) == 0)
+			date[0] = '\0';
+		date_at = now;
+	}
+	if (len == 0)
+		return;
+	n = strlen(date);
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, date, n);
+	buf[n] = '\0';
 }
 
 /* Answer with a JSON body. */

@@ -25,7 +25,9 @@
 # and the kernel headers: a change of any of them builds a new prefix. In it,
 # .stamp-<package> holds the Debian source version and the hash of the package's
 # options: a new version (apt-get update) or new options rebuild that package only.
-# Sources are Debian's source packages (apt-get source, Debian's patches applied).
+# Sources are Debian's source packages (apt-get source, Debian's patches applied),
+# plus ours: build-aux/patches/NAME-*.patch, applied to a copy of the tree (the
+# package's stamp holds their hash).
 #
 # Never run `meson setup --wipe build-static`: it deletes the deps cache too.
 set -euo pipefail
@@ -210,13 +212,23 @@ fetch_source() {
 # cmake_build NAME VERSION OPTS...: configure, build, install into $PREFIX.
 cmake_build() {
 	local name=$1 ver=$2; shift 2
-	local stamp=$PREFIX/.stamp-$name want
-	want=$(stamp_line "$name" "$ver" "$@" ${STAMP_EXTRA:-})
+	local stamp=$PREFIX/.stamp-$name want patches extra= p
+	patches=$(find "$here/patches" -name "$name-*.patch" 2>/dev/null | LC_ALL=C sort)
+	[ -z "$patches" ] || extra="patches-$(cat $patches | sha256sum | cut -c1-10)"
+	want=$(stamp_line "$name" "$ver" "$@" ${STAMP_EXTRA:-} $extra)
 	[ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
 	fetch_source "$name" "$ver"
 	local bdir=$DEPS_DIR/build/${name}_${ver#*:}
-	rm -rf "$bdir"
+	rm -rf "$bdir" "$bdir.src"
 	mkdir -p "$bdir" "$PREFIX"
+	# Our patches go on a copy: the unpacked tree stays Debian's.
+	if [ -n "$patches" ]; then
+		cp -a "$PKGSRC" "$bdir.src"
+		PKGSRC=$bdir.src
+		for p in $patches; do
+			patch -s -d "$PKGSRC" -p1 <"$p" || die "$name: $(basename "$p") does not apply"
+		done
+	fi
 	local cflags=${DEP_CFLAGS//@KINC@/$PREFIX/kinc}
 	cflags+=" -ffile-prefix-map=$PKGSRC=/usr/src/$name -ffile-prefix-map=$bdir=/usr/src/$name/build -ffile-prefix-map=$PREFIX=/deps"
 	local sde

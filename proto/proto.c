@@ -87,14 +87,28 @@ proto_buf_space(struct proto_buf *b, size_t n)
 	return (b->data + b->len);
 }
 
-/* Append len bytes. */
+/* Grow, then append len bytes (proto_buf_append's slow path). */
 void
-proto_buf_append(struct proto_buf *b, const void *p, size_t len)
+proto_buf_append_grow(struct proto_buf *b, const void *p, size_t len)
 {
 	if (len == 0 || proto_buf_grow(b, len) != 0)
 		return;
 	memcpy(b->data + b->len, p, len);
 	b->len += len;
+}
+
+/* Append an unsigned decimal. */
+void
+proto_buf_u64(struct proto_buf *b, uint64_t n)
+{
+	char	tmp[20];
+	size_t	i = sizeof tmp;
+
+	do {
+		tmp[--i] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n != 0);
+	proto_buf_append(b, tmp + i, sizeof tmp - i);
 }
 
 /* Append printf-formatted text (no terminating NUL is kept in len). */

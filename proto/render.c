@@ -33,14 +33,7 @@ static const char *const proto_streams[] = { "pty", "stdout", "stderr" };
 static void
 proto_put_u64(struct proto_buf *b, uint64_t n)
 {
-	char	tmp[20];
-	size_t	i = sizeof tmp;
-
-	do {
-		tmp[--i] = (char)('0' + n % 10);
-		n /= 10;
-	} while (n != 0);
-	proto_buf_append(b, tmp + i, sizeof tmp - i);
+	proto_buf_u64(b, n);
 }
 
 /* Append a signed decimal. */

@@ -3,6 +3,7 @@ without a body, 413 from the headers instead of 100 Continue, Allow on 405,
 Host required on HTTP/1.1, Date on HTTP/1.0, chunk extensions ignored, and
 every error body JSON.  Raw sockets, so that nothing is smoothed over."""
 
+import email.utils
 import json
 import os
 import socket
@@ -170,6 +171,44 @@ class HttpTest(AgentdTestCase):
             self.assertEqual(st, 200)
             self.assertEqual(len(hdrs.get('date', [])), 1, hdrs)
             self.assertTrue(hdrs['date'][0].endswith(' GMT'), hdrs)
+
+    def test_date_is_now(self):
+        # The Date is formatted once a second and kept: each answer's is
+        # the second it was sent in, and it moves on.
+        r = self.raw()
+        dates = []
+        for i in range(2):
+            if i:
+                time.sleep(1.2)
+            t0 = time.time()
+            r.send(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
+            st, hdrs, _ = r.answer()
+            t1 = time.time()
+            self.assertEqual(st, 200)
+            date = email.utils.parsedate_to_datetime(hdrs['date'][0])
+            dates.append(date.timestamp())
+            self.assertGreaterEqual(dates[-1], int(t0), hdrs)
+            self.assertLessEqual(dates[-1], t1, hdrs)
+        self.assertGreater(dates[1], dates[0])
+
+    def test_request_targets_long_and_short_are_checked(self):
+        # The gate checks a target of up to 255 bytes on the stack, a
+        # longer one in a malloc'd copy: both parse, both refuse a bad one.
+        r = self.raw()
+        for n in (1, 254, 255, 256, 257, 4000):
+            target = b'/healthz?' + b'x' * (n - 9) if n > 9 else b'/'
+            target = target[:n]
+            r.send(b'GET %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n'
+                   % (target, self.auth()))
+            st, hdrs, body = r.answer()
+            self.assertEqual(st, 200 if n >= 8 else 404, (n, body[:200]))
+        for n in (10, 300):
+            r = self.raw()
+            r.send(b'GET http://[%s/ HTTP/1.1\r\nHost: localhost\r\n%s\r\n'
+                   % (b'x' * n, self.auth()))
+            st, hdrs, body = r.answer()
+            self.assertJsonError(st, hdrs, body, 400, 'invalid_request')
+            self.assertIn(b'malformed request target', body)
 
     def test_chunk_extensions_are_ignored(self):
         doc = b'{"cmd": "echo hi", "yield_ms": 5000}'

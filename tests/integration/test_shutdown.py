@@ -49,7 +49,10 @@ class ShutdownTest(AgentdTestCase):
                     attempts.append(('healthz', r.status, body[:200]))
                     if r.status == 503:
                         import json
-                        self.assertEqual(json.loads(body)['status'], 'shutting_down')
+                        doc = json.loads(body)
+                        self.assertEqual(doc['status'], 'shutting_down')
+                        self.assertEqual(doc['error']['code'], 'shutting_down')
+                        self.assertIsInstance(doc['uptime_ms'], int)
                         seen_health = True
                 else:
                     c.request('POST', '/v1/sessions', body=b'{"cmd":"true"}',

@@ -1043,6 +1043,25 @@ START_TEST(buf_growth_and_oom)
 		proto_buf_append(&b, "b", 1);
 	ck_assert_uint_eq(b.len, 301);
 	ck_assert_uint_eq(b.cap, 512);
+	/* Appends that fill the room exactly, then one more byte. */
+	b.len = 0;
+	for (i = 0; i < 64; i++)
+		proto_buf_append(&b, "01234567", 8);
+	ck_assert_uint_eq(b.len, 512);
+	ck_assert_uint_eq(b.cap, 512);
+	proto_buf_append(&b, "8", 1);
+	ck_assert_uint_eq(b.cap, 1024);
+	ck_assert_mem_eq(b.data + 504, "012345678", 9);
+	b.len = 0;
+	proto_buf_u64(&b, 0);
+	proto_buf_append(&b, " ", 1);
+	proto_buf_u64(&b, 42);
+	proto_buf_append(&b, " ", 1);
+	proto_buf_u64(&b, UINT64_MAX);
+	ck_assert_uint_eq(b.len, 25);
+	ck_assert_mem_eq(b.data, "0 42 18446744073709551615", 25);
+	b.len = 301;
+	memset(b.data, 'b', 301);
 	memset(big, 'x', sizeof big);
 	proto_buf_printf(&b, "%d-%.*s-%s", 42, (int)sizeof big, big, "end");
 	ck_assert_uint_eq(b.len, 301 + 3 + 1000 + 4);
