@@ -15,6 +15,7 @@
 
 #include "agentd.h"
 #include "companion.h"
+#include "evmem.h"
 #include "log.h"
 #include "pty.h"
 #include "util.h"
@@ -106,7 +107,7 @@ companion_log_lines(struct companion_out *o, int flush)
 	while ((line = evbuffer_readln(o->line, &len, EVBUFFER_EOL_LF)) !=
 	    NULL) {
 		log_info("companion %s: %.*s", o->name, (int)len, line);
-		free(line);
+		evmem_release(line);
 	}
 	len = evbuffer_get_length(o->line);
 	if (len >= COMPANION_LINE_MAX || (flush && len > 0)) {

@@ -208,6 +208,17 @@ evmem_free(void *p)
 	free(p);
 }
 
+/* Free what libevent allocated for its caller: with evmem_free() if it did. */
+void
+evmem_release(void *p)
+{
+#ifndef __GLIBC__
+	evmem_free(p);
+#else
+	free(p);
+#endif
+}
+
 /* Bytes kept now. */
 size_t
 evmem_kept(void)

@@ -24,7 +24,10 @@
  * keeps at most a quarter of that: a kept block pins its malloc group.
  * Larger blocks, and what does not fit the budget, go to free().  glibc's
  * malloc keeps such blocks itself: evmem_install() only installs the
- * functions with musl.  A block is malloc's either way: free() may free it.
+ * functions with musl.  A block is malloc's either way, but one that
+ * libevent hands to its caller to free (evbuffer_readln()'s line) goes back
+ * through evmem_release(): a plain free() would leave its memo slot naming
+ * an address malloc may give to anyone.
  *
  * Only the thread that called evmem_install() (the loop's) keeps blocks
  * and takes them back, so no lock is taken; on any other thread evmem is
@@ -48,6 +51,9 @@ void	 evmem_install(void);
 void	*evmem_malloc(size_t);
 void	*evmem_realloc(void *, size_t);
 void	 evmem_free(void *);
+
+/* Free a block libevent handed to its caller to free. */
+void	 evmem_release(void *);
 
 /* Bytes kept now (/metrics, the unit test); the keeping thread only. */
 size_t	 evmem_kept(void);
