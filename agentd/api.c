@@ -92,7 +92,8 @@ static size_t	api_window_need(struct ring *, size_t, int, size_t *);
 static int	api_window_read(struct session *, uint64_t, size_t, int,
 		    uint8_t *, size_t, struct proto_window *,
 		    struct proto_err *);
-static void	api_window_cut(struct ring *, size_t, struct proto_window *);
+static int	api_window_cut(struct ring *, size_t, struct proto_window *,
+		    struct proto_err *);
 static size_t	api_window_bytes(const struct proto_window *);
 static int	api_wait_flags(int64_t wait_ms, int64_t yield_ms,
 		    int64_t idle_ms, int64_t *ms);
@@ -427,8 +428,9 @@ api_window_read(struct session *s, uint64_t cursor, size_t max_bytes,
 	w->more = res.more;
 	w->head_tail = head_tail;
 	if (head_tail && res.nchunks > 0 && (res.more ||
-	    res.nbytes > max_bytes))
-		api_window_cut(r, max_bytes, w);
+	    res.nbytes > max_bytes) && api_window_cut(r, max_bytes, w,
+	    err) != 0)
+		return (-1);
 	w->eof = session_exited(s) && session_output_closed(s) &&
 	    w->cursor == ring_newest(r) && !w->more;
 	return (0);
@@ -443,10 +445,12 @@ api_window_read(struct session *s, uint64_t cursor, size_t max_bytes,
  * cursor that reads them (the id before the first chunk not returned
  * whole).  The window then ends at the newest chunk.  A window of
  * SESSION_WINDOW_CHUNKS chunks at most: a tail of more tiny chunks is cut
- * shorter, its bytes counted as left out.
+ * shorter, its bytes counted as left out.  Returns 0, or -1 with err (no
+ * memory for the tail).
  */
-static void
-api_window_cut(struct ring *r, size_t max_bytes, struct proto_window *w)
+static int
+api_window_cut(struct ring *r, size_t max_bytes, struct proto_window *w,
+    struct proto_err *err)
 {
 	struct ring_read_result	 res;
 	struct ring_chunk	 rc;
@@ -457,7 +461,7 @@ api_window_cut(struct ring *r, size_t max_bytes, struct proto_window *w)
 
 	ring_stats(r, &st);
 	if (st.bytes_total - start <= max_bytes)
-		return;		/* it fits: cut by the chunk count only */
+		return (0);	/* it fits: cut by the chunk count only */
 
 	/*
 	 * The head: the window's first bytes, the last chunk cut; at most
@@ -488,8 +492,13 @@ api_window_cut(struct ring *r, size_t max_bytes, struct proto_window *w)
 	 */
 	if (tailbuf_len < tail + SESSION_READ_MAX) {
 		free(tailbuf);
+		tailbuf_len = 0;
+		/* Up to 32 MiB a client asks for: no memory is 503. */
+		if ((tailbuf = malloc(tail + SESSION_READ_MAX)) == NULL)
+			return (proto_fail(err, 503, "out_of_memory", "no "
+			    "memory for the tail of a window of %zu bytes; "
+			    "ask for less", max_bytes));
 		tailbuf_len = tail + SESSION_READ_MAX;
-		tailbuf = xmalloc(tailbuf_len);
 	}
 	got = 0;
 	at = SESSION_WINDOW_CHUNKS;
@@ -531,6 +540,7 @@ api_window_cut(struct ring *r, size_t max_bytes, struct proto_window *w)
 		w->cursor = w->truncated_cursor;
 		w->more = 1;
 	}
+	return (0);
 }
 
 /* Bytes of data in a window. */

@@ -50,6 +50,25 @@ class OomTest(AgentdTestCase):
         # The second was the rendering's (the window fit).
         self.assertIn('http_reply_oom', self.agentd.stderr())
 
+    def test_head_tail_without_memory_for_the_tail(self):
+        s = self.create(cmd='head -c %d /dev/zero' % (50 << 20),
+                        ring_bytes=RING, tty=False)
+        self.wait_state(s['id'], timeout=120)
+        pid = self.agentd.proc.pid
+        # A 40 MiB head_tail window: the 40 MiB read that holds its head
+        # fits, then its 20 MiB tail finds no memory.
+        limit = vm_size(pid) + (50 << 20)
+        hard = resource.prlimit(pid, resource.RLIMIT_AS)[1]
+        resource.prlimit(pid, resource.RLIMIT_AS, (limit, hard))
+        r = self.get_raw(s['id'], cursor=0, max_bytes=40 << 20,
+                         head_tail='true')
+        self.assertError(r, 503, 'out_of_memory', 'tail')
+        self.assertTrue(self.agentd.alive())
+        resource.prlimit(pid, resource.RLIMIT_AS, (hard, hard))
+        r = self.expect(self.get_raw(s['id'], cursor=0, max_bytes=1 << 20,
+                                     head_tail='true'), 200)
+        self.assertGreater(r.json['truncated_bytes'], 0)
+
 
 if __name__ == '__main__':
     unittest.main()
