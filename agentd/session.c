@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,7 +133,6 @@ struct session_spawn_job {
 	char			*cause;
 	size_t			 causelen;
 	int			 error;
-	int			 done;
 };
 
 static TAILQ_HEAD(, session)	 sessions = TAILQ_HEAD_INITIALIZER(sessions);
@@ -140,9 +140,10 @@ static LIST_HEAD(, session_corpse) corpses = LIST_HEAD_INITIALIZER(corpses);
 static struct event		*sweep_ev;
 static int64_t			 sweep_ms = SESSION_SWEEP_MS;
 static pthread_t		 spawner;
-static pthread_mutex_t		 spawn_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t		 spawn_cond = PTHREAD_COND_INITIALIZER;
-static struct session_spawn_job	*spawn_job;	/* under spawn_lock */
+static sem_t			 spawn_ready;	/* spawn_job is set */
+static sem_t			 spawn_done;	/* spawn_job ran */
+static struct session_spawn_job	*spawn_job;	/* set by the loop between
+						   the two */
 static struct event_base	*session_base;	/* the capture loop */
 static struct session_limits	 limits;
 static struct event		*turn_ev;	/* ends a loop turn's count */
@@ -228,6 +229,10 @@ session_init(struct event_base *base, const struct session_limits *l,
 	if (sweep_ev == NULL || turn_ev == NULL)
 		fatal("%s: out of memory", __func__);
 	turn_open = 0;
+	pty_signals_snapshot();		/* main() has set SIGPIPE's */
+	if (sem_init(&spawn_ready, 0, 0) == -1 ||
+	    sem_init(&spawn_done, 0, 0) == -1)
+		fatal("%s: sem_init: %s", __func__, strerror(errno));
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	error = pthread_create(&spawner, NULL, session_spawner_main, NULL);
@@ -242,15 +247,12 @@ session_spawner_main(void *arg)
 {
 	struct session_spawn_job	*j;
 
-	pthread_mutex_lock(&spawn_lock);
 	for (;;) {
-		while ((j = spawn_job) == NULL || j->done)
-			pthread_cond_wait(&spawn_cond, &spawn_lock);
-		pthread_mutex_unlock(&spawn_lock);
+		while (sem_wait(&spawn_ready) == -1)
+			;		/* EINTR */
+		j = spawn_job;
 		j->error = pty_spawn(j->spec, j->proc, j->cause, j->causelen);
-		pthread_mutex_lock(&spawn_lock);
-		j->done = 1;
-		pthread_cond_broadcast(&spawn_cond);
+		sem_post(&spawn_done);
 	}
 	return (NULL);
 }
@@ -267,13 +269,12 @@ session_spawn(const struct pty_spec *spec, struct pty_proc *proc,
 	j.proc = proc;
 	j.cause = cause;
 	j.causelen = causelen;
-	pthread_mutex_lock(&spawn_lock);
+	/* Two semaphores: one futex call each way, no lock handed over. */
 	spawn_job = &j;
-	pthread_cond_broadcast(&spawn_cond);
-	while (!j.done)
-		pthread_cond_wait(&spawn_cond, &spawn_lock);
+	sem_post(&spawn_ready);
+	while (sem_wait(&spawn_done) == -1)
+		;		/* EINTR */
 	spawn_job = NULL;
-	pthread_mutex_unlock(&spawn_lock);
 	return (j.error);
 }
 

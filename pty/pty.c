@@ -138,6 +138,22 @@ struct child_args {
 	const char		*path;	/* the PATH of spec->envp */
 };
 
+/* The kernel's struct sigaction, for rt_sigaction(2) without the libc. */
+struct kernel_sigaction {
+	void		(*handler)(int);
+	unsigned long	  flags;
+	void		(*restorer)(void);
+	uint64_t	  mask;		/* _NSIG 64: 8 bytes */
+};
+
+/*
+ * The signals a child resets to SIG_DFL: those whose disposition was not
+ * SIG_DFL at pty_signals_snapshot() (an ignored one outlives execve; a
+ * handler would run in the child, which shares agentd's memory, until
+ * exec), each bit sig - 1; every signal until the snapshot is taken.
+ */
+static uint64_t	pty_sig_reset = ~(uint64_t)0;
+
 static void	 cause_set(char *, size_t, const char *, ...)
 		     __attribute__((format(printf, 3, 4)));
 static int	 spec_check(const struct pty_spec *, char *, size_t);
@@ -564,6 +580,31 @@ user_fill(struct pty_user *out, const struct passwd *pw, char *cause,
 	return 0;
 }
 
+/*
+ * Note which signals have a disposition other than SIG_DFL, so that each
+ * child resets those only: one rt_sigaction() per signal once, instead of
+ * in every child while its parent waits.  Call it once the caller's own
+ * dispositions are set, before any other thread spawns; a disposition
+ * changed later is not seen.
+ */
+void
+pty_signals_snapshot(void)
+{
+	struct kernel_sigaction	ksa;
+	uint64_t		set = 0;
+	int			sig;
+
+	for (sig = 1; sig < _NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		memset(&ksa, 0, sizeof ksa);
+		if (syscall(SYS_rt_sigaction, sig, NULL, &ksa,
+		    sizeof ksa.mask) == -1 || ksa.handler != SIG_DFL)
+			set |= (uint64_t)1 << (sig - 1);
+	}
+	pty_sig_reset = set;
+}
+
 /* Resolve a user by name or numeric uid. */
 int
 pty_user_lookup(const char *spec, struct pty_user *out, char *cause,
@@ -953,14 +994,6 @@ child_exec(const struct child_args *a, int rep)
 	child_fail(rep, STAGE_EXEC, eacces ? EACCES : ENOENT);
 }
 
-/* The kernel's struct sigaction, for rt_sigaction(2) without the libc. */
-struct kernel_sigaction {
-	void		(*handler)(int);
-	unsigned long	  flags;
-	void		(*restorer)(void);
-	uint64_t	  mask;		/* _NSIG 64: 8 bytes */
-};
-
 /* Set sig's disposition to SIG_DFL with the raw system call. */
 static int
 child_sigdfl_raw(int sig)
@@ -975,7 +1008,8 @@ child_sigdfl_raw(int sig)
 }
 
 /*
- * Reset every disposition to SIG_DFL, then unblock every signal.  Raw system
+ * Reset every disposition that is not SIG_DFL (pty_sig_reset: all of them
+ * without a snapshot) to SIG_DFL, then unblock every signal.  Raw system
  * calls: this runs in a vfork child sharing agentd's memory, and the libc's
  * sigaction() takes locks (musl's for SIGABRT) and refuses the real-time
  * signals it keeps for itself (glibc's 32 and 33), which may have been left
@@ -988,7 +1022,8 @@ child_signals(void)
 	int		sig;
 
 	for (sig = 1; sig < _NSIG; sig++) {
-		if (sig == SIGKILL || sig == SIGSTOP)
+		if (sig == SIGKILL || sig == SIGSTOP ||
+		    !(pty_sig_reset & (uint64_t)1 << (sig - 1)))
 			continue;
 		if (child_sigdfl_raw(sig) == -1)
 			return -1;

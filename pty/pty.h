@@ -66,6 +66,14 @@ int	pty_user_lookup(const char *spec, struct pty_user *out, char *cause,
 	    size_t causelen);
 
 /*
+ * Note the signals whose disposition is not SIG_DFL now; children then
+ * reset only those (else every signal, one system call each, while the
+ * parent waits).  Call it once the caller's own dispositions are set and
+ * before any thread spawns: a disposition changed later is not seen.
+ */
+void	pty_signals_snapshot(void);
+
+/*
  * Start a child.  Signals are blocked in the parent across the clone and
  * restored before return.  Returns 0 and fills *proc, or -errno and writes the
  * reason to cause ("exec 'nope': No such file or directory", "cwd '/x': ...",

@@ -722,6 +722,29 @@ START_TEST(test_signals_clean)
 }
 END_TEST
 
+/* After a snapshot, children reset only what was not SIG_DFL: still clean. */
+START_TEST(test_signals_clean_after_snapshot)
+{
+	char		*argv[] = { PTY_HELPER, "sig", NULL };
+	char		 out[T_BUF], err[T_BUF];
+	struct pty_spec	 s;
+	int		 status;
+
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	signal(SIGRTMIN + 5, SIG_IGN);
+	t_ignore_libc_signal(33);
+	pty_signals_snapshot();
+	t_spec(&s, argv, _i);
+	t_run(&s, out, err, &status);
+	t_crlf(out);
+	ck_assert_str_eq(out,
+	    "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+	ck_assert_int_eq(status, 0);
+	ck_assert(signal(SIGQUIT, SIG_IGN) == SIG_IGN);
+}
+END_TEST
+
 /* Resize: stty sees it and the foreground group gets SIGWINCH. */
 START_TEST(test_resize_winch)
 {
@@ -1201,6 +1224,7 @@ pty_suite(void)
 	tcase_add_test(spawn, test_pipes_stdin_null);
 	tcase_add_loop_test(spawn, test_exit_signal, 0, 2);
 	tcase_add_loop_test(spawn, test_signals_clean, 0, 2);
+	tcase_add_loop_test(spawn, test_signals_clean_after_snapshot, 0, 2);
 	tcase_add_loop_test(spawn, test_env_exact, 0, 2);
 	tcase_add_loop_test(spawn, test_path_search, 0, 2);
 	tcase_add_loop_test(spawn, test_spawn_no_cow, 0, 2);
