@@ -686,13 +686,27 @@ t_ignore_libc_signal(int sig)
 	    sizeof ksa.mask), 0);
 }
 
-START_TEST(test_signals_clean)
+/* A child on a PTY (tty) or pipes reports an empty mask and no ignored signal. */
+static void
+t_signals_clean(int tty)
 {
 	char		*argv[] = { PTY_HELPER, "sig", NULL };
 	char		 out[T_BUF], err[T_BUF];
 	struct pty_spec	 s;
+	int		 status;
+
+	t_spec(&s, argv, tty);
+	t_run(&s, out, err, &status);
+	t_crlf(out);
+	ck_assert_str_eq(out,
+	    "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+	ck_assert_int_eq(status, 0);
+}
+
+START_TEST(test_signals_clean)
+{
 	sigset_t	 block, before, after;
-	int		 status, sig;
+	int		 sig;
 
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
@@ -707,12 +721,7 @@ START_TEST(test_signals_clean)
 	ck_assert_int_eq(sigprocmask(SIG_BLOCK, &block, NULL), 0);
 	ck_assert_int_eq(sigprocmask(SIG_BLOCK, NULL, &before), 0);
 
-	t_spec(&s, argv, _i);
-	t_run(&s, out, err, &status);
-	t_crlf(out);
-	ck_assert_str_eq(out,
-	    "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
-	ck_assert_int_eq(status, 0);
+	t_signals_clean(_i);
 
 	ck_assert_int_eq(sigprocmask(SIG_BLOCK, NULL, &after), 0);
 	for (sig = 1; sig < SIGRTMAX; sig++)
@@ -725,22 +734,12 @@ END_TEST
 /* After a snapshot, children reset only what was not SIG_DFL: still clean. */
 START_TEST(test_signals_clean_after_snapshot)
 {
-	char		*argv[] = { PTY_HELPER, "sig", NULL };
-	char		 out[T_BUF], err[T_BUF];
-	struct pty_spec	 s;
-	int		 status;
-
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
 	signal(SIGRTMIN + 5, SIG_IGN);
 	t_ignore_libc_signal(33);
 	pty_signals_snapshot();
-	t_spec(&s, argv, _i);
-	t_run(&s, out, err, &status);
-	t_crlf(out);
-	ck_assert_str_eq(out,
-	    "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
-	ck_assert_int_eq(status, 0);
+	t_signals_clean(_i);
 	ck_assert(signal(SIGQUIT, SIG_IGN) == SIG_IGN);
 }
 END_TEST
