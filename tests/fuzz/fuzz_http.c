@@ -180,6 +180,12 @@ pty_user_lookup(const char *spec, struct pty_user *out, char *cause,
 	return (-ENOENT);
 }
 
+/* No child ever execs here: nothing to note about dispositions. */
+void
+pty_signals_snapshot(void)
+{
+}
+
 /* The foreground group of a fake terminal: the fake process itself. */
 int
 pty_kill_foreground(int master, pid_t sid, int sig)
