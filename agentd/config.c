@@ -61,8 +61,9 @@ static const struct opt opts[] = {
 	{ "stdin-buffer", OPT_SIZE, OFF(stdin_buffer), 1, 1ull << 32, "BYTES",
 	  "stdin queued and unread per session at most (default 1MiB)" },
 	{ "pipe-bytes", OPT_SIZE, OFF(pipe_bytes), 0, 64u << 20, "BYTES",
-	  "kernel buffer of a pipe session's stdout and stderr (default 1MiB;"
-	  " 0 keeps the kernel's 64KiB)" },
+	  "kernel buffer of a pipe session's stdout and stderr, applied with "
+	  "CAP_SYS_RESOURCE or CAP_SYS_ADMIN only (default 1MiB; 0 keeps the "
+	  "kernel's 64KiB)" },
 	{ "shutdown-grace", OPT_MILLIS, OFF(shutdown_grace_ms), 0, 3600000, "MS",
 	  "SIGTERM to SIGKILL on shutdown (default 5000; units ms/s/m)" },
 	{ "shutdown", OPT_SHUTDOWN, OFF(shutdown_reboot), 0, 0, "poweroff|reboot",
