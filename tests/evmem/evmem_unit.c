@@ -11,6 +11,7 @@
 #include "evmem.h"
 
 #define LARGE	(EVMEM_MAX * 2)	/* bytes, above every class */
+#define T_CHURN	256	/* blocks one churn allocates and frees */
 
 /* A freed block is the next one of its class handed out. */
 START_TEST(test_reuse)
@@ -124,34 +125,29 @@ START_TEST(test_realloc_in_place)
 }
 END_TEST
 
+/* Allocate T_CHURN blocks of n bytes, then free them all. */
+static void
+t_churn(size_t n)
+{
+	void	*p[T_CHURN];
+	int	 i;
+
+	for (i = 0; i < T_CHURN; i++)
+		p[i] = evmem_malloc(n);
+	for (i = 0; i < T_CHURN; i++)
+		evmem_free(p[i]);
+}
+
 /* What is kept never passes the budget, nor a class its quarter of it. */
 START_TEST(test_budget)
 {
-	void	*p[256];
-	int	 i;
-
-	for (i = 0; i < 256; i++)
-		p[i] = evmem_malloc(EVMEM_MAX);
-	for (i = 0; i < 256; i++)
-		evmem_free(p[i]);
+	t_churn(EVMEM_MAX);
 	ck_assert_uint_le(evmem_kept(), EVMEM_KEEP_BYTES / 4);
 	ck_assert_uint_ge(evmem_kept(), EVMEM_KEEP_BYTES / 4 - 2 * EVMEM_MAX);
-	for (i = 0; i < 256; i++)
-		p[i] = evmem_malloc(EVMEM_MAX / 2);
-	for (i = 0; i < 256; i++)
-		evmem_free(p[i]);
-	for (i = 0; i < 256; i++)
-		p[i] = evmem_malloc(EVMEM_MAX / 4);
-	for (i = 0; i < 256; i++)
-		evmem_free(p[i]);
-	for (i = 0; i < 256; i++)
-		p[i] = evmem_malloc(EVMEM_MAX / 8);
-	for (i = 0; i < 256; i++)
-		evmem_free(p[i]);
-	for (i = 0; i < 256; i++)
-		p[i] = evmem_malloc(EVMEM_MAX / 16);
-	for (i = 0; i < 256; i++)
-		evmem_free(p[i]);
+	t_churn(EVMEM_MAX / 2);
+	t_churn(EVMEM_MAX / 4);
+	t_churn(EVMEM_MAX / 8);
+	t_churn(EVMEM_MAX / 16);
 	ck_assert_uint_le(evmem_kept(), EVMEM_KEEP_BYTES);
 	ck_assert_uint_ge(evmem_kept(), EVMEM_KEEP_BYTES - 2 * EVMEM_MAX);
 }
