@@ -40,6 +40,8 @@
 					   from this long on (see api_wait()) */
 #define API_OBJECT_BYTES	4096	/* bytes of a session object around its
 					   window, most of the time */
+#define API_SESSION_BYTES	1024	/* bytes of a session object without a
+					   window, most of the time (~350) */
 
 /* What a waiter waits for. */
 #define WAIT_OUTPUT	0x1	/* a chunk after cursor, exit, or output close */
@@ -585,7 +587,8 @@ api_answer(struct evhttp_request *req, struct session *s,
 		want = proto_window_len(&w) + API_OBJECT_BYTES;
 		http_buf_take(&b, want);
 		(void)proto_buf_reserve(&b, want);
-	}
+	} else	/* not 256 bytes, then a realloc to 512 */
+		(void)proto_buf_reserve(&b, API_SESSION_BYTES);
 	proto_render_session(&b, &v, a->window ? &w : NULL, a->written);
 	if (scratch_len > API_SCRATCH_KEEP) {
 		free(scratch);
