@@ -17,6 +17,8 @@ static char		 log_ring[LOG_RING_LINES][LOG_LINE_MAX];
 static unsigned		 log_next;	/* next slot of log_ring written */
 static unsigned		 log_count;	/* lines in log_ring */
 
+static void	log_out(const char *);
+
 /* Set the lowest level written by name. */
 int
 log_set_level(const char *name)
@@ -37,6 +39,33 @@ void
 log_set_level_value(enum log_level level)
 {
 	log_level = level;
+}
+
+/*
+ * Write "agentd: line\n" to stderr in one write(2), so that it is not torn
+ * apart by the sessions' output on the same console (musl's dprintf()
+ * writes as it formats: two or three writes a line).
+ */
+static void
+log_out(const char *line)
+{
+	static const char	 prefix[] = "agentd: ";
+	char			 out[sizeof prefix - 1 + LOG_LINE_MAX + 1];
+	size_t			 len = strlen(line), off = 0;
+	ssize_t			 n;
+
+	memcpy(out, prefix, sizeof prefix - 1);
+	memcpy(out + sizeof prefix - 1, line, len);
+	len += sizeof prefix - 1;
+	out[len++] = '\n';
+	while (off < len) {
+		if ((n = write(STDERR_FILENO, out + off, len - off)) > 0)
+			off += (size_t)n;
+		else if (n == -1 && errno == EINTR)
+			continue;
+		else
+			break;	/* nowhere to say so */
+	}
 }
 
 /* Format a line, keep it in the ring and write it to stderr. */
@@ -66,7 +95,7 @@ log_write(enum log_level level, const char *fmt, ...)
 	if (log_count < LOG_RING_LINES)
 		log_count++;
 
-	dprintf(STDERR_FILENO, "agentd: %s\n", line);
+	log_out(line);
 	errno = saved;
 }
 

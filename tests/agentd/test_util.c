@@ -4,6 +4,7 @@
  * limit) and fileio.c (atomic writes, mkdir -p, errno as the API's errors).
  */
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -323,6 +324,49 @@ START_TEST(test_fatal_hook)
 }
 END_TEST
 
+/*
+ * A log line reaches stderr in one write: stderr is a SOCK_SEQPACKET
+ * socket here, where each write is one message.  (musl's dprintf() wrote
+ * a line over 80 bytes in pieces.)  A line that overflows LOG_LINE_MAX is
+ * cut, and still ends with its newline.
+ */
+START_TEST(test_log_one_write)
+{
+	char	 msg[2 * LOG_LINE_MAX], big[LOG_LINE_MAX + 100];
+	int	 sv[2], saved;
+	ssize_t	 n;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	saved = dup(STDERR_FILENO);
+	ck_assert_int_ge(saved, 0);
+	ck_assert_int_eq(dup2(sv[0], STDERR_FILENO), STDERR_FILENO);
+	log_set_level("info");
+	log_write(LOG_LEVEL_INFO, "%s: session %s pid %d exited, and more "
+	    "words to pass 80 bytes", "here", "s1", 42);
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	log_write(LOG_LEVEL_WARN, "%s", big);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(sv[0]);
+
+	n = recv(sv[1], msg, sizeof msg, MSG_DONTWAIT);
+	ck_assert_int_gt(n, 0);
+	msg[n] = '\0';
+	ck_assert_msg(strncmp(msg, "agentd: ", 8) == 0, "%s", msg);
+	ck_assert_msg(strstr(msg, " info here: session s1 pid 42 exited, and more "
+	    "words to pass 80 bytes\n") != NULL &&
+	    msg[n - 1] == '\n' && strchr(msg, '\n') == msg + n - 1, "%s", msg);
+	n = recv(sv[1], msg, sizeof msg, MSG_DONTWAIT);
+	ck_assert_int_eq(n, 8 + LOG_LINE_MAX - 1 + 1);
+	ck_assert_int_eq(msg[n - 1], '\n');
+	ck_assert_int_eq(msg[n - 2], 'x');
+	/* No third piece: the writer's end is closed. */
+	ck_assert_int_eq(recv(sv[1], msg, sizeof msg, MSG_DONTWAIT), 0);
+	close(sv[1]);
+}
+END_TEST
+
 START_TEST(test_fileio_write_commit)
 {
 	struct fileio_tmp	 t;
@@ -444,6 +488,7 @@ util_suite(void)
 	tcase_add_test(tc, test_nofile_raise);
 	tcase_add_test(tc, test_fatal_hook);
 	tcase_add_test(tc, test_fd_read_full);
+	tcase_add_test(tc, test_log_one_write);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fileio");
 	tcase_add_test(tc, test_fileio_write_commit);
