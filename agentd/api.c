@@ -147,11 +147,12 @@ api_route(struct http_req *hr)
 		if (http_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD) == 0)
 			api_healthz(hr);
 	} else if (strcmp(p, "/metrics") == 0) {
-		if (http_method(hr, EVHTTP_REQ_GET) == 0)
+		if (http_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD) == 0)
 			api_metrics(hr);
 	} else if (strcmp(p, "/v1/sessions") == 0 ||
 	    strcmp(p, "/v1/sessions/") == 0) {
-		if (http_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_POST) != 0)
+		if (http_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+		    EVHTTP_REQ_POST) != 0)
 			return;
 		if (hr->method == EVHTTP_REQ_POST)
 			api_create(hr);
@@ -190,15 +191,15 @@ api_sessions_route(struct http_req *hr, const char *rest)
 		http_fail(hr->req, 404, "not_found", "no route %s", hr->path);
 		return;
 	}
-	if (http_method(hr, *action == '\0' ? EVHTTP_REQ_GET | EVHTTP_REQ_DELETE :
-	    EVHTTP_REQ_POST) != 0)
+	if (http_method(hr, *action == '\0' ? EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+	    EVHTTP_REQ_DELETE : EVHTTP_REQ_POST) != 0)
 		return;
 	if ((s = session_find(id)) == NULL) {
 		http_fail(hr->req, 404, "not_found", "no session '%s'", id);
 		return;
 	}
 	if (*action == '\0')
-		(hr->method == EVHTTP_REQ_GET ? api_read : api_delete)(hr, s);
+		(hr->method == EVHTTP_REQ_DELETE ? api_delete : api_read)(hr, s);
 	else if (strcmp(action, "stdin") == 0)
 		api_stdin(hr, s);
 	else if (strcmp(action, "resize") == 0)
@@ -917,9 +918,10 @@ api_wants_raw(struct http_req *hr)
 
 	accept = evhttp_find_header(evhttp_request_get_input_headers(hr->req),
 	    "Accept");
+	/* Media types are case-insensitive (RFC 9110 8.3.1). */
 	return (accept != NULL &&
-	    strstr(accept, "application/octet-stream") != NULL &&
-	    strstr(accept, "application/json") == NULL);
+	    strcasestr(accept, "application/octet-stream") != NULL &&
+	    strcasestr(accept, "application/json") == NULL);
 }
 
 /*

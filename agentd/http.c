@@ -96,6 +96,7 @@ static void		 http_accept_resume(evutil_socket_t, short, void *);
 static void		 http_free_buf(const void *, size_t, void *);
 static void		 http_spares_free(void);
 static void		 http_reply_oom(struct evhttp_request *);
+static const char	*http_reason(int);
 
 /* Create an evhttp serving the API. */
 static void
@@ -780,8 +781,32 @@ http_reply_raw(struct evhttp_request *req, int status, const char *type,
 		evbuffer_drain(out, evbuffer_get_length(out));
 	}
 	http_count(status);
-	evhttp_send_reply(req, status, NULL, out);
+	evhttp_send_reply(req, status, http_reason(status), out);
 	evbuffer_free(out);
+}
+
+/*
+ * The reason phrase of a status evhttp's tables lack (they stop at 417 and
+ * 505: 422 would be "Client Error"), else NULL for evhttp's own.
+ */
+static const char *
+http_reason(int status)
+{
+	switch (status) {
+	case 413:
+		return ("Payload Too Large");
+	case 415:
+		return ("Unsupported Media Type");
+	case 422:
+		return ("Unprocessable Entity");
+	case 429:
+		return ("Too Many Requests");
+	case 431:
+		return ("Request Header Fields Too Large");
+	case 507:
+		return ("Insufficient Storage");
+	}
+	return (NULL);
 }
 
 /*

@@ -109,6 +109,58 @@ class HttpTest(AgentdTestCase):
         st, _, body = r.answer()
         self.assertEqual(st, 200, body[:200])
 
+    def test_head_wherever_get(self):
+        # RFC 9110 9.3.2: HEAD is GET without the body.  Every route a GET
+        # reads answers it (the files' GET excepted, API.md), and a 405
+        # names HEAD in Allow beside GET.
+        doc = b'{"id": "h1", "cmd": "echo hi", "yield_ms": 5000}'
+        r = self.raw()
+        r.send(b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n%s'
+               b'Content-Length: %d\r\n\r\n%s' % (self.auth(), len(doc), doc))
+        self.assertEqual(r.answer()[0], 201)
+        for target, accept in ((b'/metrics', b''), (b'/v1/sessions', b''),
+                               (b'/v1/sessions/h1?cursor=0', b''),
+                               (b'/v1/sessions/h1?cursor=0',
+                                b'Accept: Application/Octet-Stream\r\n')):
+            with self.subTest(target=target, accept=accept):
+                r.send(b'GET %s HTTP/1.1\r\nHost: localhost\r\n%s%s\r\n'
+                       % (target, accept, self.auth()))
+                st, hdrs, body = r.answer()
+                self.assertEqual(st, 200, body[:200])
+                r.send(b'HEAD %s HTTP/1.1\r\nHost: localhost\r\n%s%s\r\n'
+                       % (target, accept, self.auth()))
+                st, hhdrs, _ = r.answer(head_only=True)
+                self.assertEqual(st, 200)
+                self.assertEqual(hhdrs['content-type'], hdrs['content-type'])
+                if target != b'/metrics':   # its uptime changes its length
+                    self.assertEqual(hhdrs['content-length'],
+                                     [str(len(body))])
+        self.assertEqual(hdrs['content-type'], ['application/octet-stream'])
+        self.assertEqual(body, b'hi\n')
+        # No body came after the HEAD answers: the next bytes are this one's.
+        r.send(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
+        st, _, body = r.answer()
+        self.assertEqual(st, 200, r.buf[:200])
+        self.assertEqual(json.loads(body)['status'], 'ok')
+        r.send(b'PATCH /v1/sessions/h1 HTTP/1.1\r\nHost: localhost\r\n%s\r\n'
+               % self.auth())
+        st, hdrs, body = r.answer()
+        self.assertJsonError(st, hdrs, body, 405, 'method_not_allowed')
+        self.assertEqual(hdrs['allow'], ['GET, HEAD, DELETE'])
+
+    def test_reason_phrases(self):
+        # evhttp's own table stops at 417 and 505 ("Client Error" for 422
+        # and 429): each status has its name.
+        r = self.raw()
+        doc = b'{"argv": ["/nonexistent/x"]}'
+        r.send(b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n%s'
+               b'Content-Length: %d\r\n\r\n%s' % (self.auth(), len(doc), doc))
+        while b'\r\n' not in r.buf:
+            r._fill()
+        self.assertTrue(r.buf.startswith(
+            b'HTTP/1.1 422 Unprocessable Entity\r\n'), r.buf[:100])
+        self.assertJsonError(*r.answer(), 422, 'spawn_failed')
+
     def test_expect_continue_over_max_body_gets_413_at_once(self):
         r = self.raw()
         t0 = time.monotonic()
@@ -148,7 +200,7 @@ class HttpTest(AgentdTestCase):
                b'Content-Length: 0\r\n\r\n' % self.auth())
         st, hdrs, body = r.answer()
         self.assertEqual(st, 405)
-        self.assertEqual(hdrs['allow'], ['GET, POST'])
+        self.assertEqual(hdrs['allow'], ['GET, HEAD, POST'])
 
     def test_http11_needs_one_host(self):
         for req in (b'GET /healthz HTTP/1.1\r\n\r\n',
