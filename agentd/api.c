@@ -5,6 +5,7 @@
 #include <sys/queue.h>
 #include <sys/types.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -114,6 +115,7 @@ static void	api_resize(struct http_req *, struct session *);
 static void	api_signal(struct http_req *, struct session *);
 static void	api_delete(struct http_req *, struct session *);
 static void	api_sessions_route(struct http_req *, const char *);
+static int	api_path_id(const char *, size_t, char [PROTO_ID_MAX + 1]);
 
 static const struct proto_limits	*api_limits(void);
 
@@ -168,6 +170,36 @@ api_route(struct http_req *hr)
 		http_fail(hr->req, 404, "not_found", "no route %s", p);
 }
 
+/*
+ * The session id a path segment names, percent-decoded into id (a client
+ * may escape any byte, "s%2E1" is "s.1": RFC 3986 2.3).  0, or -1 when it
+ * cannot name one (empty, too long, a bad byte).
+ */
+static int
+api_path_id(const char *seg, size_t len, char id[PROTO_ID_MAX + 1])
+{
+	static const char	hex[] = "0123456789abcdef";
+	const char		*hi, *lo;
+	size_t			 i, n = 0;
+	char			 c;
+
+	for (i = 0; i < len; i++) {
+		c = seg[i];
+		if (c == '%' && len - i >= 3 && seg[i + 1] != '\0' &&
+		    seg[i + 2] != '\0' &&
+		    (hi = strchr(hex, tolower((unsigned char)seg[i + 1]))) &&
+		    (lo = strchr(hex, tolower((unsigned char)seg[i + 2])))) {
+			c = (char)((hi - hex) << 4 | (lo - hex));
+			i += 2;
+		}
+		if (n == PROTO_ID_MAX || c == '\0' || c == '/')
+			return (-1);
+		id[n++] = c;
+	}
+	id[n] = '\0';
+	return (n == 0 ? -1 : 0);
+}
+
 /* /v1/sessions/{id}[/stdin|/resize|/signal] */
 static void
 api_sessions_route(struct http_req *hr, const char *rest)
@@ -179,13 +211,11 @@ api_sessions_route(struct http_req *hr, const char *rest)
 
 	len = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
 	action = slash != NULL ? slash + 1 : "";
-	if (len == 0 || len > PROTO_ID_MAX) {
+	if (api_path_id(rest, len, id) != 0) {
 		http_fail(hr->req, 404, "not_found", "no session '%.*s'",
 		    (int)(len > PROTO_ID_MAX ? PROTO_ID_MAX : len), rest);
 		return;
 	}
-	memcpy(id, rest, len);
-	id[len] = '\0';
 	if (*action != '\0' && strcmp(action, "stdin") != 0 &&
 	    strcmp(action, "resize") != 0 && strcmp(action, "signal") != 0) {
 		http_fail(hr->req, 404, "not_found", "no route %s", hr->path);

@@ -176,6 +176,27 @@ class IdTest(AgentdTestCase):
         w = self.create(id=sid, cmd='true', yield_ms=5000)
         self.assertEqual(w['id'], sid)
 
+    def test_id_percent_encoded_in_the_path(self):
+        # RFC 3986 2.3: "%2E" in a path is ".", and a client that escapes
+        # every byte (or only some) names the same session.
+        self.create(id='job.1-a', cmd='cat')
+        for seg in ('job%2E1-a', 'job%2e1%2Da', '%6a%6f%62%2e%31%2d%61'):
+            with self.subTest(seg=seg):
+                r = self.req('GET', '/v1/sessions/' + seg)
+                self.expect(r, 200, seg)
+                self.assertEqual(r.json['id'], 'job.1-a')
+        r = self.req('POST', '/v1/sessions/job%2E1-a/stdin',
+                     {'text': 'hi\n', 'wait_ms': 5000})
+        self.expect(r, 200)
+        self.assertEqual(r.json['written'], 3)
+        # What decodes to no id stays unknown: 64 chars at most, no NUL or /.
+        self.create(id='b' * 64, cmd='true', yield_ms=5000)
+        self.expect(self.req('GET', '/v1/sessions/' + '%62' * 64), 200)
+        for seg in ('%62' * 65, 'job%001-a', 'job%2F1-a', 'job%2'):
+            self.assertError(self.req('GET', '/v1/sessions/' + seg), 404,
+                             'not_found')
+        self.expect(self.delete('job.1-a'), 200)
+
 
 class TimingTest(AgentdTestCase):
 
