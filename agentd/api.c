@@ -631,12 +631,18 @@ api_answer(struct evhttp_request *req, struct session *s,
 	http_reply(req, a->status, &b);
 }
 
-/* Whether a reader at cursor has something to be answered with now. */
+/*
+ * Whether a reader at cursor has something to be answered with now: a
+ * chunk after it, or the end (the output closed and the process exited).
+ * Output closed while the process runs on (a daemon's "exec >&-") is no
+ * answer: a long-poll would return at once, and its client spin, until
+ * the exit.
+ */
 static int
 api_ready(struct session *s, uint64_t cursor)
 {
 	return (ring_newest(session_ring(s)) > cursor ||
-	    session_output_closed(s));
+	    (session_output_closed(s) && session_exited(s)));
 }
 
 /* The waiters of a session, created on first use. */

@@ -211,6 +211,28 @@ class LongPollTest(AgentdTestCase):
         self.assertEqual(g['state'], 'exited')
         self.assertTrue(g['eof'])
 
+    def test_long_poll_waits_for_the_exit_after_output_closes(self):
+        # A process that closes its output and runs on (a daemon's
+        # "exec >&-") has nothing more to say until it exits: a long-poll
+        # waits for that, or its wait_ms, instead of answering at once
+        # (its client would spin until the exit).
+        w = self.create(cmd='echo x; exec >&- 2>&-; read y', wait_ms=20000)
+        self.assertEqual(b''.join(unb64(c['data']) for c in w['output']),
+                         b'x\n')
+        for _ in range(2):
+            t0 = time.monotonic()
+            g = self.get(w['id'], cursor=w['cursor'], wait_ms=1500)
+            self.assertGreaterEqual(time.monotonic() - t0, 1.4)
+            self.assertEqual((g['state'], g['eof'], g['output']),
+                             ('running', False, []))
+        bg = Background(self.get, w['id'], w['cursor'], 30000, None,
+                        self.agentd.tcp_client())
+        time.sleep(0.2)
+        self.stdin(w['id'], text='go\n')
+        g = bg.join_result(30)
+        self.assertEqual((g['state'], g['eof'], g['exit_code']),
+                         ('exited', True, 0))
+
     def test_long_poll_with_chunks_after_cursor_answers_at_once(self):
         w = self.create(cmd='echo x; sleep 60', wait_ms=10000)
         self.assertTrue(w['output'])
