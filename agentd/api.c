@@ -634,9 +634,10 @@ api_answer(struct evhttp_request *req, struct session *s,
 /*
  * Whether a reader at cursor has something to be answered with now: a
  * chunk after it, or the end (the output closed and the process exited).
- * Output closed while the process runs on (a daemon's "exec >&-") is no
- * answer: a long-poll would return at once, and its client spin, until
- * the exit.
+ * Output that closed before while the process runs on (a daemon's
+ * "exec >&-") is no answer: a long-poll would return at once, and its
+ * client spin, until the exit.  (The close itself wakes those waiting:
+ * api_session_event.)
  */
 static int
 api_ready(struct session *s, uint64_t cursor)
@@ -807,7 +808,8 @@ api_session_event(struct session *s, int events)
 		next = TAILQ_NEXT(w, entry);
 		if ((events & SESSION_EV_REMOVED) ||
 		    ((events & SESSION_EV_EXITED) && w->flags != 0) ||
-		    ((w->flags & WAIT_OUTPUT) && api_ready(s, w->cursor))) {
+		    ((w->flags & WAIT_OUTPUT) && ((events & SESSION_EV_CLOSED) ||
+		    api_ready(s, w->cursor)))) {
 			if (events & SESSION_EV_REMOVED)
 				w->delete = 0;
 			remove |= api_waiter_done(w, 1);
