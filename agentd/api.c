@@ -39,6 +39,8 @@
 #define API_SCRATCH_KEEP	(4u << 20) /* bytes of read buffer kept between reads */
 #define API_WATCH_AFTER_MS	10	/* a waiter watches its client's close
 					   from this long on (see api_wait()) */
+#define API_CLOSE_EXIT_MS	100	/* a long-poll that saw the output close
+					   waits this long at most for the exit */
 #define API_OBJECT_BYTES	4096	/* bytes of a session object around its
 					   window, most of the time */
 
@@ -636,8 +638,8 @@ api_answer(struct evhttp_request *req, struct session *s,
  * chunk after it, or the end (the output closed and the process exited).
  * Output that closed before while the process runs on (a daemon's
  * "exec >&-") is no answer: a long-poll would return at once, and its
- * client spin, until the exit.  (The close itself wakes those waiting:
- * api_session_event.)
+ * client spin, until the exit.  (The close itself answers those waiting
+ * then: api_session_event.)
  */
 static int
 api_ready(struct session *s, uint64_t cursor)
@@ -800,6 +802,7 @@ api_session_event(struct session *s, int events)
 	struct waiters	**slot = (struct waiters **)session_user(s);
 	struct waiter	 *w, *next;
 	struct timeval	  tv;
+	int64_t		  now;
 	int		  remove = 0;
 
 	if (*slot == NULL)
@@ -808,11 +811,24 @@ api_session_event(struct session *s, int events)
 		next = TAILQ_NEXT(w, entry);
 		if ((events & SESSION_EV_REMOVED) ||
 		    ((events & SESSION_EV_EXITED) && w->flags != 0) ||
-		    ((w->flags & WAIT_OUTPUT) && ((events & SESSION_EV_CLOSED) ||
-		    api_ready(s, w->cursor)))) {
+		    ((w->flags & WAIT_OUTPUT) && api_ready(s, w->cursor))) {
 			if (events & SESSION_EV_REMOVED)
 				w->delete = 0;
 			remove |= api_waiter_done(w, 1);
+		} else if ((w->flags & WAIT_OUTPUT) &&
+		    (events & SESSION_EV_CLOSED)) {
+			/*
+			 * The output closed with nothing new, the exit status
+			 * not in yet: it mostly follows at once, and one
+			 * answer then carries it.  The close is still an
+			 * answer (API.md), API_CLOSE_EXIT_MS later at most.
+			 */
+			now = clock_mono_ms();
+			if (w->deadline_ms > now + API_CLOSE_EXIT_MS) {
+				w->deadline_ms = now + API_CLOSE_EXIT_MS;
+				evtimer_add(w->timer, timeval_ms(&tv,
+				    API_CLOSE_EXIT_MS));
+			}
 		} else if ((w->flags & WAIT_IDLE) &&
 		    (events & SESSION_EV_OUTPUT)) {
 			/* quiet from now on */

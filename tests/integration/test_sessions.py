@@ -232,6 +232,20 @@ class TimingTest(AgentdTestCase):
         self.assertGreaterEqual(w['cursor'], 1)
         self.expect(self.delete(w['id']), 200)
 
+    def test_wait_ms_answer_carries_the_exit_of_a_silent_command(self):
+        # The output closes a moment before the exit status comes in:
+        # wait_ms's answer "when the process ends" waits that moment (100
+        # ms at most) and carries the exit, not "running" with no code.
+        # Any of five: the status has 100 ms to come on a loaded machine.
+        got = []
+        for _ in range(5):
+            w = self.create(cmd='exit 3', wait_ms=20000)
+            self.assertEqual(w['output'], [])
+            got.append((w['state'], w['exit_code'], w['eof']))
+        self.assertIn(('exited', 3, True), got)
+        for g in got:
+            self.assertIn(g, (('exited', 3, True), ('running', None, False)))
+
     def test_wait_ms_answers_when_process_ends_silently(self):
         t0 = time.monotonic()
         w = self.create(cmd='sleep 0.3', wait_ms=20000)
