@@ -1187,6 +1187,11 @@ conn_parse(const char *p, size_t len, struct conn_head *h,
 		if (*p == ' ' || *p == '\t')
 			return (conn_refusal(r, 400, "invalid_request",
 			    "a folded header line"));
+		/* RFC 9112 2.2, 5: evhttp would cut a value at a NUL. */
+		if (memchr(p, '\0', le - p) != NULL ||
+		    memchr(p, '\r', le - p) != NULL)
+			return (conn_refusal(r, 400, "invalid_request",
+			    "a NUL or bare CR in a header line"));
 		if ((colon = memchr(p, ':', le - p)) == NULL || colon == p)
 			return (conn_refusal(r, 400, "invalid_request",
 			    "a header line without a name"));

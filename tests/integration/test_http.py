@@ -306,6 +306,8 @@ class HttpTest(AgentdTestCase):
             (b'GET /a b c HTTP/1.1\r\nHost: localhost\r\n\r\n', 400),
             (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\nbad header\r\n\r\n', 400),
             (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n x: folded\r\n\r\n', 400),
+            (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX: a\x00b\r\n\r\n', 400),
+            (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX: a\rb\r\n\r\n', 400),
             (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX: '
              + b'y' * 70000 + b'\r\n\r\n', 431),
             (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n'
