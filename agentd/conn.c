@@ -217,6 +217,7 @@ static void		 conn_gate(struct conn *, struct evbuffer *,
 			    size_t keep);
 static int		 conn_head_step(struct conn *, struct evbuffer *);
 static int		 conn_chunk_step(struct conn *, struct evbuffer *);
+static int		 conn_trailer_ok(const char *, size_t);
 static void		 conn_admit(struct conn *, struct evbuffer *,
 			    size_t len);
 static int		 conn_parse(const char *, size_t, struct conn_head *,
@@ -1388,7 +1389,9 @@ conn_chunk_step(struct conn *c, struct evbuffer *in)
 		c->state = CONN_CHUNK_SIZE;
 		return (1);
 	case CONN_TRAILER:
-		if (p.pos != 0 && ++c->nlines > cfg->max_headers)
+		if (p.pos != 0 && (++c->nlines > cfg->max_headers ||
+		    !conn_trailer_ok((const char *)evbuffer_pullup(c->held,
+		    p.pos), (size_t)p.pos)))
 			goto bad;
 		conn_release(c, in, (size_t)p.pos + eol);
 		if (p.pos == 0) {
@@ -1428,6 +1431,27 @@ conn_chunk_step(struct conn *c, struct evbuffer *in)
 bad:
 	conn_refusal(&r, 400, "invalid_request", "malformed chunked body");
 	conn_refuse(c, &r);
+	return (1);
+}
+
+/*
+ * Whether a trailer line is a header line evhttp takes: a name, a colon, no
+ * NUL or bare CR (else evhttp answers a text/html 413 of its own).
+ */
+static int
+conn_trailer_ok(const char *line, size_t len)
+{
+	const char	*colon;
+	size_t		 i;
+
+	if (line == NULL || memchr(line, '\0', len) != NULL ||
+	    memchr(line, '\r', len) != NULL ||
+	    (colon = memchr(line, ':', len)) == NULL || colon == line)
+		return (0);
+	for (i = 0; line + i < colon; i++) {
+		if (!conn_tchar((unsigned char)line[i]))
+			return (0);
+	}
 	return (1);
 }
 

@@ -320,6 +320,12 @@ class HttpTest(AgentdTestCase):
              b'Transfer-Encoding: chunked\r\n\r\nzz\r\n', 400),
             (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\nAUTH'
              b'Content-Length: 99999999999999999999\r\n\r\n', 400),
+            (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\nAUTH'
+             b'Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n'
+             b'no colon\r\n\r\n', 400),
+            (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\nAUTH'
+             b'Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n'
+             b' folded: x\r\n\r\n', 400),
         ]
         for req, want in cases:
             r = self.raw()
