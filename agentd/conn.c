@@ -164,6 +164,8 @@ struct conn {
 	uint64_t		 nlines;	/* of the head, or trailer */
 	uint64_t		 chunk_left;	/* bytes of the chunk to pass */
 	uint64_t		 chunked_total;	/* bytes of the chunked body */
+	size_t			 head_bytes;	/* of the head and trailer: evhttp
+						   takes HTTP_HEADERS_MAX in all */
 	int			 releasing;	/* the gate adds to the input */
 	/* Another close callback set on this connection (files.c's). */
 	void			(*closecb)(struct evhttp_connection *, void *);
@@ -1104,6 +1106,7 @@ conn_admit(struct conn *c, struct evbuffer *in, size_t len)
 	c->scanned = c->searched = 0;
 	c->nlines = 0;
 	c->chunked_total = 0;
+	c->head_bytes = len;
 	conn_release(c, in, len);
 }
 
@@ -1389,6 +1392,13 @@ conn_chunk_step(struct conn *c, struct evbuffer *in)
 		c->state = CONN_CHUNK_SIZE;
 		return (1);
 	case CONN_TRAILER:
+		if ((c->head_bytes += (size_t)p.pos + eol) > HTTP_HEADERS_MAX) {
+			conn_refusal(&r, 431, "headers_too_large", "the request "
+			    "line, headers and trailer are over %d bytes",
+			    HTTP_HEADERS_MAX);
+			conn_refuse(c, &r);
+			return (1);
+		}
 		if (p.pos != 0 && (++c->nlines > cfg->max_headers ||
 		    !conn_trailer_ok((const char *)evbuffer_pullup(c->held,
 		    p.pos), (size_t)p.pos)))

@@ -326,6 +326,10 @@ class HttpTest(AgentdTestCase):
             (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\nAUTH'
              b'Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n'
              b' folded: x\r\n\r\n', 400),
+            # evhttp counts the trailer with the head: 64 KiB in all.
+            (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\nAUTH'
+             b'X: ' + b'a' * 60000 + b'\r\nTransfer-Encoding: chunked\r\n'
+             b'\r\n2\r\n{}\r\n0\r\nT: ' + b'b' * 10000 + b'\r\n\r\n', 431),
         ]
         for req, want in cases:
             r = self.raw()
