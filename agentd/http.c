@@ -517,22 +517,23 @@ http_authorized(struct http_req *hr)
 	    x != NULL ? strlen(x) : 0));
 }
 
-/* Whether an Authorization or X-Access-Token value carries the token. */
+/*
+ * Whether an Authorization or X-Access-Token value carries the token.
+ * Either will do: a proxy in front may put its own credentials in
+ * Authorization and pass envd's header on.
+ */
 int
 http_token_ok(const char *v, size_t len, const char *x, size_t xlen)
 {
 	if (cfg->token == NULL)
 		return (1);
-	if (v != NULL) {
-		if (len < 7 || strncasecmp(v, "Bearer ", 7) != 0)
-			return (0);
-		for (v += 7, len -= 7; len > 0 && *v == ' '; v++, len--)
-			;
-		return (ct_equal(v, len, cfg->token, cfg->token_len));
-	}
-	if (x != NULL)
-		return (ct_equal(x, xlen, cfg->token, cfg->token_len));
-	return (0);
+	if (x != NULL && ct_equal(x, xlen, cfg->token, cfg->token_len))
+		return (1);
+	if (v == NULL || len < 7 || strncasecmp(v, "Bearer ", 7) != 0)
+		return (0);
+	for (v += 7, len -= 7; len > 0 && *v == ' '; v++, len--)
+		;
+	return (ct_equal(v, len, cfg->token, cfg->token_len));
 }
 
 /* Every request comes here: take it apart, check auth, route it. */
