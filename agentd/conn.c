@@ -1040,7 +1040,21 @@ conn_head_step(struct conn *c, struct evbuffer *in)
 	struct conn_refusal	 r;
 	struct evbuffer_ptr	 p;
 	size_t			 len = evbuffer_get_length(c->held);
-	char			 cr = '\0';
+	char			 cr = '\0', first;
+
+	/*
+	 * A request starts with a method (a token) or an empty line: anything
+	 * else (a TLS handshake of an https:// client) is refused at once,
+	 * not left to wait for a line end until the header timeout.
+	 */
+	if (c->scanned == 0 && len > 0 &&
+	    evbuffer_copyout(c->held, &first, 1) == 1 && first != '\r' &&
+	    first != '\n' && !conn_tchar((unsigned char)first)) {
+		conn_refusal(&r, 400, "invalid_request", "not an HTTP request "
+		    "(TLS? agentd speaks plain HTTP)");
+		conn_refuse(c, &r);
+		return (1);
+	}
 
 	/* Search each byte once, whatever the size of the reads. */
 	if (c->searched < c->scanned)

@@ -299,6 +299,16 @@ class HttpTest(AgentdTestCase):
             r.send(b'800\r\n' + b' ' * 0x800 + b'\r\n')
         self.assertJsonError(*r.answer(), 413, 'body_too_large')
 
+    def test_not_http_is_refused_at_once(self):
+        # An https:// client's TLS handshake has no line end for the gate
+        # to wait for: it gets a 400 (and its TLS library an error) at
+        # once, not a silent close at the header timeout.
+        r = self.raw()
+        r.send(b'\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03' + b'\x00' * 32)
+        st, hdrs, body = r.answer()
+        self.assertJsonError(st, hdrs, body, 400, 'invalid_request')
+        self.assertIn(b'not an HTTP request', body)
+
     def test_every_error_body_is_json(self):
         cases = [
             (b'GET\r\n\r\n', 400),
