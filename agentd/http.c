@@ -25,6 +25,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
@@ -775,12 +776,18 @@ http_reply_raw(struct evhttp_request *req, int status, const char *type,
 	/* evhttp dates HTTP/1.1 answers only. */
 	http_date(date, sizeof date);
 	evhttp_add_header(h, "Date", date);
-	/* evhttp sends a HEAD answer's body: only say how long it is. */
-	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+	/*
+	 * evhttp sends a HEAD answer's body: only say how long it is.  It
+	 * gives an HTTP/1.0 answer that is not kept alive no length (the
+	 * close ends it): say it all the same.
+	 */
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD ||
+	    req->minor == 0) {
 		snprintf(num, sizeof num, "%zu", evbuffer_get_length(out));
 		evhttp_add_header(h, "Content-Length", num);
-		evbuffer_drain(out, evbuffer_get_length(out));
 	}
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD)
+		evbuffer_drain(out, evbuffer_get_length(out));
 	http_count(status);
 	evhttp_send_reply(req, status, http_reason(status), out);
 	evbuffer_free(out);

@@ -224,6 +224,18 @@ class HttpTest(AgentdTestCase):
             self.assertEqual(len(hdrs.get('date', [])), 1, hdrs)
             self.assertTrue(hdrs['date'][0].endswith(' GMT'), hdrs)
 
+    def test_http10_answers_have_a_length(self):
+        # evhttp ends an HTTP/1.0 answer that is not kept alive by the close
+        # alone; it carries its Content-Length all the same, errors too.
+        for target, auth in ((b'/healthz', b''), (b'/v1/sessions', b''),
+                             (b'/v1/sessions', self.auth())):
+            r = self.raw()
+            r.send(b'GET %s HTTP/1.0\r\n%s\r\n' % (target, auth))
+            st, hdrs = r.head()
+            body = r.rest()
+            self.assertEqual(hdrs.get('content-length'), [str(len(body))],
+                             (target, st, hdrs))
+
     def test_date_is_now(self):
         # The Date is formatted once a second and kept: each answer's is
         # the second it was sent in, and it moves on.
