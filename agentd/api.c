@@ -5,6 +5,7 @@
 #include <sys/queue.h>
 #include <sys/types.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -38,6 +39,8 @@
 #define API_SCRATCH_KEEP	(4u << 20) /* bytes of read buffer kept between reads */
 #define API_WATCH_AFTER_MS	10	/* a waiter watches its client's close
 					   from this long on (see api_wait()) */
+#define API_CLOSE_EXIT_MS	100	/* a long-poll that saw the output close
+					   waits this long at most for the exit */
 #define API_OBJECT_BYTES	4096	/* bytes of a session object around its
 					   window, most of the time */
 #define API_SESSION_BYTES	1024	/* bytes of a session object without a
@@ -116,6 +119,7 @@ static void	api_resize(struct http_req *, struct session *);
 static void	api_signal(struct http_req *, struct session *);
 static void	api_delete(struct http_req *, struct session *);
 static void	api_sessions_route(struct http_req *, const char *);
+static int	api_path_id(const char *, size_t, char [PROTO_ID_MAX + 1]);
 
 static const struct proto_limits	*api_limits(void);
 
@@ -149,11 +153,12 @@ api_route(struct http_req *hr)
 		if (http_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD) == 0)
 			api_healthz(hr);
 	} else if (strcmp(p, "/metrics") == 0) {
-		if (http_method(hr, EVHTTP_REQ_GET) == 0)
+		if (http_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD) == 0)
 			api_metrics(hr);
 	} else if (strcmp(p, "/v1/sessions") == 0 ||
 	    strcmp(p, "/v1/sessions/") == 0) {
-		if (http_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_POST) != 0)
+		if (http_method(hr, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+		    EVHTTP_REQ_POST) != 0)
 			return;
 		if (hr->method == EVHTTP_REQ_POST)
 			api_create(hr);
@@ -169,6 +174,36 @@ api_route(struct http_req *hr)
 		http_fail(hr->req, 404, "not_found", "no route %s", p);
 }
 
+/*
+ * The session id a path segment names, percent-decoded into id (a client
+ * may escape any byte, "s%2E1" is "s.1": RFC 3986 2.3).  0, or -1 when it
+ * cannot name one (empty, too long, a bad byte).
+ */
+static int
+api_path_id(const char *seg, size_t len, char id[PROTO_ID_MAX + 1])
+{
+	static const char	hex[] = "0123456789abcdef";
+	const char		*hi, *lo;
+	size_t			 i, n = 0;
+	char			 c;
+
+	for (i = 0; i < len; i++) {
+		c = seg[i];
+		if (c == '%' && len - i >= 3 && seg[i + 1] != '\0' &&
+		    seg[i + 2] != '\0' &&
+		    (hi = strchr(hex, tolower((unsigned char)seg[i + 1]))) &&
+		    (lo = strchr(hex, tolower((unsigned char)seg[i + 2])))) {
+			c = (char)((hi - hex) << 4 | (lo - hex));
+			i += 2;
+		}
+		if (n == PROTO_ID_MAX || c == '\0' || c == '/')
+			return (-1);
+		id[n++] = c;
+	}
+	id[n] = '\0';
+	return (n == 0 ? -1 : 0);
+}
+
 /* /v1/sessions/{id}[/stdin|/resize|/signal] */
 static void
 api_sessions_route(struct http_req *hr, const char *rest)
@@ -180,27 +215,25 @@ api_sessions_route(struct http_req *hr, const char *rest)
 
 	len = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
 	action = slash != NULL ? slash + 1 : "";
-	if (len == 0 || len > PROTO_ID_MAX) {
+	if (api_path_id(rest, len, id) != 0) {
 		http_fail(hr->req, 404, "not_found", "no session '%.*s'",
 		    (int)(len > PROTO_ID_MAX ? PROTO_ID_MAX : len), rest);
 		return;
 	}
-	memcpy(id, rest, len);
-	id[len] = '\0';
 	if (*action != '\0' && strcmp(action, "stdin") != 0 &&
 	    strcmp(action, "resize") != 0 && strcmp(action, "signal") != 0) {
 		http_fail(hr->req, 404, "not_found", "no route %s", hr->path);
 		return;
 	}
-	if (http_method(hr, *action == '\0' ? EVHTTP_REQ_GET | EVHTTP_REQ_DELETE :
-	    EVHTTP_REQ_POST) != 0)
+	if (http_method(hr, *action == '\0' ? EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+	    EVHTTP_REQ_DELETE : EVHTTP_REQ_POST) != 0)
 		return;
 	if ((s = session_find(id)) == NULL) {
 		http_fail(hr->req, 404, "not_found", "no session '%s'", id);
 		return;
 	}
 	if (*action == '\0')
-		(hr->method == EVHTTP_REQ_GET ? api_read : api_delete)(hr, s);
+		(hr->method == EVHTTP_REQ_DELETE ? api_delete : api_read)(hr, s);
 	else if (strcmp(action, "stdin") == 0)
 		api_stdin(hr, s);
 	else if (strcmp(action, "resize") == 0)
@@ -603,12 +636,19 @@ api_answer(struct evhttp_request *req, struct session *s,
 	http_reply(req, a->status, &b);
 }
 
-/* Whether a reader at cursor has something to be answered with now. */
+/*
+ * Whether a reader at cursor has something to be answered with now: a
+ * chunk after it, or the end (the output closed and the process exited).
+ * Output that closed before while the process runs on (a daemon's
+ * "exec >&-") is no answer: a long-poll would return at once, and its
+ * client spin, until the exit.  (The close itself answers those waiting
+ * then: api_session_event.)
+ */
 static int
 api_ready(struct session *s, uint64_t cursor)
 {
 	return (ring_newest(session_ring(s)) > cursor ||
-	    session_output_closed(s));
+	    (session_output_closed(s) && session_exited(s)));
 }
 
 /* The waiters of a session, created on first use. */
@@ -765,6 +805,7 @@ api_session_event(struct session *s, int events)
 	struct waiters	**slot = (struct waiters **)session_user(s);
 	struct waiter	 *w, *next;
 	struct timeval	  tv;
+	int64_t		  now;
 	int		  remove = 0;
 
 	if (*slot == NULL)
@@ -777,6 +818,20 @@ api_session_event(struct session *s, int events)
 			if (events & SESSION_EV_REMOVED)
 				w->delete = 0;
 			remove |= api_waiter_done(w, 1);
+		} else if ((w->flags & WAIT_OUTPUT) &&
+		    (events & SESSION_EV_CLOSED)) {
+			/*
+			 * The output closed with nothing new, the exit status
+			 * not in yet: it mostly follows at once, and one
+			 * answer then carries it.  The close is still an
+			 * answer (API.md), API_CLOSE_EXIT_MS later at most.
+			 */
+			now = clock_mono_ms();
+			if (w->deadline_ms > now + API_CLOSE_EXIT_MS) {
+				w->deadline_ms = now + API_CLOSE_EXIT_MS;
+				evtimer_add(w->timer, timeval_ms(&tv,
+				    API_CLOSE_EXIT_MS));
+			}
 		} else if ((w->flags & WAIT_IDLE) &&
 		    (events & SESSION_EV_OUTPUT)) {
 			/* quiet from now on */
@@ -920,9 +975,10 @@ api_wants_raw(struct http_req *hr)
 
 	accept = evhttp_find_header(evhttp_request_get_input_headers(hr->req),
 	    "Accept");
+	/* Media types are case-insensitive (RFC 9110 8.3.1). */
 	return (accept != NULL &&
-	    strstr(accept, "application/octet-stream") != NULL &&
-	    strstr(accept, "application/json") == NULL);
+	    strcasestr(accept, "application/octet-stream") != NULL &&
+	    strcasestr(accept, "application/json") == NULL);
 }
 
 /*

@@ -164,6 +164,8 @@ struct conn {
 	uint64_t		 nlines;	/* of the head, or trailer */
 	uint64_t		 chunk_left;	/* bytes of the chunk to pass */
 	uint64_t		 chunked_total;	/* bytes of the chunked body */
+	size_t			 head_bytes;	/* of the head and trailer: evhttp
+						   takes HTTP_HEADERS_MAX in all */
 	int			 releasing;	/* the gate adds to the input */
 	/* Another close callback set on this connection (files.c's). */
 	void			(*closecb)(struct evhttp_connection *, void *);
@@ -217,6 +219,7 @@ static void		 conn_gate(struct conn *, struct evbuffer *,
 			    size_t keep);
 static int		 conn_head_step(struct conn *, struct evbuffer *);
 static int		 conn_chunk_step(struct conn *, struct evbuffer *);
+static int		 conn_trailer_ok(const char *, size_t);
 static void		 conn_admit(struct conn *, struct evbuffer *,
 			    size_t len);
 static int		 conn_parse(const char *, size_t, struct conn_head *,
@@ -1037,7 +1040,21 @@ conn_head_step(struct conn *c, struct evbuffer *in)
 	struct conn_refusal	 r;
 	struct evbuffer_ptr	 p;
 	size_t			 len = evbuffer_get_length(c->held);
-	char			 cr = '\0';
+	char			 cr = '\0', first;
+
+	/*
+	 * A request starts with a method (a token) or an empty line: anything
+	 * else (a TLS handshake of an https:// client) is refused at once,
+	 * not left to wait for a line end until the header timeout.
+	 */
+	if (c->scanned == 0 && len > 0 &&
+	    evbuffer_copyout(c->held, &first, 1) == 1 && first != '\r' &&
+	    first != '\n' && !conn_tchar((unsigned char)first)) {
+		conn_refusal(&r, 400, "invalid_request", "not an HTTP request "
+		    "(TLS? agentd speaks plain HTTP)");
+		conn_refuse(c, &r);
+		return (1);
+	}
 
 	/* Search each byte once, whatever the size of the reads. */
 	if (c->searched < c->scanned)
@@ -1103,6 +1120,7 @@ conn_admit(struct conn *c, struct evbuffer *in, size_t len)
 	c->scanned = c->searched = 0;
 	c->nlines = 0;
 	c->chunked_total = 0;
+	c->head_bytes = len;
 	conn_release(c, in, len);
 }
 
@@ -1187,6 +1205,11 @@ conn_parse(const char *p, size_t len, struct conn_head *h,
 		if (*p == ' ' || *p == '\t')
 			return (conn_refusal(r, 400, "invalid_request",
 			    "a folded header line"));
+		/* RFC 9112 2.2, 5: evhttp would cut a value at a NUL. */
+		if (memchr(p, '\0', le - p) != NULL ||
+		    memchr(p, '\r', le - p) != NULL)
+			return (conn_refusal(r, 400, "invalid_request",
+			    "a NUL or bare CR in a header line"));
 		if ((colon = memchr(p, ':', le - p)) == NULL || colon == p)
 			return (conn_refusal(r, 400, "invalid_request",
 			    "a header line without a name"));
@@ -1383,7 +1406,16 @@ conn_chunk_step(struct conn *c, struct evbuffer *in)
 		c->state = CONN_CHUNK_SIZE;
 		return (1);
 	case CONN_TRAILER:
-		if (p.pos != 0 && ++c->nlines > cfg->max_headers)
+		if ((c->head_bytes += (size_t)p.pos + eol) > HTTP_HEADERS_MAX) {
+			conn_refusal(&r, 431, "headers_too_large", "the request "
+			    "line, headers and trailer are over %d bytes",
+			    HTTP_HEADERS_MAX);
+			conn_refuse(c, &r);
+			return (1);
+		}
+		if (p.pos != 0 && (++c->nlines > cfg->max_headers ||
+		    !conn_trailer_ok((const char *)evbuffer_pullup(c->held,
+		    p.pos), (size_t)p.pos)))
 			goto bad;
 		conn_release(c, in, (size_t)p.pos + eol);
 		if (p.pos == 0) {
@@ -1423,6 +1455,27 @@ conn_chunk_step(struct conn *c, struct evbuffer *in)
 bad:
 	conn_refusal(&r, 400, "invalid_request", "malformed chunked body");
 	conn_refuse(c, &r);
+	return (1);
+}
+
+/*
+ * Whether a trailer line is a header line evhttp takes: a name, a colon, no
+ * NUL or bare CR (else evhttp answers a text/html 413 of its own).
+ */
+static int
+conn_trailer_ok(const char *line, size_t len)
+{
+	const char	*colon;
+	size_t		 i;
+
+	if (line == NULL || memchr(line, '\0', len) != NULL ||
+	    memchr(line, '\r', len) != NULL ||
+	    (colon = memchr(line, ':', len)) == NULL || colon == line)
+		return (0);
+	for (i = 0; line + i < colon; i++) {
+		if (!conn_tchar((unsigned char)line[i]))
+			return (0);
+	}
 	return (1);
 }
 

@@ -680,7 +680,7 @@ files_work_stat(struct files_job *j, uid_t owner)
 	struct stat		 st;
 	char			(*names)[16], *target, *base;
 	ssize_t			 n;
-	size_t			 i;
+	size_t			 i, len;
 	int			 dfd, r;
 
 	j->rc = -1;
@@ -694,12 +694,23 @@ files_work_stat(struct files_job *j, uid_t owner)
 	}
 	for (i = 0; i < j->st.n; i++) {
 		res[i].path = j->st.paths[i];
-		if ((dfd = fileio_parent(j->st.paths[i], 0, owner, &base,
-		    &err)) == -1) {
+		len = strlen(j->st.paths[i]);
+		if (len > 1 && j->st.paths[i][len - 1] == '/') {
+			/*
+			 * "/a/b/", as lstat(2) takes it: b must be a folder,
+			 * or a symlink to one (followed, if trusted).
+			 */
+			base = NULL;
+			dfd = fileio_open(j->st.paths[i], O_PATH | O_DIRECTORY,
+			    owner, &err);
+		} else
+			dfd = fileio_parent(j->st.paths[i], 0, owner, &base,
+			    &err);
+		if (dfd == -1) {
 			res[i].error = fileio_errno_name(errno, names[i]);
 			continue;
 		}
-		if (*base == '\0')
+		if (base == NULL || *base == '\0')
 			r = fstat(dfd, &st);
 		else
 			r = fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW);

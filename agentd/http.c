@@ -25,6 +25,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
@@ -96,6 +97,7 @@ static void		 http_accept_resume(evutil_socket_t, short, void *);
 static void		 http_free_buf(const void *, size_t, void *);
 static void		 http_spares_free(void);
 static void		 http_reply_oom(struct evhttp_request *);
+static const char	*http_reason(int);
 
 /* Create an evhttp serving the API. */
 static void
@@ -516,22 +518,23 @@ http_authorized(struct http_req *hr)
 	    x != NULL ? strlen(x) : 0));
 }
 
-/* Whether an Authorization or X-Access-Token value carries the token. */
+/*
+ * Whether an Authorization or X-Access-Token value carries the token.
+ * Either will do: a proxy in front may put its own credentials in
+ * Authorization and pass envd's header on.
+ */
 int
 http_token_ok(const char *v, size_t len, const char *x, size_t xlen)
 {
 	if (cfg->token == NULL)
 		return (1);
-	if (v != NULL) {
-		if (len < 7 || strncasecmp(v, "Bearer ", 7) != 0)
-			return (0);
-		for (v += 7, len -= 7; len > 0 && *v == ' '; v++, len--)
-			;
-		return (ct_equal(v, len, cfg->token, cfg->token_len));
-	}
-	if (x != NULL)
-		return (ct_equal(x, xlen, cfg->token, cfg->token_len));
-	return (0);
+	if (x != NULL && ct_equal(x, xlen, cfg->token, cfg->token_len))
+		return (1);
+	if (v == NULL || len < 7 || strncasecmp(v, "Bearer ", 7) != 0)
+		return (0);
+	for (v += 7, len -= 7; len > 0 && *v == ' '; v++, len--)
+		;
+	return (ct_equal(v, len, cfg->token, cfg->token_len));
 }
 
 /* Every request comes here: take it apart, check auth, route it. */
@@ -773,15 +776,45 @@ http_reply_raw(struct evhttp_request *req, int status, const char *type,
 	/* evhttp dates HTTP/1.1 answers only. */
 	http_date(date, sizeof date);
 	evhttp_add_header(h, "Date", date);
-	/* evhttp sends a HEAD answer's body: only say how long it is. */
-	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+	/*
+	 * evhttp sends a HEAD answer's body: only say how long it is.  It
+	 * gives an HTTP/1.0 answer that is not kept alive no length (the
+	 * close ends it): say it all the same.
+	 */
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD ||
+	    req->minor == 0) {
 		snprintf(num, sizeof num, "%zu", evbuffer_get_length(out));
 		evhttp_add_header(h, "Content-Length", num);
-		evbuffer_drain(out, evbuffer_get_length(out));
 	}
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD)
+		evbuffer_drain(out, evbuffer_get_length(out));
 	http_count(status);
-	evhttp_send_reply(req, status, NULL, out);
+	evhttp_send_reply(req, status, http_reason(status), out);
 	evbuffer_free(out);
+}
+
+/*
+ * The reason phrase of a status evhttp's tables lack (they stop at 417 and
+ * 505: 422 would be "Client Error"), else NULL for evhttp's own.
+ */
+static const char *
+http_reason(int status)
+{
+	switch (status) {
+	case 413:
+		return ("Payload Too Large");
+	case 415:
+		return ("Unsupported Media Type");
+	case 422:
+		return ("Unprocessable Entity");
+	case 429:
+		return ("Too Many Requests");
+	case 431:
+		return ("Request Header Fields Too Large");
+	case 507:
+		return ("Insufficient Storage");
+	}
+	return (NULL);
 }
 
 /*

@@ -54,9 +54,9 @@ void	http_stop_accepting(void);
 void	http_free(void);
 
 /*
- * Whether a TCP request's Authorization (or, without one, X-Access-Token)
- * value carries the token; always when none is configured.  The values
- * need no NUL; NULL when absent.
+ * Whether a TCP request's Authorization (Bearer) or X-Access-Token value
+ * carries the token, either will do; always when none is configured.  The
+ * values need no NUL; NULL when absent.
  */
 int	http_token_ok(const char *authorization, size_t alen,
 	    const char *xtoken, size_t xlen);

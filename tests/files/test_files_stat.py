@@ -68,6 +68,29 @@ class StatTest(FilesCase):
         self.assertEqual(by[under_file]['error'], 'ENOTDIR')
         self.assertEqual(by['/']['type'], 'dir')
 
+    def test_trailing_slash(self):
+        """"/a/b/" as lstat(2) takes it: b must be a folder, or a symlink
+        to one (followed); a file there is ENOTDIR, not the file."""
+        f = self.p('f')
+        with open(f, 'wb') as fh:
+            fh.write(b'x')
+        d = self.p('d')
+        os.mkdir(d)
+        os.symlink(d, self.p('dirlink'))
+        os.symlink(f, self.p('filelink'))
+        paths = [f + '/', d + '/', self.p('dirlink') + '/',
+                 self.p('filelink') + '/', self.p('missing') + '/']
+        res = self.expect(self.stat(paths), 200).json['results']
+        by = dict(zip(paths, res))
+        for p in (f + '/', self.p('filelink') + '/'):
+            self.assertEqual(by[p], {'path': p, 'exists': False,
+                                     'error': 'ENOTDIR'}, p)
+        for p in (d + '/', self.p('dirlink') + '/'):
+            self.assertIs(by[p]['exists'], True, p)
+            self.assertEqual(by[p]['type'], 'dir', p)
+            self.assertNotIn('target', by[p])
+        self.assertEqual(by[self.p('missing') + '/']['error'], 'ENOENT')
+
     def test_odd_names(self):
         names = ['sp ace', 'ü-ñ', 'quote"back\\slash', 'new\nline', 'pct%41']
         paths = []

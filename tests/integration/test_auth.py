@@ -59,6 +59,24 @@ class TokenTest(AgentdTestCase):
                      headers={'X-Access-Token': self.agentd.token})
         self.expect(r, 201)
 
+    def test_either_header_carrying_the_token_will_do(self):
+        # A proxy in front may put its own credentials in Authorization and
+        # pass envd's X-Access-Token on: the request carries the token.
+        c = self.anon()
+        tok = self.agentd.token
+        for auth in ('Bearer wrong', 'Basic eDp5'):
+            hdrs = {'Authorization': auth, 'X-Access-Token': tok}
+            self.expect(self.req('GET', '/v1/sessions', client=c,
+                                 headers=hdrs), 200)
+            # a body too, checked by the gate before it is read
+            self.expect(self.req('POST', '/v1/sessions',
+                                 {'cmd': 'true', 'yield_ms': 5000}, client=c,
+                                 headers=hdrs), 201)
+        self.expect(self.req('GET', '/v1/sessions', client=c, headers={
+            'Authorization': 'Bearer ' + tok, 'X-Access-Token': 'wrong'}), 200)
+        self.assertUnauthorized(self.req('GET', '/v1/sessions', client=c,
+            headers={'Authorization': 'Bearer wrong', 'X-Access-Token': 'x'}))
+
     def test_healthz_needs_no_token(self):
         c = self.anon()
         r = self.req('GET', '/healthz', client=c)

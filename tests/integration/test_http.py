@@ -109,6 +109,58 @@ class HttpTest(AgentdTestCase):
         st, _, body = r.answer()
         self.assertEqual(st, 200, body[:200])
 
+    def test_head_wherever_get(self):
+        # RFC 9110 9.3.2: HEAD is GET without the body.  Every route a GET
+        # reads answers it (the files' GET excepted, API.md), and a 405
+        # names HEAD in Allow beside GET.
+        doc = b'{"id": "h1", "cmd": "echo hi", "yield_ms": 5000}'
+        r = self.raw()
+        r.send(b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n%s'
+               b'Content-Length: %d\r\n\r\n%s' % (self.auth(), len(doc), doc))
+        self.assertEqual(r.answer()[0], 201)
+        for target, accept in ((b'/metrics', b''), (b'/v1/sessions', b''),
+                               (b'/v1/sessions/h1?cursor=0', b''),
+                               (b'/v1/sessions/h1?cursor=0',
+                                b'Accept: Application/Octet-Stream\r\n')):
+            with self.subTest(target=target, accept=accept):
+                r.send(b'GET %s HTTP/1.1\r\nHost: localhost\r\n%s%s\r\n'
+                       % (target, accept, self.auth()))
+                st, hdrs, body = r.answer()
+                self.assertEqual(st, 200, body[:200])
+                r.send(b'HEAD %s HTTP/1.1\r\nHost: localhost\r\n%s%s\r\n'
+                       % (target, accept, self.auth()))
+                st, hhdrs, _ = r.answer(head_only=True)
+                self.assertEqual(st, 200)
+                self.assertEqual(hhdrs['content-type'], hdrs['content-type'])
+                if target != b'/metrics':   # its uptime changes its length
+                    self.assertEqual(hhdrs['content-length'],
+                                     [str(len(body))])
+        self.assertEqual(hdrs['content-type'], ['application/octet-stream'])
+        self.assertEqual(body, b'hi\n')
+        # No body came after the HEAD answers: the next bytes are this one's.
+        r.send(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
+        st, _, body = r.answer()
+        self.assertEqual(st, 200, r.buf[:200])
+        self.assertEqual(json.loads(body)['status'], 'ok')
+        r.send(b'PATCH /v1/sessions/h1 HTTP/1.1\r\nHost: localhost\r\n%s\r\n'
+               % self.auth())
+        st, hdrs, body = r.answer()
+        self.assertJsonError(st, hdrs, body, 405, 'method_not_allowed')
+        self.assertEqual(hdrs['allow'], ['GET, HEAD, DELETE'])
+
+    def test_reason_phrases(self):
+        # evhttp's own table stops at 417 and 505 ("Client Error" for 422
+        # and 429): each status has its name.
+        r = self.raw()
+        doc = b'{"argv": ["/nonexistent/x"]}'
+        r.send(b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n%s'
+               b'Content-Length: %d\r\n\r\n%s' % (self.auth(), len(doc), doc))
+        while b'\r\n' not in r.buf:
+            r._fill()
+        self.assertTrue(r.buf.startswith(
+            b'HTTP/1.1 422 Unprocessable Entity\r\n'), r.buf[:100])
+        self.assertJsonError(*r.answer(), 422, 'spawn_failed')
+
     def test_expect_continue_over_max_body_gets_413_at_once(self):
         r = self.raw()
         t0 = time.monotonic()
@@ -148,7 +200,7 @@ class HttpTest(AgentdTestCase):
                b'Content-Length: 0\r\n\r\n' % self.auth())
         st, hdrs, body = r.answer()
         self.assertEqual(st, 405)
-        self.assertEqual(hdrs['allow'], ['GET, POST'])
+        self.assertEqual(hdrs['allow'], ['GET, HEAD, POST'])
 
     def test_http11_needs_one_host(self):
         for req in (b'GET /healthz HTTP/1.1\r\n\r\n',
@@ -171,6 +223,18 @@ class HttpTest(AgentdTestCase):
             self.assertEqual(st, 200)
             self.assertEqual(len(hdrs.get('date', [])), 1, hdrs)
             self.assertTrue(hdrs['date'][0].endswith(' GMT'), hdrs)
+
+    def test_http10_answers_have_a_length(self):
+        # evhttp ends an HTTP/1.0 answer that is not kept alive by the close
+        # alone; it carries its Content-Length all the same, errors too.
+        for target, auth in ((b'/healthz', b''), (b'/v1/sessions', b''),
+                             (b'/v1/sessions', self.auth())):
+            r = self.raw()
+            r.send(b'GET %s HTTP/1.0\r\n%s\r\n' % (target, auth))
+            st, hdrs = r.head()
+            body = r.rest()
+            self.assertEqual(hdrs.get('content-length'), [str(len(body))],
+                             (target, st, hdrs))
 
     def test_date_is_now(self):
         # The Date is formatted once a second and kept: each answer's is
@@ -247,6 +311,16 @@ class HttpTest(AgentdTestCase):
             r.send(b'800\r\n' + b' ' * 0x800 + b'\r\n')
         self.assertJsonError(*r.answer(), 413, 'body_too_large')
 
+    def test_not_http_is_refused_at_once(self):
+        # An https:// client's TLS handshake has no line end for the gate
+        # to wait for: it gets a 400 (and its TLS library an error) at
+        # once, not a silent close at the header timeout.
+        r = self.raw()
+        r.send(b'\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03' + b'\x00' * 32)
+        st, hdrs, body = r.answer()
+        self.assertJsonError(st, hdrs, body, 400, 'invalid_request')
+        self.assertIn(b'not an HTTP request', body)
+
     def test_every_error_body_is_json(self):
         cases = [
             (b'GET\r\n\r\n', 400),
@@ -254,6 +328,8 @@ class HttpTest(AgentdTestCase):
             (b'GET /a b c HTTP/1.1\r\nHost: localhost\r\n\r\n', 400),
             (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\nbad header\r\n\r\n', 400),
             (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n x: folded\r\n\r\n', 400),
+            (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX: a\x00b\r\n\r\n', 400),
+            (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX: a\rb\r\n\r\n', 400),
             (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX: '
              + b'y' * 70000 + b'\r\n\r\n', 431),
             (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\n'
@@ -266,6 +342,16 @@ class HttpTest(AgentdTestCase):
              b'Transfer-Encoding: chunked\r\n\r\nzz\r\n', 400),
             (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\nAUTH'
              b'Content-Length: 99999999999999999999\r\n\r\n', 400),
+            (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\nAUTH'
+             b'Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n'
+             b'no colon\r\n\r\n', 400),
+            (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\nAUTH'
+             b'Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n'
+             b' folded: x\r\n\r\n', 400),
+            # evhttp counts the trailer with the head: 64 KiB in all.
+            (b'POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\nAUTH'
+             b'X: ' + b'a' * 60000 + b'\r\nTransfer-Encoding: chunked\r\n'
+             b'\r\n2\r\n{}\r\n0\r\nT: ' + b'b' * 10000 + b'\r\n\r\n', 431),
         ]
         for req, want in cases:
             r = self.raw()

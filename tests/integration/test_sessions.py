@@ -176,6 +176,27 @@ class IdTest(AgentdTestCase):
         w = self.create(id=sid, cmd='true', yield_ms=5000)
         self.assertEqual(w['id'], sid)
 
+    def test_id_percent_encoded_in_the_path(self):
+        # RFC 3986 2.3: "%2E" in a path is ".", and a client that escapes
+        # every byte (or only some) names the same session.
+        self.create(id='job.1-a', cmd='cat')
+        for seg in ('job%2E1-a', 'job%2e1%2Da', '%6a%6f%62%2e%31%2d%61'):
+            with self.subTest(seg=seg):
+                r = self.req('GET', '/v1/sessions/' + seg)
+                self.expect(r, 200, seg)
+                self.assertEqual(r.json['id'], 'job.1-a')
+        r = self.req('POST', '/v1/sessions/job%2E1-a/stdin',
+                     {'text': 'hi\n', 'wait_ms': 5000})
+        self.expect(r, 200)
+        self.assertEqual(r.json['written'], 3)
+        # What decodes to no id stays unknown: 64 chars at most, no NUL or /.
+        self.create(id='b' * 64, cmd='true', yield_ms=5000)
+        self.expect(self.req('GET', '/v1/sessions/' + '%62' * 64), 200)
+        for seg in ('%62' * 65, 'job%001-a', 'job%2F1-a', 'job%2'):
+            self.assertError(self.req('GET', '/v1/sessions/' + seg), 404,
+                             'not_found')
+        self.expect(self.delete('job.1-a'), 200)
+
 
 class TimingTest(AgentdTestCase):
 
@@ -210,6 +231,20 @@ class TimingTest(AgentdTestCase):
         self.assertEqual(b''.join(unb64(c['data']) for c in w['output']), b'first\n')
         self.assertGreaterEqual(w['cursor'], 1)
         self.expect(self.delete(w['id']), 200)
+
+    def test_wait_ms_answer_carries_the_exit_of_a_silent_command(self):
+        # The output closes a moment before the exit status comes in:
+        # wait_ms's answer "when the process ends" waits that moment (100
+        # ms at most) and carries the exit, not "running" with no code.
+        # Any of five: the status has 100 ms to come on a loaded machine.
+        got = []
+        for _ in range(5):
+            w = self.create(cmd='exit 3', wait_ms=20000)
+            self.assertEqual(w['output'], [])
+            got.append((w['state'], w['exit_code'], w['eof']))
+        self.assertIn(('exited', 3, True), got)
+        for g in got:
+            self.assertIn(g, (('exited', 3, True), ('running', None, False)))
 
     def test_wait_ms_answers_when_process_ends_silently(self):
         t0 = time.monotonic()
