@@ -639,10 +639,9 @@ api_answer(struct evhttp_request *req, struct session *s,
 /*
  * Whether a reader at cursor has something to be answered with now: a
  * chunk after it, or the end (the output closed and the process exited).
- * Output that closed before while the process runs on (a daemon's
- * "exec >&-") is no answer: a long-poll would return at once, and its
- * client spin, until the exit.  (The close itself answers those waiting
- * then: api_session_event.)
+ * Output closed while the process runs on is an answer too, but up to
+ * API_CLOSE_EXIT_MS later, for the exit status that mostly follows
+ * (api_wait(), api_session_event()).
  */
 static int
 api_ready(struct session *s, uint64_t cursor)
@@ -685,6 +684,14 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 	w->written = a->written;
 	w->idle_ms = a->idle_ms;
 	w->delete = delete;
+	/*
+	 * The output closed before, the process runs on: the close is the
+	 * answer (API.md), after the exit status's grace.  A client polling
+	 * a process that closed its output ("exec >&-") polls at that pace.
+	 */
+	if (flags == WAIT_OUTPUT && session_output_closed(s) &&
+	    ms > API_CLOSE_EXIT_MS)
+		ms = API_CLOSE_EXIT_MS;
 	w->deadline_ms = clock_mono_ms() + ms;
 	w->timer = evtimer_new(agentd_base, api_waiter_timeout, w);
 	if (w->timer == NULL)
