@@ -153,6 +153,7 @@ static session_observer_fn	 observer;
 static uint64_t			 next_id = 1;
 static size_t			 nrunning;
 static uint64_t			 ring_total;	/* bytes of every ring */
+static int			 removing_all;	/* in session_remove_all() */
 
 static void	session_notify(struct session *, int);
 static void	session_env_set(char **, size_t *, const char *);
@@ -1171,22 +1172,22 @@ session_drain_cb(evutil_socket_t fd, short events, void *arg)
 	session_check_exit(arg, 1);
 }
 
-/* Signal the session's process group, if it may still exist. */
+/*
+ * Signal every process of the session, if it may still have any: its
+ * process group and the groups an interactive shell made for its jobs.
+ */
 static void
 session_kill(struct session *s, int sig)
 {
-	int	error;
-
 	/*
 	 * The leader is unreaped (alive or a zombie) until released, so its
-	 * pid, the group's id, cannot belong to anyone else.  Once released,
-	 * it may: never signal it again.
+	 * pid, the group's and the session's id, cannot belong to anyone
+	 * else.  Once released, it may: never signal it again.
 	 */
 	if (s->released)
 		return;
-	if ((error = pty_kill_group(s->pid, sig)) != 0 && error != -ESRCH)
-		log_warn("%s: session %s: kill %d: %s", __func__, s->id, sig,
-		    strerror(-error));
+	if (pty_kill_sessions(&s->pid, 1, sig) == 0)
+		log_debug("%s: session %s: signal %d", __func__, s->id, sig);
 }
 
 /* timeout_ms passed: SIGTERM now, SIGKILL later. */
@@ -1417,21 +1418,35 @@ session_remove(struct session *s)
 	free(s);
 }
 
-/* Send sig to every group that may still have processes: tty ones only? */
+/*
+ * Send sig to every session that may still have processes (tty ones only?),
+ * with one look at /proc for all of them.
+ */
 void
 session_signal_all(int sig, int tty_only)
 {
 	struct session		*s;
 	struct session_corpse	*c;
+	pid_t			*sids;
+	size_t			 n = 0, cap = 0;
 
+	TAILQ_FOREACH(s, &sessions, entry)
+		cap++;
+	LIST_FOREACH(c, &corpses, entry)
+		cap++;
+	if (cap == 0)
+		return;
+	sids = xcalloc(cap, sizeof *sids);
 	TAILQ_FOREACH(s, &sessions, entry) {
-		if (!tty_only || s->tty)
-			session_kill(s, sig);
+		if (!s->released && (!tty_only || s->tty))
+			sids[n++] = s->pid;
 	}
 	if (!tty_only) {
 		LIST_FOREACH(c, &corpses, entry)
-			pty_kill_group(c->pid, sig);
+			sids[n++] = c->pid;
 	}
+	pty_kill_sessions(sids, n, sig);
+	free(sids);
 }
 
 /* Remove every session; SIGKILL what is left of every group. */
@@ -1441,6 +1456,7 @@ session_remove_all(void)
 	struct session		*s;
 	struct session_corpse	*c;
 
+	removing_all = 1;
 	while ((s = TAILQ_FIRST(&sessions)) != NULL)
 		session_remove(s);
 	while ((c = LIST_FIRST(&corpses)) != NULL) {
@@ -1448,6 +1464,7 @@ session_remove_all(void)
 			pty_kill_group(c->pid, SIGKILL);
 		session_corpse_free(c, 1);
 	}
+	removing_all = 0;
 	event_del(sweep_ev);	/* kept: fuzz_http empties the table often */
 }
 
@@ -1492,11 +1509,12 @@ session_corpse_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct session_corpse	*c = arg;
 	size_t			 i;
-	int			 error;
 
-	if ((error = pty_kill_group(c->pid, SIGKILL)) != 0 && error != -ESRCH)
-		log_warn("%s: pid %ld: kill: %s", __func__, (long)c->pid,
-		    strerror(-error));
+	/* At the end of session_remove_all() the SIGKILL went out already. */
+	if (removing_all)
+		pty_kill_group(c->pid, SIGKILL);
+	else
+		pty_kill_sessions(&c->pid, 1, SIGKILL);
 	c->killed = 1;
 	for (i = 0; i < 2; i++) {
 		if (c->fds[i] != -1)
