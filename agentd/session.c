@@ -74,6 +74,7 @@ struct session {
 	int		 exited;	/* state "exited" */
 	int		 timed_out;
 	int		 terminating;	/* DELETE, TTL or shutdown under way */
+	int		 killed;	/* the session got its SIGKILL */
 	int64_t		 kill_at_ms;	/* monotonic: the group's SIGKILL */
 	int		 remove_on_exit;
 	int64_t		 started_ms;	/* wall clock */
@@ -122,6 +123,7 @@ struct session_corpse {
 	pid_t		 pid;
 	int		 reaped;	/* the status is in */
 	int		 killed;	/* the SIGKILL went out */
+	int		 wide;		/* SIGKILL every group of the session */
 	int		 fds[2];	/* output kept open, unread, or -1 */
 	struct event	*kill_ev;
 };
@@ -1188,6 +1190,8 @@ session_kill(struct session *s, int sig)
 		return;
 	if (pty_kill_sessions(&s->pid, 1, sig) == 0)
 		log_debug("%s: session %s: signal %d", __func__, s->id, sig);
+	if (sig == SIGKILL)
+		s->killed = 1;
 }
 
 /* timeout_ms passed: SIGTERM now, SIGKILL later. */
@@ -1365,12 +1369,20 @@ session_terminate(struct session *s, int64_t grace_ms)
 		return;
 	s->terminating = 1;
 	s->kill_at_ms = clock_mono_ms() + (grace_ms > 0 ? grace_ms : 0);
-	if (s->tty && !s->exited)
-		session_kill(s, SIGHUP);
-	session_kill(s, SIGTERM);
-	if (grace_ms <= 0)
+	/*
+	 * The hangup is the terminal's, for the group it would reach; with
+	 * no grace, SIGTERM to the jobs of other groups would come with
+	 * their SIGKILL.  Each look at /proc for them costs a system call
+	 * per process of the machine: one per signal that needs it.
+	 */
+	if (!s->released && s->tty && !s->exited)
+		pty_kill_group(s->pid, SIGHUP);
+	if (grace_ms <= 0) {
+		if (!s->released)
+			pty_kill_group(s->pid, SIGTERM);
 		session_kill(s, SIGKILL);
-	else {
+	} else {
+		session_kill(s, SIGTERM);
 		event_del(s->kill_ev);
 		session_timer_add(s->kill_ev, grace_ms);
 	}
@@ -1483,6 +1495,8 @@ session_bury(struct session *s, int64_t ms)
 	c = xcalloc(1, sizeof *c);
 	c->pid = pid;
 	c->reaped = s->reaped;
+	/* The session's own SIGKILL reached all its groups already. */
+	c->wide = !s->killed;
 	for (i = 0; i < 2; i++) {
 		c->fds[i] = ms > 0 ? s->out[i].fd : -1;
 		if (c->fds[i] == -1)
@@ -1511,10 +1525,10 @@ session_corpse_cb(evutil_socket_t fd, short events, void *arg)
 	size_t			 i;
 
 	/* At the end of session_remove_all() the SIGKILL went out already. */
-	if (removing_all)
-		pty_kill_group(c->pid, SIGKILL);
-	else
+	if (c->wide && !removing_all)
 		pty_kill_sessions(&c->pid, 1, SIGKILL);
+	else
+		pty_kill_group(c->pid, SIGKILL);
 	c->killed = 1;
 	for (i = 0; i < 2; i++) {
 		if (c->fds[i] != -1)
