@@ -153,7 +153,7 @@ follow_flush(struct follow *f, int fd, size_t len)
 		memcpy(k->data, f->buf, len);
 		return;
 	}
-	if ((error = ctl_write_all(fd, f->buf, len)) != 0)
+	if ((error = term_write(fd, f->buf, len)) != 0)
 		follow_out_error(f, error);
 }
 

@@ -74,6 +74,7 @@ struct session {
 	int		 exited;	/* state "exited" */
 	int		 timed_out;
 	int		 terminating;	/* DELETE, TTL or shutdown under way */
+	int		 killed;	/* the session got its SIGKILL */
 	int64_t		 kill_at_ms;	/* monotonic: the group's SIGKILL */
 	int		 remove_on_exit;
 	int64_t		 started_ms;	/* wall clock */
@@ -122,6 +123,7 @@ struct session_corpse {
 	pid_t		 pid;
 	int		 reaped;	/* the status is in */
 	int		 killed;	/* the SIGKILL went out */
+	int		 wide;		/* SIGKILL every group of the session */
 	int		 fds[2];	/* output kept open, unread, or -1 */
 	struct event	*kill_ev;
 };
@@ -153,6 +155,7 @@ static session_observer_fn	 observer;
 static uint64_t			 next_id = 1;
 static size_t			 nrunning;
 static uint64_t			 ring_total;	/* bytes of every ring */
+static int			 removing_all;	/* in session_remove_all() */
 
 static void	session_notify(struct session *, int);
 static void	session_env_set(char **, size_t *, const char *);
@@ -1171,22 +1174,24 @@ session_drain_cb(evutil_socket_t fd, short events, void *arg)
 	session_check_exit(arg, 1);
 }
 
-/* Signal the session's process group, if it may still exist. */
+/*
+ * Signal every process of the session, if it may still have any: its
+ * process group and the groups an interactive shell made for its jobs.
+ */
 static void
 session_kill(struct session *s, int sig)
 {
-	int	error;
-
 	/*
 	 * The leader is unreaped (alive or a zombie) until released, so its
-	 * pid, the group's id, cannot belong to anyone else.  Once released,
-	 * it may: never signal it again.
+	 * pid, the group's and the session's id, cannot belong to anyone
+	 * else.  Once released, it may: never signal it again.
 	 */
 	if (s->released)
 		return;
-	if ((error = pty_kill_group(s->pid, sig)) != 0 && error != -ESRCH)
-		log_warn("%s: session %s: kill %d: %s", __func__, s->id, sig,
-		    strerror(-error));
+	if (pty_kill_sessions(&s->pid, 1, sig) == 0)
+		log_debug("%s: session %s: signal %d", __func__, s->id, sig);
+	if (sig == SIGKILL)
+		s->killed = 1;
 }
 
 /* timeout_ms passed: SIGTERM now, SIGKILL later. */
@@ -1364,12 +1369,20 @@ session_terminate(struct session *s, int64_t grace_ms)
 		return;
 	s->terminating = 1;
 	s->kill_at_ms = clock_mono_ms() + (grace_ms > 0 ? grace_ms : 0);
-	if (s->tty && !s->exited)
-		session_kill(s, SIGHUP);
-	session_kill(s, SIGTERM);
-	if (grace_ms <= 0)
+	/*
+	 * The hangup is the terminal's, for the group it would reach; with
+	 * no grace, SIGTERM to the jobs of other groups would come with
+	 * their SIGKILL.  Each look at /proc for them costs a system call
+	 * per process of the machine: one per signal that needs it.
+	 */
+	if (!s->released && s->tty && !s->exited)
+		pty_kill_group(s->pid, SIGHUP);
+	if (grace_ms <= 0) {
+		if (!s->released)
+			pty_kill_group(s->pid, SIGTERM);
 		session_kill(s, SIGKILL);
-	else {
+	} else {
+		session_kill(s, SIGTERM);
 		event_del(s->kill_ev);
 		session_timer_add(s->kill_ev, grace_ms);
 	}
@@ -1417,21 +1430,35 @@ session_remove(struct session *s)
 	free(s);
 }
 
-/* Send sig to every group that may still have processes: tty ones only? */
+/*
+ * Send sig to every session that may still have processes (tty ones only?),
+ * with one look at /proc for all of them.
+ */
 void
 session_signal_all(int sig, int tty_only)
 {
 	struct session		*s;
 	struct session_corpse	*c;
+	pid_t			*sids;
+	size_t			 n = 0, cap = 0;
 
+	TAILQ_FOREACH(s, &sessions, entry)
+		cap++;
+	LIST_FOREACH(c, &corpses, entry)
+		cap++;
+	if (cap == 0)
+		return;
+	sids = xcalloc(cap, sizeof *sids);
 	TAILQ_FOREACH(s, &sessions, entry) {
-		if (!tty_only || s->tty)
-			session_kill(s, sig);
+		if (!s->released && (!tty_only || s->tty))
+			sids[n++] = s->pid;
 	}
 	if (!tty_only) {
 		LIST_FOREACH(c, &corpses, entry)
-			pty_kill_group(c->pid, sig);
+			sids[n++] = c->pid;
 	}
+	pty_kill_sessions(sids, n, sig);
+	free(sids);
 }
 
 /* Remove every session; SIGKILL what is left of every group. */
@@ -1441,6 +1468,7 @@ session_remove_all(void)
 	struct session		*s;
 	struct session_corpse	*c;
 
+	removing_all = 1;
 	while ((s = TAILQ_FIRST(&sessions)) != NULL)
 		session_remove(s);
 	while ((c = LIST_FIRST(&corpses)) != NULL) {
@@ -1448,6 +1476,7 @@ session_remove_all(void)
 			pty_kill_group(c->pid, SIGKILL);
 		session_corpse_free(c, 1);
 	}
+	removing_all = 0;
 	event_del(sweep_ev);	/* kept: fuzz_http empties the table often */
 }
 
@@ -1466,6 +1495,8 @@ session_bury(struct session *s, int64_t ms)
 	c = xcalloc(1, sizeof *c);
 	c->pid = pid;
 	c->reaped = s->reaped;
+	/* The session's own SIGKILL reached all its groups already. */
+	c->wide = !s->killed;
 	for (i = 0; i < 2; i++) {
 		c->fds[i] = ms > 0 ? s->out[i].fd : -1;
 		if (c->fds[i] == -1)
@@ -1492,11 +1523,12 @@ session_corpse_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct session_corpse	*c = arg;
 	size_t			 i;
-	int			 error;
 
-	if ((error = pty_kill_group(c->pid, SIGKILL)) != 0 && error != -ESRCH)
-		log_warn("%s: pid %ld: kill: %s", __func__, (long)c->pid,
-		    strerror(-error));
+	/* At the end of session_remove_all() the SIGKILL went out already. */
+	if (c->wide && !removing_all)
+		pty_kill_sessions(&c->pid, 1, SIGKILL);
+	else
+		pty_kill_group(c->pid, SIGKILL);
 	c->killed = 1;
 	for (i = 0; i < 2; i++) {
 		if (c->fds[i] != -1)

@@ -31,6 +31,8 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -59,6 +61,14 @@
 #if defined(__x86_64__) || defined(__aarch64__) || defined(__riscv)
 #define SYS_close_range	436
 #endif
+#endif
+
+/* pidfd_send_signal(2) is Linux 5.1, pidfd_open(2) 5.3: the same table. */
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal	424
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open		434
 #endif
 
 /*
@@ -187,6 +197,9 @@ static int	 child_close_fds(int);
 static int	 child_close_range(unsigned int, unsigned int);
 static int	 child_close_proc(int);
 static void	 child_close_loop(int);
+static int	 proc_own(void);
+static int	 proc_ids(pid_t, pid_t *, pid_t *);
+static int	 sid_in(pid_t, const pid_t *, size_t);
 
 /* Write a message into a caller's cause buffer, if there is one. */
 static void
@@ -813,6 +826,94 @@ pty_kill_group(pid_t pgid, int sig)
 		return -EINVAL;
 	if (kill(-pgid, sig) == -1)
 		return -errno;
+	return 0;
+}
+
+/*
+ * Signal every process of some sessions: each leader's group, then the
+ * members of their other groups, each through a pidfd.
+ */
+int
+pty_kill_sessions(const pid_t *sids, size_t nsids, int sig)
+{
+	DIR		*proc;
+	struct dirent	*d;
+	pid_t		 pid, pgrp, sid;
+	size_t		 i;
+	int		 pfd, hit = 0;
+
+	for (i = 0; i < nsids; i++) {
+		if (sids[i] > 1 && kill(-sids[i], sig) == 0)
+			hit = 1;
+	}
+	if (!proc_own() || (proc = opendir("/proc")) == NULL)
+		return hit ? 0 : -ESRCH;
+	while ((d = readdir(proc)) != NULL) {
+		if (!isdigit((unsigned char)d->d_name[0]))
+			continue;
+		pid = (pid_t)strtol(d->d_name, NULL, 10);
+		if (!sid_in(getsid(pid), sids, nsids) ||
+		    proc_ids(pid, &pgrp, &sid) != 0 || pgrp == sid)
+			continue;
+		/*
+		 * The pidfd names the process that had the pid when it was
+		 * opened; if that one is still in the session after, it is
+		 * a member; if it died meanwhile, the signal is ESRCH.
+		 */
+		pfd = (int)syscall(SYS_pidfd_open, pid, 0U);
+		if (pfd == -1 && errno == ENOSYS)
+			break;
+		if (pfd == -1)
+			continue;
+		if (proc_ids(pid, &pgrp, &sid) == 0 && pgrp != sid &&
+		    sid_in(sid, sids, nsids) &&
+		    syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0U) == 0)
+			hit = 1;
+		close(pfd);
+	}
+	closedir(proc);
+	return hit ? 0 : -ESRCH;
+}
+
+/* Whether /proc shows our own PID namespace. */
+static int
+proc_own(void)
+{
+	char	buf[32];
+	ssize_t	n;
+
+	if ((n = readlink("/proc/self", buf, sizeof buf - 1)) <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strtol(buf, NULL, 10) == (long)getpid();
+}
+
+/*
+ * The group and session of a process: two system calls, where reading
+ * /proc/PID/stat costs ten times that (it renders some fifty fields).
+ * A zombie still has both; signalling it does nothing.
+ */
+static int
+proc_ids(pid_t pid, pid_t *pgrp, pid_t *sid)
+{
+	*pgrp = -1;
+	if ((*sid = getsid(pid)) == -1 || (*pgrp = getpgid(pid)) == -1)
+		return -ESRCH;
+	return 0;
+}
+
+/* Whether sid is one of sids (and a session one may signal). */
+static int
+sid_in(pid_t sid, const pid_t *sids, size_t nsids)
+{
+	size_t	i;
+
+	if (sid <= 1)
+		return 0;
+	for (i = 0; i < nsids; i++) {
+		if (sids[i] == sid)
+			return 1;
+	}
 	return 0;
 }
 

@@ -105,6 +105,20 @@ int	pty_veof(int master);
 int	pty_kill_group(pid_t pgid, int sig);
 
 /*
+ * Send sig to every process of the sessions sids (each the pid of its
+ * leader, which the caller keeps unreaped, so that the id names no other
+ * session): kill(-sid) for the leader's group, then each process of another
+ * group of the session, as /proc shows it (an interactive shell runs each
+ * job in a group of its own, and `nohup job &` there outlives a SIGHUP).
+ * Those are signalled through a pidfd opened before their session is read
+ * again, so a pid reused in between is never signalled.  Without /proc of
+ * our own PID namespace, or without pidfds (Linux < 5.3), only the leaders'
+ * groups.  Returns 0 when some process was signalled, else -ESRCH; a sid
+ * <= 1 is skipped.
+ */
+int	pty_kill_sessions(const pid_t *sids, size_t nsids, int sig);
+
+/*
  * Send sig to the foreground process group of the terminal behind a PTY
  * master, if that group belongs to the session sid.  SIGINT, SIGQUIT and
  * SIGTSTP go through TIOCSIG, as the terminal's own keys would (the kernel

@@ -208,6 +208,45 @@ class TestAttach(CtlTestCase):
         self.assertEqual(self.agentd.session(sid)['state'], 'running')
         self.ctl('rm', '--grace', '0', sid)
 
+    # What a full-screen program turns on: the alternate screen, application
+    # cursor keys and keypad, mouse reporting, a hidden cursor, colours.
+    MODES = ("printf '\\033[?1049h\\033[?1h\\033=\\033[?1000;1006h"
+             "\\033[?25l\\033[1;31m'; echo; echo IN-MODES")
+    FLAGS = ('#{alternate_on} #{keypad_cursor_flag} #{keypad_flag} '
+             '#{mouse_any_flag} #{cursor_flag}')
+
+    def modes_on(self, name, sid):
+        t = self.tmux
+        t.wait(name, r'^\$ ?$', 'the prompt')
+        t.keys(name, self.MODES, 'Enter')
+        t.wait(name, r'^IN-MODES$', 'the program in its modes')
+        self.assertEqual(t.tmux('display', '-p', '-t', name, self.FLAGS),
+                         '1 1 1 1 0\n')
+
+    def test_detach_turns_the_programs_modes_off(self):
+        sid = self.shell_session()
+        t = self.tmux
+        t.start('m1', self.env, [self.ctlbin, 'attach', sid])
+        self.modes_on('m1', sid)
+        t.keys('m1', '-H', '1d')
+        t.wait('m1', r'^AGENTCTL-RC=0$', 'the detach')
+        self.assertEqual(t.tmux('display', '-p', '-t', 'm1', self.FLAGS),
+                         '0 0 0 0 1\n', self.screen_failed('m1'))
+        self.assertIn('TERM-RESTORED', t.screen('m1'))
+        self.assertEqual(self.agentd.session(sid)['state'], 'running')
+        self.ctl('rm', '--grace', '0', sid)
+
+    def test_killed_program_leaves_no_modes_on(self):
+        sid = self.shell_session()
+        t = self.tmux
+        t.start('m2', self.env, [self.ctlbin, 'attach', sid])
+        self.modes_on('m2', sid)
+        self.assertRc(self.ctl('kill', sid, 'KILL'), 0)
+        t.wait('m2', r'^AGENTCTL-RC=137$', 'the end of the session')
+        self.assertEqual(t.tmux('display', '-p', '-t', 'm2', self.FLAGS),
+                         '0 0 0 0 1\n', self.screen_failed('m2'))
+        self.assertIn('TERM-RESTORED', t.screen('m2'))
+
     def test_attach_exited_session(self):
         sid = self.uid('gone')
         self.agentd.create(id=sid, cmd='exit 0')

@@ -229,6 +229,47 @@ class LeftoverTest(AgentdTestCase):
         self.wait_until(lambda: pid_gone(pid), 10, 'leftover %d gone' % pid)
         self.assertEqual(self.get_raw(w['id']).status, 404)
 
+    # A job-control shell on a tty runs each job in a group of its own; this
+    # one ignores SIGHUP and SIGTERM, as `nohup job &` and a trap would.
+    JOB = ("set -m; sh -c 'trap \"\" HUP TERM; echo $$ >left.pid; "
+           "while :; do sleep 0.05; done' & "
+           "while [ ! -s left.pid ]; do sleep 0.01; done; echo started")
+
+    def job(self, cmd, **fields):
+        w = self.create(cmd=cmd, tty=True, **fields)
+        self.read_until(w['id'], b'started', tty=True)
+        pid = int(read_file(os.path.join(self.agentd.workdir, 'left.pid')))
+        with open('/proc/%d/stat' % pid) as f:
+            stat = f.read()
+        pgrp, sid = stat[stat.rindex(')') + 2:].split()[2:4]
+        self.assertEqual(int(sid), w['pid'])
+        self.assertNotEqual(int(pgrp), w['pid'])
+        return w, pid
+
+    def test_delete_running_kills_jobs_of_other_groups(self):
+        w, pid = self.job(self.JOB + '; sleep 600')
+        self.expect(self.delete(w['id'], grace_ms=200), 200)
+        self.wait_until(lambda: pid_gone(pid), 15,
+                        'job %d of its own group killed (state %s)'
+                        % (pid, pid_state(pid)))
+
+    def test_delete_exited_kills_jobs_of_other_groups(self):
+        w, pid = self.job(self.JOB)
+        w = self.wait_state(w['id'], timeout=20)
+        self.assertFalse(pid_gone(pid))
+        self.expect(self.delete(w['id'], grace_ms=200), 200)
+        self.wait_until(lambda: pid_gone(pid), 15,
+                        'job %d of its own group killed (state %s)'
+                        % (pid, pid_state(pid)))
+
+    def test_timeout_kills_jobs_of_other_groups(self):
+        w, pid = self.job(self.JOB + '; sleep 600', timeout_ms=5000)
+        w = self.wait_state(w['id'], timeout=20)
+        self.assertTrue(w['timed_out'])
+        self.wait_until(lambda: pid_gone(pid), 15,
+                        'job %d of its own group killed (state %s)'
+                        % (pid, pid_state(pid)))
+
 
 class ForegroundSignalTest(AgentdTestCase):
 

@@ -896,6 +896,47 @@ START_TEST(test_kill_group_term)
 END_TEST
 
 /*
+ * pty_kill_sessions reaches a job-control shell's job, which runs in a group
+ * of its own (pty_kill_group does not); ids <= 1 are skipped.
+ */
+START_TEST(test_kill_sessions)
+{
+	char		*argv[] = { "sh", "-c", "set -m; sleep 100 & echo $!; wait",
+			    NULL };
+	char		 out[T_BUF], cause[PTY_CAUSE_MAX];
+	struct pty_spec	 s;
+	struct pty_proc	 p;
+	size_t		 len = 0;
+	long		 job = 0;
+	pid_t		 sids[3];
+	int		 status;
+
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	t_spec(&s, argv, 1);
+	ck_assert_int_eq(pty_spawn(&s, &p, cause, sizeof cause), 0);
+	ck_assert_int_eq(t_read(p.master, out, sizeof out, &len, "\n"),
+	    T_FOUND);
+	ck_assert_int_eq(sscanf(out, "%ld", &job), 1);
+	ck_assert_int_eq(getpgid((pid_t)job), (pid_t)job);
+	ck_assert_int_eq(getsid((pid_t)job), p.pid);
+
+	sids[0] = 0;
+	sids[1] = 1;
+	sids[2] = p.pid;
+	ck_assert_int_eq(pty_kill_sessions(sids, 3, SIGKILL), 0);
+	status = t_wait(p.pid);
+	ck_assert(WIFSIGNALED(status));
+	ck_assert_int_eq(WTERMSIG(status), SIGKILL);
+	status = t_wait((pid_t)job);
+	ck_assert(WIFSIGNALED(status));
+	ck_assert_int_eq(WTERMSIG(status), SIGKILL);
+	ck_assert_int_eq(pty_kill_sessions(&p.pid, 1, 0), -ESRCH);
+	ck_assert_int_eq(pty_kill_sessions(sids, 2, SIGTERM), -ESRCH);
+	pty_close(&p);
+}
+END_TEST
+
+/*
  * The foreground group of the terminal, not the session's: a job-control
  * shell runs its job in a group of its own.  _i 0: SIGINT (TIOCSIG), 1:
  * SIGTERM (tcgetpgrp and kill).  The job traps it and exits 7; the shell,
@@ -1242,6 +1283,7 @@ pty_suite(void)
 	tcase_add_test(ctl, test_iutf8);
 	tcase_add_loop_test(ctl, test_kill_group, 0, 2);
 	tcase_add_test(ctl, test_kill_group_term);
+	tcase_add_test(ctl, test_kill_sessions);
 	tcase_add_loop_test(ctl, test_kill_foreground, 0, 2);
 	suite_add_tcase(su, ctl);
 
