@@ -307,6 +307,20 @@ pty_kill_group(pid_t pgid, int sig)
 	return (0);
 }
 
+/* A fake session has one group, its leader's: signal each. */
+int
+pty_kill_sessions(const pid_t *sids, size_t nsids, int sig)
+{
+	size_t	i;
+	int	hit = 0;
+
+	for (i = 0; i < nsids; i++) {
+		if (pty_kill_group(sids[i], sig) == 0)
+			hit = 1;
+	}
+	return (hit ? 0 : -ESRCH);
+}
+
 /* ---- the files routes, parsers only ------------------------------------ */
 
 /* Parse what a files request carries; answer 200 {} or the error. */
