@@ -363,16 +363,19 @@ cmd_send(int argc, char **argv)
 	return (CTL_EXIT_OK);
 }
 
-/* kill ID [SIGNAL] */
+/* kill [-f] ID [SIGNAL] */
 int
 cmd_kill(int argc, char **argv)
 {
-	static const struct option	 longopts[] = { CTL_COMMON_OPTIONS };
+	static const struct option	 longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		CTL_COMMON_OPTIONS
+	};
 	struct client	*c;
 	const char	*sig = "TERM";
 	json_t		*body, *j;
 	char		*text, *path;
-	int		 status;
+	int		 ch, status, foreground = 0;
 
 	/* kill(1)'s spelling too: kill -9 ID, kill -KILL ID. */
 	if (argc >= 3 && argv[1][0] == '-' && (isdigit((unsigned char)
@@ -384,8 +387,10 @@ cmd_kill(int argc, char **argv)
 		if (argc != 2)
 			ctl_usage(argv[0], "want a session id after the signal");
 	}
-	while (ctl_getopt(argc, argv, "", longopts) != -1)
-		;
+	while ((ch = ctl_getopt(argc, argv, "f", longopts)) != -1) {
+		if (ch == 'f')
+			foreground = 1;
+	}
 	if (argc - optind < 1 || argc - optind > 2)
 		ctl_usage(argv[0], "want a session id and maybe a signal");
 	if (argc - optind == 2)
@@ -396,6 +401,10 @@ cmd_kill(int argc, char **argv)
 		body = json_pack("{s:i}", "signal", atoi(sig));
 	else
 		body = json_pack("{s:s}", "signal", sig);
+	/* The terminal's foreground job, as its keys would reach it. */
+	if (body != NULL && foreground &&
+	    json_object_set_new(body, "target", json_string("foreground")) != 0)
+		ctl_fatal("out of memory");
 	if (body == NULL || (text = json_dumps(body, 0)) == NULL)
 		ctl_fatal("out of memory");
 	c = ctl_connect();

@@ -1,7 +1,9 @@
 """agentctl ls, send, kill, rm, tail, inspect."""
 
 import json
+import os
 import subprocess
+import time
 
 from ctlharness import CtlTestCase, binary, wait_until, RUN_TIMEOUT
 
@@ -105,6 +107,46 @@ class TestCommands(CtlTestCase):
         self.assertRc(p, 1)
         self.assertIn(b'agentctl: ', p.stderr)
         self.assertRc(self.ctl('rm', '--grace', '0', sid), 0)
+
+    def test_kill_foreground(self):
+        # An interactive shell runs each job in a group of its own and
+        # ignores SIGINT: kill INT reaches the shell's group only, kill -f
+        # INT the job in the foreground, as Ctrl-C would.
+        sid = self.uid('killf')
+        self.agentd.create(id=sid, tty=True, env={'PS1': '$ '},
+                           argv=['bash', '--norc', '--noprofile', '-i'])
+        wait_until(lambda: b'$ ' in self.agentd.output(sid), what='prompt')
+        self.assertRc(self.ctl('send', sid, 'sleep 60'), 0)
+        wait_until(lambda: self._sleeping(sid), what='the sleep')
+        self.assertRc(self.ctl('kill', sid, 'INT'), 0)
+        time.sleep(0.5)
+        self.assertTrue(self._sleeping(sid))    # the shell's group only
+        self.assertRc(self.ctl('kill', '-f', sid, 'INT'), 0)
+        wait_until(lambda: not self._sleeping(sid), what='the job to end')
+        self.assertRc(self.ctl('send', sid, 'echo after=$?'), 0)
+        wait_until(lambda: b'after=130' in self.agentd.output(sid),
+                   what='the status of the interrupted job')
+        self.assertRc(self.ctl('send', sid, 'exit 7'), 0)
+        self.assertEqual(self.agentd.wait_exited(sid)['exit_code'], 7)
+        p = self.ctl('kill', '--foreground', self.agentd.create(
+            argv=['sleep', '60'])['id'], 'INT')
+        self.assertRc(p, 1)
+        self.assertIn(b'tty', p.stderr)
+
+    def _sleeping(self, sid):
+        """Whether a 'sleep 60' runs in the session (by its leader's sid)."""
+        leader = self.agentd.session(sid)['pid']
+        for d in os.listdir('/proc'):
+            if not d.isdigit():
+                continue
+            try:
+                with open('/proc/%s/cmdline' % d, 'rb') as f:
+                    cmd = f.read()
+                if cmd == b'sleep\x0060\x00' and os.getsid(int(d)) == leader:
+                    return True
+            except (OSError, ProcessLookupError):
+                pass
+        return False
 
     def test_rm(self):
         a, b = self.uid('rma'), self.uid('rmb')
