@@ -196,6 +196,8 @@ static void	session_corpse_free(struct session_corpse *, int reap);
 static void	session_sweep_soon(int fresh);
 static void	session_sweep_cb(evutil_socket_t, short, void *);
 static int	session_proc_usable(void);
+static int	session_proc_live(pid_t);
+static int	session_pid_cmp(const void *, const void *);
 
 /*
  * Set the limits and the observer, and start the spawner thread.
@@ -1584,6 +1586,53 @@ session_sweep_soon(int fresh)
 		session_timer_add(sweep_ev, sweep_ms);
 }
 
+/* Order pids for qsort() and bsearch(). */
+static int
+session_pid_cmp(const void *a, const void *b)
+{
+	pid_t	x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return ((x > y) - (x < y));
+}
+
+/*
+ * Whether process pid is live: not a zombie of one thread ("pid (comm)
+ * state ... num_threads", the 3rd and 20th fields of /proc/PID/stat).  A
+ * zombie whose threads still run (its main thread called pthread_exit())
+ * is live; only a zombie of one thread, itself, is over.  A process gone
+ * meanwhile is not live.
+ */
+static int
+session_proc_live(pid_t pid)
+{
+	char		 path[64], buf[512], *p, *end;
+	ssize_t		 n;
+	long		 nthreads;
+	int		 fd, field;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return (0);
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return (0);
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
+		return (0);
+	p += 2;				/* the state, field 3 */
+	if (*p == 'X' || *p == 'x')
+		return (0);
+	if (*p != 'Z')
+		return (1);
+	for (field = 3; field < 20 && (p = strchr(p, ' ')) != NULL; field++)
+		p++;
+	if (p == NULL)
+		return (0);
+	nthreads = strtol(p, &end, 10);
+	return (end != p && nthreads > 1);
+}
+
 /* Whether /proc shows agentd's own PID namespace. */
 static int
 session_proc_usable(void)
@@ -1598,12 +1647,14 @@ session_proc_usable(void)
 }
 
 /*
- * Release the zombie leaders whose session has no live process left: read
- * every /proc/PID/stat once.  Nothing can join a session but a child of one
- * of its processes, so a session with no live process stays empty, and its
- * group can never need a signal again.  A miss (a process forked during the
- * scan) only means leftovers escape the final SIGKILL; a released pid is
- * never signalled, so no miss can make agentd signal a stranger.
+ * Release the zombie leaders whose session has no live process left.  Each
+ * process of the machine costs one getsid(); only those in a session whose
+ * leader is pinned have their /proc/PID/stat read, to tell the live from
+ * the zombies.  Nothing can join a session but a child of one of its
+ * processes, so a session with no live process stays empty, and its group
+ * can never need a signal again.  A miss (a process forked during the scan)
+ * only means leftovers escape the final SIGKILL; a released pid is never
+ * signalled, so no miss can make agentd signal a stranger.
  */
 static void
 session_sweep_cb(evutil_socket_t fd, short events, void *arg)
@@ -1612,40 +1663,38 @@ session_sweep_cb(evutil_socket_t fd, short events, void *arg)
 	struct session_corpse	*c, *cnext;
 	struct dirent		*d;
 	DIR			*proc;
-	pid_t			*busy = NULL;
-	size_t			 nbusy = 0, cap = 0, i, released = 0;
-	char			 path[300], buf[512], *p, state;
-	long			 sid, nthreads;
-	ssize_t			 n;
-	int			 sfd;
+	pid_t			*want, *busy = NULL, pid, sid;
+	size_t			 nwant = 0, nbusy = 0, cap = 0, i, released = 0;
 
-	if (!session_proc_usable() || (proc = opendir("/proc")) == NULL)
+	TAILQ_FOREACH(s, &sessions, entry)
+		nwant += s->reaped && !s->released;
+	LIST_FOREACH(c, &corpses, entry)
+		nwant += c->reaped;
+	if (nwant == 0 || !session_proc_usable() ||
+	    (proc = opendir("/proc")) == NULL)
 		return;
-	/* The sessions with a live process: few, whatever the load. */
+	want = xcalloc(nwant, sizeof *want);
+	nwant = 0;
+	TAILQ_FOREACH(s, &sessions, entry) {
+		if (s->reaped && !s->released)
+			want[nwant++] = s->pid;
+	}
+	LIST_FOREACH(c, &corpses, entry) {
+		if (c->reaped)
+			want[nwant++] = c->pid;
+	}
+	qsort(want, nwant, sizeof *want, session_pid_cmp);
+
+	/* The pinned sessions with a live process: few, whatever the load. */
 	while ((d = readdir(proc)) != NULL) {
 		if (!isdigit((unsigned char)d->d_name[0]))
 			continue;
-		snprintf(path, sizeof path, "/proc/%s/stat", d->d_name);
-		if ((sfd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		pid = (pid_t)strtol(d->d_name, NULL, 10);
+		if ((sid = getsid(pid)) <= 0 || bsearch(&sid, want, nwant,
+		    sizeof *want, session_pid_cmp) == NULL ||
+		    !session_proc_live(pid))
 			continue;
-		n = read(sfd, buf, sizeof buf - 1);
-		close(sfd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		/*
-		 * "pid (comm) state ppid pgrp session ... num_threads" (the
-		 * 20th field).  A zombie whose threads still run (its main
-		 * thread called pthread_exit()) is live: only a zombie of one
-		 * thread, itself, is over.
-		 */
-		if ((p = strrchr(buf, ')')) == NULL ||
-		    sscanf(p + 1, " %c %*d %*d %ld %*d %*d %*u %*u %*u %*u "
-		    "%*u %*u %*u %*d %*d %*d %*d %ld", &state, &sid,
-		    &nthreads) != 3 || state == 'X' || state == 'x' ||
-		    (state == 'Z' && nthreads <= 1))
-			continue;
-		for (i = 0; i < nbusy && busy[i] != (pid_t)sid; i++)
+		for (i = 0; i < nbusy && busy[i] != sid; i++)
 			;
 		if (i < nbusy)
 			continue;
@@ -1653,9 +1702,10 @@ session_sweep_cb(evutil_socket_t fd, short events, void *arg)
 			cap = cap == 0 ? 64 : cap * 2;
 			busy = xrealloc(busy, cap * sizeof *busy);
 		}
-		busy[nbusy++] = (pid_t)sid;
+		busy[nbusy++] = sid;
 	}
 	closedir(proc);
+	free(want);
 
 	TAILQ_FOREACH(s, &sessions, entry) {
 		if (!s->reaped || s->released)
