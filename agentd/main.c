@@ -305,7 +305,7 @@ agentd_panic(void)
 		companion_kill();
 	}
 	if (config.pid1)
-		pid1_poweroff(config.shutdown_reboot);
+		pid1_poweroff(config.shutdown_reboot, 1);
 	_exit(1);
 }
 
@@ -385,7 +385,7 @@ main(int argc, char **argv)
 	event_base_free(agentd_base);
 	log_info("%s: stopped", __func__);
 	if (config.pid1)
-		pid1_poweroff(config.shutdown_reboot);
+		pid1_poweroff(config.shutdown_reboot, 0);
 	config_free(&config);
 	libevent_global_shutdown();
 	return (0);

@@ -495,7 +495,7 @@ pid1_unmount_all(void)
 
 /* The end of the machine, or of the container. */
 void
-pid1_poweroff(int reboot_)
+pid1_poweroff(int reboot_, int status)
 {
 	int	initial = pid1_initial_pidns();
 
@@ -511,8 +511,9 @@ pid1_poweroff(int reboot_)
 		 * reads.  (reboot(2) would end the namespace with SIGINT or
 		 * SIGHUP as the status instead.)
 		 */
-		log_info("%s: exiting (PID 1 of a container)", __func__);
-		_exit(0);
+		log_info("%s: exiting %d (PID 1 of a container)", __func__,
+		    status);
+		_exit(status);
 	}
 	log_info("%s: %s", __func__, reboot_ ? "rebooting" : "powering off");
 	for (;;) {
