@@ -184,10 +184,14 @@ agentd_shutdown(const char *why)
 	 */
 	session_signal_all(SIGTERM, 0);
 	session_signal_all(SIGCONT, 0);
-	if (config.pid1)
+	/* Every process (adopted orphans too); stopped ones wake to see it. */
+	if (config.pid1) {
 		kill(-1, SIGTERM);
-	else
-		pid1_kill_children(SIGTERM);	/* adopted orphans too */
+		kill(-1, SIGCONT);
+	} else {
+		pid1_kill_children(SIGTERM);
+		pid1_kill_children(SIGCONT);
+	}
 	grace_ev = evtimer_new(agentd_base, agentd_grace_cb, NULL);
 	final_ev = evtimer_new(agentd_base, agentd_final_cb, NULL);
 	hup_ev = evtimer_new(agentd_base, agentd_hup_cb, NULL);
