@@ -322,6 +322,12 @@ main(int argc, char **argv)
 	evmem_install();	/* before any other libevent call */
 	agentd_start_ms = clock_mono_ms();
 	fatal_set_hook(agentd_panic);
+	/*
+	 * Blocked first thing: a PID 1 whose disposition is the default drops
+	 * SIGTERM, and the start may take seconds (the NIC, the kernel log);
+	 * blocked, it waits in the queue for the signalfd.
+	 */
+	agentd_signals_block();
 	pid1_stdio();	/* fds 0-2 closed: /dev/null, not a socket or the log */
 	if (getpid() == 1) {
 		pid1_early();
@@ -355,8 +361,6 @@ main(int argc, char **argv)
 
 	event_set_fatal_callback(agentd_libevent_fatal);
 	event_set_log_callback(agentd_libevent_log);
-	/* The signals are blocked before the listeners open. */
-	agentd_signals_block();
 	if (agentd_start(&config, agentd_session_event) != 0) {
 		if (!config.pid1)
 			exit(1);
