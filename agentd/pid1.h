@@ -47,8 +47,8 @@ void	pid1_setup(const struct config *);
 char	*pid1_cmdline_strip(const char *cmdline, const char *key);
 
 /*
- * Send sig to every direct child of agentd (sessions, the companion and
- * adopted orphans).  Returns how many were signalled, or -errno.
+ * Send sig to every descendant of agentd (sessions, the companion, adopted
+ * orphans, and their children).  Returns how many were signalled, or -errno.
  */
 int	pid1_kill_children(int sig);
 
