@@ -1,6 +1,7 @@
 /*
  * companion.c -- a supervised service beside the API, restarted with backoff.
  */
+#include <sys/queue.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -20,13 +21,19 @@
 #include "pty.h"
 #include "util.h"
 
-/* One output pipe of the companion, logged line by line. */
+/*
+ * One output pipe of the companion, logged line by line until its end.  A
+ * run's pipes outlive it while a descendant (a daemon it forked) holds them:
+ * closing them at the restart would kill that daemon with SIGPIPE.
+ */
 struct companion_out {
-	int		 fd;
-	struct event	*ev;
-	struct evbuffer	*line;
-	const char	*name;
+	int				 fd;
+	struct event			*ev;
+	struct evbuffer			*line;
+	const char			*name;
+	TAILQ_ENTRY(companion_out)	 entry;
 };
+TAILQ_HEAD(companion_outs, companion_out);
 
 static char			**argv_;
 static pid_t			  pid = -1;
@@ -35,14 +42,12 @@ static unsigned			  restarts;
 static int64_t			  backoff_ms = COMPANION_BACKOFF_MIN_MS;
 static int64_t			  started_ms;
 static struct event		 *restart_ev;
-static struct companion_out	  outs[2] = {
-	{ .fd = -1, .name = "stdout" },
-	{ .fd = -1, .name = "stderr" },
-};
+static struct companion_outs	  outs = TAILQ_HEAD_INITIALIZER(outs);
 
 static void	companion_spawn(void);
 static void	companion_restart_cb(evutil_socket_t, short, void *);
 static void	companion_read_cb(evutil_socket_t, short, void *);
+static void	companion_open_out(int, const char *);
 static void	companion_close_out(struct companion_out *);
 static void	companion_log_lines(struct companion_out *, int flush);
 
@@ -66,7 +71,6 @@ companion_spawn(void)
 	struct pty_proc	  proc;
 	struct timeval	  tv;
 	char		  cause[PTY_CAUSE_MAX];
-	int		  i, fds[2];
 
 	memset(&spec, 0, sizeof spec);
 	spec.argv = argv_;
@@ -82,17 +86,8 @@ companion_spawn(void)
 	}
 	pid = proc.pid;
 	started_ms = clock_mono_ms();
-	fds[0] = proc.out;
-	fds[1] = proc.err;
-	for (i = 0; i < 2; i++) {
-		outs[i].fd = fds[i];
-		outs[i].line = evbuffer_new();
-		outs[i].ev = event_new(agentd_base, fds[i], EV_READ | EV_PERSIST,
-		    companion_read_cb, &outs[i]);
-		if (outs[i].line == NULL || outs[i].ev == NULL)
-			fatal("%s: out of memory", __func__);
-		event_add(outs[i].ev, NULL);
-	}
+	companion_open_out(proc.out, "stdout");
+	companion_open_out(proc.err, "stderr");
 	log_info("%s: companion %s started, pid %ld", __func__, argv_[0],
 	    (long)pid);
 }
@@ -137,18 +132,33 @@ companion_read_cb(evutil_socket_t fd, short events, void *arg)
 	companion_close_out(o);
 }
 
-/* Close one of the companion's pipes. */
+/* Log what comes out of fd, one of a run's pipes, until its end. */
+static void
+companion_open_out(int fd, const char *name)
+{
+	struct companion_out	*o;
+
+	o = xcalloc(1, sizeof *o);
+	o->fd = fd;
+	o->name = name;
+	o->line = evbuffer_new();
+	o->ev = event_new(agentd_base, fd, EV_READ | EV_PERSIST,
+	    companion_read_cb, o);
+	if (o->line == NULL || o->ev == NULL)
+		fatal("%s: out of memory", __func__);
+	event_add(o->ev, NULL);
+	TAILQ_INSERT_TAIL(&outs, o, entry);
+}
+
+/* Close and free one of the companion's pipes. */
 static void
 companion_close_out(struct companion_out *o)
 {
-	if (o->fd == -1)
-		return;
+	TAILQ_REMOVE(&outs, o, entry);
 	event_free(o->ev);
 	evbuffer_free(o->line);
 	close(o->fd);
-	o->fd = -1;
-	o->ev = NULL;
-	o->line = NULL;
+	free(o);
 }
 
 /* The companion's status came in: restart it after the backoff. */
@@ -182,13 +192,8 @@ companion_reaped(pid_t p, int status)
 static void
 companion_restart_cb(evutil_socket_t fd, short events, void *arg)
 {
-	int	i;
-
 	if (stopped)
 		return;
-	/* Output of the last run that is still open belongs to descendants. */
-	for (i = 0; i < 2; i++)
-		companion_close_out(&outs[i]);
 	restarts++;
 	companion_spawn();
 }
@@ -231,10 +236,8 @@ companion_restarts(void)
 void
 companion_free(void)
 {
-	int	i;
-
-	for (i = 0; i < 2; i++)
-		companion_close_out(&outs[i]);
+	while (!TAILQ_EMPTY(&outs))
+		companion_close_out(TAILQ_FIRST(&outs));
 	if (restart_ev != NULL)
 		event_free(restart_ev);
 	restart_ev = NULL;

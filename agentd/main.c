@@ -184,10 +184,14 @@ agentd_shutdown(const char *why)
 	 */
 	session_signal_all(SIGTERM, 0);
 	session_signal_all(SIGCONT, 0);
-	if (config.pid1)
+	/* Every process (adopted orphans too); stopped ones wake to see it. */
+	if (config.pid1) {
 		kill(-1, SIGTERM);
-	else
-		pid1_kill_children(SIGTERM);	/* adopted orphans too */
+		kill(-1, SIGCONT);
+	} else {
+		pid1_kill_children(SIGTERM);
+		pid1_kill_children(SIGCONT);
+	}
 	grace_ev = evtimer_new(agentd_base, agentd_grace_cb, NULL);
 	final_ev = evtimer_new(agentd_base, agentd_final_cb, NULL);
 	hup_ev = evtimer_new(agentd_base, agentd_hup_cb, NULL);
@@ -305,7 +309,7 @@ agentd_panic(void)
 		companion_kill();
 	}
 	if (config.pid1)
-		pid1_poweroff(config.shutdown_reboot);
+		pid1_poweroff(config.shutdown_reboot, 1);
 	_exit(1);
 }
 
@@ -318,6 +322,12 @@ main(int argc, char **argv)
 	evmem_install();	/* before any other libevent call */
 	agentd_start_ms = clock_mono_ms();
 	fatal_set_hook(agentd_panic);
+	/*
+	 * Blocked first thing: a PID 1 whose disposition is the default drops
+	 * SIGTERM, and the start may take seconds (the NIC, the kernel log);
+	 * blocked, it waits in the queue for the signalfd.
+	 */
+	agentd_signals_block();
 	pid1_stdio();	/* fds 0-2 closed: /dev/null, not a socket or the log */
 	if (getpid() == 1) {
 		pid1_early();
@@ -351,8 +361,6 @@ main(int argc, char **argv)
 
 	event_set_fatal_callback(agentd_libevent_fatal);
 	event_set_log_callback(agentd_libevent_log);
-	/* The signals are blocked before the listeners open. */
-	agentd_signals_block();
 	if (agentd_start(&config, agentd_session_event) != 0) {
 		if (!config.pid1)
 			exit(1);
@@ -385,7 +393,7 @@ main(int argc, char **argv)
 	event_base_free(agentd_base);
 	log_info("%s: stopped", __func__);
 	if (config.pid1)
-		pid1_poweroff(config.shutdown_reboot);
+		pid1_poweroff(config.shutdown_reboot, 0);
 	config_free(&config);
 	libevent_global_shutdown();
 	return (0);

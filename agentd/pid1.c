@@ -56,6 +56,14 @@ struct pid1_mount {
 	mode_t		 mode;		/* of the mount point */
 };
 
+/* One process of /proc, for pid1_kill_children(). */
+struct pid1_proc {
+	pid_t			pid;
+	pid_t			ppid;
+	unsigned long long	start;	/* starttime: tells a reused pid apart */
+	int			mine;	/* agentd's descendant */
+};
+
 static const struct pid1_mount pid1_mounts[] = {
 	{ "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, 0555 },
 	{ "sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, 0555 },
@@ -80,6 +88,8 @@ static int	pid1_bind_text(const char *, size_t, const char *,
 static int	pid1_kmsg_holds(const char *);
 static void	pid1_kmsg_scrub(const char *);
 static int	pid1_initial_pidns(void);
+static int	pid1_proc_stat(pid_t, pid_t *, unsigned long long *);
+static int	pid1_proc_cmp(const void *, const void *);
 static void	pid1_unmount_all(void);
 
 /* Mount what a bare VM lacks; tolerate what is there already. */
@@ -422,41 +432,101 @@ pid1_hide_token(const char *cmdline)
 	free(token);
 }
 
-/* Send sig to every child of agentd (orphans adopted as a subreaper too). */
+/* ppid and start time of pid from /proc; -1 when it is gone. */
+static int
+pid1_proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start)
+{
+	char	 path[64], buf[512], *p;
+	ssize_t	 n;
+	int	 fd;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return (-1);
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return (-1);
+	buf[n] = '\0';
+	/* "pid (comm) state ppid ... starttime(22)": comm may hold anything. */
+	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %*c %d %*d %*d "
+	    "%*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+	    ppid, start) != 2)
+		return (-1);
+	return (0);
+}
+
+/* Order of pid1_proc by pid, for bsearch. */
+static int
+pid1_proc_cmp(const void *a, const void *b)
+{
+	pid_t	x = ((const struct pid1_proc *)a)->pid;
+	pid_t	y = ((const struct pid1_proc *)b)->pid;
+
+	return (x < y ? -1 : x > y);
+}
+
+/*
+ * Send sig to every descendant of agentd: its children (orphans adopted as a
+ * subreaper too) and theirs, so that a daemon's own children see SIGTERM
+ * with it instead of the SIGKILL after the grace, once adopted.  A child's
+ * pid is ours until we reap it; a deeper one is checked again (the same
+ * start time) just before the kill, so a reused pid is not signalled.
+ */
 int
 pid1_kill_children(int sig)
 {
-	struct dirent	*d;
-	DIR		*proc;
-	char		 path[300], buf[512], *p;
-	pid_t		 self = getpid();
-	long		 pid, ppid;
-	ssize_t		 n;
-	int		 fd, count = 0;
+	struct pid1_proc	*v = NULL, key, *parent;
+	struct dirent		*d;
+	DIR			*proc;
+	pid_t			 self = getpid(), ppid;
+	unsigned long long	 start;
+	size_t			 n = 0, cap = 0, i;
+	int			 count = 0, more;
 
 	if ((proc = opendir("/proc")) == NULL)
 		return (-errno);
 	while ((d = readdir(proc)) != NULL) {
 		if (!isdigit((unsigned char)d->d_name[0]))
 			continue;
-		snprintf(path, sizeof path, "/proc/%s/stat", d->d_name);
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		key.pid = (pid_t)strtol(d->d_name, NULL, 10);
+		if (key.pid == self ||
+		    pid1_proc_stat(key.pid, &key.ppid, &key.start) != 0)
 			continue;
-		n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		/* "pid (comm) state ppid ...": comm may hold anything. */
-		if ((p = strrchr(buf, ')')) == NULL ||
-		    sscanf(p + 1, " %*c %ld", &ppid) != 1 || ppid != self)
-			continue;
-		pid = strtol(d->d_name, NULL, 10);
-		/* A child's pid is ours until we reap it: no reuse race. */
-		if (kill((pid_t)pid, sig) == 0)
-			count++;
+		if (n == cap) {
+			cap = cap == 0 ? 256 : cap * 2;
+			v = xrealloc(v, cap * sizeof *v);
+		}
+		key.mine = key.ppid == self;
+		v[n++] = key;
 	}
 	closedir(proc);
+	if (n == 0)
+		return (0);
+	qsort(v, n, sizeof *v, pid1_proc_cmp);
+	/* Mark the descendants, one generation a pass. */
+	do {
+		more = 0;
+		for (i = 0; i < n; i++) {
+			if (v[i].mine)
+				continue;
+			key.pid = v[i].ppid;
+			parent = bsearch(&key, v, n, sizeof *v, pid1_proc_cmp);
+			if (parent != NULL && parent->mine)
+				v[i].mine = more = 1;
+		}
+	} while (more);
+	for (i = 0; i < n; i++) {
+		if (!v[i].mine)
+			continue;
+		/* Its parent may be dead by now (killed above): by its start. */
+		if (v[i].ppid != self && (pid1_proc_stat(v[i].pid, &ppid,
+		    &start) != 0 || start != v[i].start))
+			continue;
+		if (kill(v[i].pid, sig) == 0)
+			count++;
+	}
+	free(v);
 	return (count);
 }
 
@@ -495,7 +565,7 @@ pid1_unmount_all(void)
 
 /* The end of the machine, or of the container. */
 void
-pid1_poweroff(int reboot_)
+pid1_poweroff(int reboot_, int status)
 {
 	int	initial = pid1_initial_pidns();
 
@@ -511,8 +581,9 @@ pid1_poweroff(int reboot_)
 		 * reads.  (reboot(2) would end the namespace with SIGINT or
 		 * SIGHUP as the status instead.)
 		 */
-		log_info("%s: exiting (PID 1 of a container)", __func__);
-		_exit(0);
+		log_info("%s: exiting %d (PID 1 of a container)", __func__,
+		    status);
+		_exit(status);
 	}
 	log_info("%s: %s", __func__, reboot_ ? "rebooting" : "powering off");
 	for (;;) {

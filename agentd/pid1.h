@@ -47,17 +47,18 @@ void	pid1_setup(const struct config *);
 char	*pid1_cmdline_strip(const char *cmdline, const char *key);
 
 /*
- * Send sig to every direct child of agentd (sessions, the companion and
- * adopted orphans).  Returns how many were signalled, or -errno.
+ * Send sig to every descendant of agentd (sessions, the companion, adopted
+ * orphans, and their children).  Returns how many were signalled, or -errno.
  */
 int	pid1_kill_children(int sig);
 
 /*
  * Kill everything, reap, sync, unmount what agentd mounted (and, on a bare
  * VM, remount / read-only), then power off or, with reboot, reboot.  In a
- * PID namespace other than the initial one (a container) exit 0 instead.
+ * PID namespace other than the initial one (a container) exit with status
+ * instead (0 after a shutdown, 1 after a fatal error: the runtime reads it).
  * Never returns.
  */
-void	pid1_poweroff(int reboot) __attribute__((noreturn));
+void	pid1_poweroff(int reboot, int status) __attribute__((noreturn));
 
 #endif /* AGENTD_PID1_H */

@@ -3,12 +3,16 @@
  * the kernel's ip= (netcfg_parse_ip), a key of the kernel command line
  * (config_cmdline_get), the command line without the token
  * (pid1_cmdline_strip), and the order in which modules.dep and
- * modules.alias make kmod_load() try modules.
+ * modules.alias make kmod_load() try modules; and pid1_kill_children()
+ * on a little process tree of the test's own.
  */
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +301,53 @@ START_TEST(modules_dependency_order)
 }
 END_TEST
 
+/*
+ * A child that ignores SIGTERM, and its own child that does not: the child's
+ * child gets the signal too (only the child got it: it lived on).
+ */
+START_TEST(kill_children_reaches_grandchildren)
+{
+	pid_t	child, grandchild, pid;
+	int	fds[2], status, n;
+
+	/* Orphans come to us, not to the machine's init. */
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	ck_assert_int_eq(pipe(fds), 0);
+	if ((child = fork()) == 0) {
+		/* Check's SIGTERM handler would signal the test's group. */
+		signal(SIGTERM, SIG_DFL);
+		if ((grandchild = fork()) == 0) {
+			close(fds[0]);
+			close(fds[1]);
+			for (;;)
+				pause();
+		}
+		signal(SIGTERM, SIG_IGN);
+		if (write(fds[1], &grandchild, sizeof grandchild) !=
+		    (ssize_t)sizeof grandchild)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	ck_assert_int_gt(child, 0);
+	close(fds[1]);
+	ck_assert_int_eq(read(fds[0], &grandchild, sizeof grandchild),
+	    (int)sizeof grandchild);
+	close(fds[0]);
+	ck_assert_int_eq(pid1_kill_children(SIGTERM), 2);
+	/* The child lives on; once it is killed, its child comes to us. */
+	ck_assert_int_eq(kill(child, SIGKILL), 0);
+	for (n = 0; n < 2; n++) {
+		pid = waitpid(-1, &status, 0);
+		ck_assert(pid == child || pid == grandchild);
+		ck_assert(WIFSIGNALED(status));
+		ck_assert_int_eq(WTERMSIG(status), pid == child ? SIGKILL :
+		    SIGTERM);
+	}
+	ck_assert_int_eq(pid1_kill_children(SIGTERM), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -314,6 +365,7 @@ main(void)
 	tcase_add_test(tc, cmdline_get);
 	tcase_add_test(tc, cmdline_strip);
 	tcase_add_test(tc, modules_dependency_order);
+	tcase_add_test(tc, kill_children_reaches_grandchildren);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -58,6 +58,25 @@ class ChildTest(Pid1TestCase):
         self.assertTrue(os.path.exists(marker), 'the orphan saw no SIGTERM')
         self.assertTrue(pid_gone(daemon))
 
+    def test_sigterm_reaches_the_children_of_an_adopted_daemon(self):
+        # The daemon (adopted: its session's shell is gone) waits for a
+        # child of its own.  SIGTERM to the daemon alone ends it and leaves
+        # the child to agentd without a SIGTERM: it would wait the whole
+        # grace for the SIGKILL.  Every descendant gets SIGTERM at once.
+        a = self.start(pid1=False, grace_ms=LONG_GRACE_MS)
+        m = os.path.join(a.dir, 'child.term')
+        script = os.path.join(a.dir, 'child.sh')
+        with open(script, 'w') as f:
+            f.write("trap 'echo t > %s; exit 0' TERM; echo up > %s.up; "
+                    "while :; do sleep 0.05; done\n" % (m, m))
+        a.run('setsid sh -c "sh %s & wait" > /dev/null 2>&1 < /dev/null &'
+              % script)
+        wait_for(lambda: os.path.exists(m + '.up'), 10, what='the child')
+        rc, took = a.stop(expect_within=QUICK)
+        self.assertEqual(rc, 0, a.stderr())
+        self.assertTrue(os.path.exists(m), "the daemon's child saw no "
+                        "SIGTERM")
+
     def test_term_proof_orphan_is_killed_after_the_grace(self):
         a = self.start(pid1=False, grace_ms=1000)
         up = os.path.join(a.dir, 'up')

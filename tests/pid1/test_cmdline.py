@@ -10,11 +10,13 @@ appears a moment after agentd starts (as a NIC does once its module loads).
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 import unittest
 
-from pid1lib import QUICK, Pid1TestCase
+from pid1lib import (LONG_GRACE_MS, QUICK, Pid1TestCase, agentd_path,
+                     wait_for)
 
 IP = '10.0.2.15::10.0.2.2:255.255.255.0:sbx-host:eth0:off'
 
@@ -40,7 +42,7 @@ print(c.getresponse().status)
 class CmdlineTest(Pid1TestCase):
 
     def start_vm(self, cmdline, nic=True, env=None, args=(), grace_ms=2000,
-                 wrap_more=()):
+                 wrap_more=(), ready=True):
         wrap = ['mount -t tmpfs -o mode=0755 tmpfs /run',
                 'mount --bind "$CMDLINE_FILE" /proc/cmdline'] + list(wrap_more)
         if nic:
@@ -59,6 +61,8 @@ class CmdlineTest(Pid1TestCase):
         with open(path, 'w') as f:
             f.write(cmdline + '\n')
         a.env['CMDLINE_FILE'] = path
+        if not ready:
+            a.wait_ready = lambda: None     # the test looks for itself
         return a.start()
 
     def test_ip_token_and_flags_from_the_kernel_command_line(self):
@@ -157,6 +161,24 @@ class CmdlineTest(Pid1TestCase):
         self.assertIn('no interface nosuch0', a.stderr())
         self.assertGreaterEqual(took, 1.9)
         self.assertEqual(a.run('echo ok')[1], b'ok\n')
+
+    def test_sigterm_during_the_start_is_not_lost(self):
+        # The start waits 2 s for a NIC that never comes; a SIGTERM then
+        # (docker stop, say) must end agentd, not be dropped by a PID 1
+        # whose disposition is still the default.
+        a = self.start_vm('ip=10.0.2.15::10.0.2.2:255.255.255.0::nosuch0:off',
+                          nic=False, ready=False, grace_ms=LONG_GRACE_MS)
+        pid = wait_for(a.find_host_pid, 10, what='PID 1')
+        exe = os.path.realpath(agentd_path())
+        wait_for(lambda: os.path.realpath('/proc/%d/exe' % pid) == exe, 10,
+                 what='agentd exec\'d')
+        time.sleep(0.3)     # into the NIC's wait (2 s)
+        os.kill(pid, signal.SIGTERM)
+        rc = a.wait(QUICK)
+        log = a.stderr()
+        self.assertEqual(rc, 0, log)
+        self.assertIn('no interface nosuch0', log)
+        self.assertIn('shutting down', log)
 
     def test_no_token_on_the_command_line_leaves_proc_cmdline_alone(self):
         a = self.start_vm('console=ttyS0 quiet', nic=False)

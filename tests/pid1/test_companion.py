@@ -138,3 +138,29 @@ class CompanionTest(Pid1TestCase):
         finally:
             if os.path.exists(out):
                 os.unlink(out)
+
+    def test_daemon_of_a_restarted_companion_keeps_its_output(self):
+        # The companion forks a daemon that holds its stdout and exits.  At
+        # the restart, the last run's pipes stay open until their end: the
+        # daemon goes on, and so does its output in the log (closing them
+        # killed it with SIGPIPE at its next line).
+        a = self.start(pid1=True, grace_ms=LONG_GRACE_MS, companion=[
+            'sh', '-c', 'echo start; (while :; do echo tick-$$; sleep 0.2; '
+            'done) & exit 0'])
+        started = re.compile(r'companion sh started, pid (\d+)')
+
+        def runs():
+            return [int(m.group(1)) for m in
+                    (started.search(x) for x in a.log_lines()) if m]
+        first = wait_for(lambda: (lambda r: len(r) >= 3 and r)(runs()), 30,
+                         interval=0.1, what='three runs')[0]
+
+        def ticks_after_third_start():
+            lines = a.log_lines()
+            third = [i for i, x in enumerate(lines) if started.search(x)][2]
+            return any('companion stdout: tick-%d' % first in x
+                       for x in lines[third:])
+        wait_for(ticks_after_third_start, 10, interval=0.1,
+                 what="the first run's daemon after two restarts")
+        rc, _ = a.stop(expect_within=QUICK)
+        self.assertEqual(rc, 0, a.stderr())

@@ -2,10 +2,12 @@
 
 import re
 import signal
+import socket
+import subprocess
 import threading
 import time
 
-from pid1lib import Pid1TestCase, wait_for
+from pid1lib import Pid1TestCase, agentd_path, wait_for
 
 
 def status_field(text, name):
@@ -128,3 +130,23 @@ class NamespaceTest(Pid1TestCase):
         time.sleep(0.3)
         self.assertTrue(a.alive())
         self.assertEqual(a.request('GET', '/healthz')[0], 200)
+
+    def test_fatal_error_exits_1_not_0(self):
+        # A container's runtime reads PID 1's exit status: a fatal error
+        # (here: the port is taken) must not look like a clean shutdown.
+        taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            taken.bind(('127.0.0.1', 0))
+            taken.listen(1)
+            r = subprocess.run(
+                ['unshare', '--pid', '--fork', '--kill-child', '--mount-proc',
+                 agentd_path(), '--socket', '', '--listen',
+                 '127.0.0.1:%d' % taken.getsockname()[1]],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, timeout=60)
+        finally:
+            taken.close()
+        err = r.stderr.decode('utf-8', 'replace')
+        self.assertIn('cannot listen', err)
+        self.assertIn('exiting 1 (PID 1 of a container)', err)
+        self.assertEqual(r.returncode, 1, err)

@@ -100,3 +100,25 @@ class ShutdownTest(Pid1TestCase):
         rc, took = a.stop(expect_within=QUICK)
         self.assertEqual(rc, 0)
         self.assertTrue(os.path.exists(m), 'a stopped session missed SIGTERM')
+
+    def test_stopped_orphan_is_continued_and_terminated(self):
+        # A daemon outside every session's group, stopped: SIGTERM alone
+        # stays pending until the grace's SIGKILL; with SIGCONT it runs
+        # its trap and agentd ends at once.
+        for pid1 in (True, False):
+            a = self.start(pid1=pid1, grace_ms=LONG_GRACE_MS)
+            m = os.path.join(a.dir, 'term')
+            code, out = a.run("setsid sh -c \"%s\" > %s.ready 2>&1 "
+                              "< /dev/null & echo $!"
+                              % ((TRAP % m).replace('"', '\\"'), m))
+            daemon = int(out.strip())
+            wait_for(lambda: os.path.exists(m + '.ready') and
+                     os.path.getsize(m + '.ready') > 0, 10,
+                     what='the daemon')
+            code, _ = a.run('kill -STOP %d' % daemon)
+            self.assertEqual(code, 0)
+            rc, took = a.stop(expect_within=QUICK)
+            self.assertEqual(rc, 0, a.stderr())
+            self.assertTrue(os.path.exists(m), 'a stopped orphan missed '
+                            'SIGTERM (pid1 %s)' % pid1)
+            a.cleanup()
