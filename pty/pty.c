@@ -200,6 +200,7 @@ static void	 child_close_loop(int);
 static int	 proc_own(void);
 static int	 proc_ids(pid_t, pid_t *, pid_t *);
 static int	 sid_in(pid_t, const pid_t *, size_t);
+static int	 kill_members(pid_t, pid_t, int);
 
 /* Write a message into a caller's cause buffer, if there is one. */
 static void
@@ -939,13 +940,49 @@ pty_kill_foreground(int master, pid_t sid, int sig)
 	}
 	/*
 	 * The terminal only takes groups of its session; a live leader in the
-	 * session pins the pgid, so it is that group, not a reuse.
+	 * session pins the pgid, so it is that group, not a reuse.  A leader
+	 * that is gone (the first command of a pipeline that ended) pins
+	 * nothing: then each member still in the session, through a pidfd.
 	 */
 	if (getsid(pgrp) != sid || getpgid(pgrp) != pgrp)
-		return -ESRCH;
+		return kill_members(pgrp, sid, sig);
 	if (kill(-pgrp, sig) == -1)
 		return -errno;
 	return 0;
+}
+
+/*
+ * Signal each process of group pgrp in session sid, as /proc shows them,
+ * through a pidfd opened before its group and session are read again (a
+ * pid reused in between is never signalled).  0 when one was, else -ESRCH.
+ */
+static int
+kill_members(pid_t pgrp, pid_t sid, int sig)
+{
+	DIR		*proc;
+	struct dirent	*d;
+	pid_t		 pid, g, s;
+	int		 pfd, hit = 0;
+
+	if (sid <= 1 || pgrp <= 1 || !proc_own() ||
+	    (proc = opendir("/proc")) == NULL)
+		return -ESRCH;
+	while ((d = readdir(proc)) != NULL) {
+		if (!isdigit((unsigned char)d->d_name[0]))
+			continue;
+		pid = (pid_t)strtol(d->d_name, NULL, 10);
+		if (proc_ids(pid, &g, &s) != 0 || g != pgrp || s != sid)
+			continue;
+		pfd = (int)syscall(SYS_pidfd_open, pid, 0U);
+		if (pfd == -1)
+			continue;
+		if (proc_ids(pid, &g, &s) == 0 && g == pgrp && s == sid &&
+		    syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0U) == 0)
+			hit = 1;
+		close(pfd);
+	}
+	closedir(proc);
+	return hit ? 0 : -ESRCH;
 }
 
 /* The value of PATH in an environment, or the default search path. */
