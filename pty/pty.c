@@ -201,6 +201,7 @@ static int	 proc_own(void);
 static int	 proc_ids(pid_t, pid_t *, pid_t *);
 static int	 sid_in(pid_t, const pid_t *, size_t);
 static int	 kill_members(pid_t, pid_t, int);
+static void	 exec_e2big(const struct pty_spec *, char *, size_t);
 
 /* Write a message into a caller's cause buffer, if there is one. */
 static void
@@ -524,6 +525,10 @@ report_cause(const struct child_report *rep, const struct pty_spec *spec,
 		cause_set(cause, causelen, "cwd '%s': %s", spec->cwd, err);
 		return;
 	case STAGE_EXEC:
+		if (rep->err == E2BIG) {
+			exec_e2big(spec, cause, causelen);
+			return;
+		}
 		cause_set(cause, causelen, "exec '%s': %s", spec->argv[0], err);
 		return;
 	default:
@@ -531,6 +536,45 @@ report_cause(const struct child_report *rep, const struct pty_spec *spec,
 		break;
 	}
 	cause_set(cause, causelen, "%s: %s", what, err);
+}
+
+/*
+ * Say which string made exec fail with E2BIG: the kernel takes at most
+ * MAX_ARG_STRLEN (32 pages) per argument or environment string, so a long
+ * "cmd" fails however little else there is; else the total went over.
+ */
+static void
+exec_e2big(const struct pty_spec *spec, char *cause, size_t causelen)
+{
+	size_t		 i, len, name, most;
+	const char	*eq;
+
+	most = (size_t)sysconf(_SC_PAGESIZE) * 32;	/* MAX_ARG_STRLEN */
+	for (i = 0; spec->argv[i] != NULL; i++) {
+		if ((len = strlen(spec->argv[i]) + 1) > most) {
+			cause_set(cause, causelen, "exec '%s': argv[%zu] is %zu "
+			    "bytes, over the kernel's %zu per argument (pass a "
+			    "long script on stdin or in a file)", spec->argv[0],
+			    i, len - 1, most - 1);
+			return;
+		}
+	}
+	for (i = 0; spec->envp[i] != NULL; i++) {
+		if ((len = strlen(spec->envp[i]) + 1) > most) {
+			/* The name only (at most 64 bytes), never the value. */
+			eq = strchr(spec->envp[i], '=');
+			name = eq != NULL ? (size_t)(eq - spec->envp[i]) : 0;
+			if (name > 64)
+				name = 64;
+			cause_set(cause, causelen, "exec '%s': env '%.*s' is %zu "
+			    "bytes, over the kernel's %zu per variable",
+			    spec->argv[0], (int)name, spec->envp[i], len - 1,
+			    most - 1);
+			return;
+		}
+	}
+	cause_set(cause, causelen, "exec '%s': %s (argv and env together)",
+	    spec->argv[0], strerror(E2BIG));
 }
 
 /* Reap a child that is known to be exiting; -1 if someone else did. */
