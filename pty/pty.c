@@ -200,6 +200,8 @@ static void	 child_close_loop(int);
 static int	 proc_own(void);
 static int	 proc_ids(pid_t, pid_t *, pid_t *);
 static int	 sid_in(pid_t, const pid_t *, size_t);
+static int	 kill_members(pid_t, pid_t, int);
+static void	 exec_e2big(const struct pty_spec *, char *, size_t);
 
 /* Write a message into a caller's cause buffer, if there is one. */
 static void
@@ -523,6 +525,10 @@ report_cause(const struct child_report *rep, const struct pty_spec *spec,
 		cause_set(cause, causelen, "cwd '%s': %s", spec->cwd, err);
 		return;
 	case STAGE_EXEC:
+		if (rep->err == E2BIG) {
+			exec_e2big(spec, cause, causelen);
+			return;
+		}
 		cause_set(cause, causelen, "exec '%s': %s", spec->argv[0], err);
 		return;
 	default:
@@ -530,6 +536,45 @@ report_cause(const struct child_report *rep, const struct pty_spec *spec,
 		break;
 	}
 	cause_set(cause, causelen, "%s: %s", what, err);
+}
+
+/*
+ * Say which string made exec fail with E2BIG: the kernel takes at most
+ * MAX_ARG_STRLEN (32 pages) per argument or environment string, so a long
+ * "cmd" fails however little else there is; else the total went over.
+ */
+static void
+exec_e2big(const struct pty_spec *spec, char *cause, size_t causelen)
+{
+	size_t		 i, len, name, most;
+	const char	*eq;
+
+	most = (size_t)sysconf(_SC_PAGESIZE) * 32;	/* MAX_ARG_STRLEN */
+	for (i = 0; spec->argv[i] != NULL; i++) {
+		if ((len = strlen(spec->argv[i]) + 1) > most) {
+			cause_set(cause, causelen, "exec '%s': argv[%zu] is %zu "
+			    "bytes, over the kernel's %zu per argument (pass a "
+			    "long script on stdin or in a file)", spec->argv[0],
+			    i, len - 1, most - 1);
+			return;
+		}
+	}
+	for (i = 0; spec->envp[i] != NULL; i++) {
+		if ((len = strlen(spec->envp[i]) + 1) > most) {
+			/* The name only (at most 64 bytes), never the value. */
+			eq = strchr(spec->envp[i], '=');
+			name = eq != NULL ? (size_t)(eq - spec->envp[i]) : 0;
+			if (name > 64)
+				name = 64;
+			cause_set(cause, causelen, "exec '%s': env '%.*s' is %zu "
+			    "bytes, over the kernel's %zu per variable",
+			    spec->argv[0], (int)name, spec->envp[i], len - 1,
+			    most - 1);
+			return;
+		}
+	}
+	cause_set(cause, causelen, "exec '%s': %s (argv and env together)",
+	    spec->argv[0], strerror(E2BIG));
 }
 
 /* Reap a child that is known to be exiting; -1 if someone else did. */
@@ -939,13 +984,49 @@ pty_kill_foreground(int master, pid_t sid, int sig)
 	}
 	/*
 	 * The terminal only takes groups of its session; a live leader in the
-	 * session pins the pgid, so it is that group, not a reuse.
+	 * session pins the pgid, so it is that group, not a reuse.  A leader
+	 * that is gone (the first command of a pipeline that ended) pins
+	 * nothing: then each member still in the session, through a pidfd.
 	 */
 	if (getsid(pgrp) != sid || getpgid(pgrp) != pgrp)
-		return -ESRCH;
+		return kill_members(pgrp, sid, sig);
 	if (kill(-pgrp, sig) == -1)
 		return -errno;
 	return 0;
+}
+
+/*
+ * Signal each process of group pgrp in session sid, as /proc shows them,
+ * through a pidfd opened before its group and session are read again (a
+ * pid reused in between is never signalled).  0 when one was, else -ESRCH.
+ */
+static int
+kill_members(pid_t pgrp, pid_t sid, int sig)
+{
+	DIR		*proc;
+	struct dirent	*d;
+	pid_t		 pid, g, s;
+	int		 pfd, hit = 0;
+
+	if (sid <= 1 || pgrp <= 1 || !proc_own() ||
+	    (proc = opendir("/proc")) == NULL)
+		return -ESRCH;
+	while ((d = readdir(proc)) != NULL) {
+		if (!isdigit((unsigned char)d->d_name[0]))
+			continue;
+		pid = (pid_t)strtol(d->d_name, NULL, 10);
+		if (proc_ids(pid, &g, &s) != 0 || g != pgrp || s != sid)
+			continue;
+		pfd = (int)syscall(SYS_pidfd_open, pid, 0U);
+		if (pfd == -1)
+			continue;
+		if (proc_ids(pid, &g, &s) == 0 && g == pgrp && s == sid &&
+		    syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0U) == 0)
+			hit = 1;
+		close(pfd);
+	}
+	closedir(proc);
+	return hit ? 0 : -ESRCH;
 }
 
 /* The value of PATH in an environment, or the default search path. */

@@ -123,11 +123,13 @@ int	pty_kill_sessions(const pid_t *sids, size_t nsids, int sig);
  * master, if that group belongs to the session sid.  SIGINT, SIGQUIT and
  * SIGTSTP go through TIOCSIG, as the terminal's own keys would (the kernel
  * signals the group it holds: no pgid reuse is possible).  Other signals:
- * tcgetpgrp(), then kill(-pgrp) only if the group's leader is alive in the
+ * tcgetpgrp(), then kill(-pgrp) if the group's leader is alive in the
  * session sid (a live leader pins the pgid; only a pid wrap-around between
- * that check and the kill, two system calls, could defeat it).  Returns 0
- * or -errno: -ESRCH when there is no such group (no foreground, or its
- * leader is gone), -ENOTTY/-EIO once hung up.
+ * that check and the kill, two system calls, could defeat it); if the
+ * leader is gone, each member of the group in the session, found in /proc
+ * and signalled through a pidfd.  Returns 0 or -errno: -ESRCH when there is
+ * no such group (no foreground, or no process left in it), -ENOTTY/-EIO
+ * once hung up.
  */
 int	pty_kill_foreground(int master, pid_t sid, int sig);
 

@@ -227,6 +227,21 @@ class SpawnFailedTest(AgentdTestCase):
                         err['message'])
         self.assertEqual(self.list_sessions(), [])
 
+    def test_argument_too_long_names_it(self):
+        # The kernel takes at most 32 pages per argument (MAX_ARG_STRLEN):
+        # a long cmd got "Argument list too long" however short the rest;
+        # the message names the string, its size and the limit.
+        most = os.sysconf('SC_PAGESIZE') * 32
+        r = self.create_raw(cmd='echo ' + 'y' * most, id='a1')
+        err = self.assertError(r, 422, 'spawn_failed')
+        self.assertIn('argv[2] is %d bytes' % (most + 5), err['message'])
+        self.assertIn('%d per argument' % (most - 1), err['message'])
+        r = self.create_raw(cmd='true', env={'BIG_ONE': 'z' * most}, id='a2')
+        err = self.assertError(r, 422, 'spawn_failed')
+        self.assertIn("env 'BIG_ONE' is", err['message'])
+        self.assertNotIn('zzzz', err['message'])
+        self.assertEqual(self.list_sessions(), [])
+
     def test_spawn_failed_tty(self):
         r = self.create_raw(argv=['/nonexistent/program'], tty=True)
         self.assertError(r, 422, 'spawn_failed')

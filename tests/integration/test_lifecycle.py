@@ -309,6 +309,20 @@ class ForegroundSignalTest(AgentdTestCase):
         self.read_until(w['id'], b'alive-42', ck=ck, timeout=20, tty=True)
         self.expect(self.delete(w['id'], grace_ms=500), 200)
 
+    def test_kill_reaches_the_foreground_job_whose_leader_ended(self):
+        # The pipeline's group is named after its first command, which
+        # ends; the second ignores SIGINT and SIGTERM and runs on in the
+        # foreground: SIGKILL must still reach it (it was 409 no_foreground).
+        w = self.bash()
+        self.stdin(w['id'], text="true | sh -c 'trap \"\" INT TERM; "
+                   "echo in-$((2+3)); exec sleep 1000'\n")
+        ck = self.read_until(w['id'], b'in-5', tty=True)
+        r = self.signal_target(w['id'], 'SIGKILL', 'foreground')
+        self.expect(r, 200)
+        self.stdin(w['id'], text='echo alive-$((6*7))\n')
+        self.read_until(w['id'], b'alive-42', ck=ck, timeout=20, tty=True)
+        self.expect(self.delete(w['id'], grace_ms=500), 200)
+
     def test_group_stays_the_default(self):
         # A plain sh -c on a tty: the group is the shell's, as before.
         w = self.create(cmd="trap 'echo got INT; exit 5' INT; echo ready; "
