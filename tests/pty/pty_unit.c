@@ -360,6 +360,18 @@ END_TEST
 
 #ifndef PTY_TEST_FDS_ONLY
 
+static void	 t_wait_killed(pid_t, int);
+
+/* Reap pid, blocking, and check that signal sig killed it. */
+static void
+t_wait_killed(pid_t pid, int sig)
+{
+	int	status = t_wait(pid);
+
+	ck_assert(WIFSIGNALED(status));
+	ck_assert_int_eq(WTERMSIG(status), sig);
+}
+
 /* A PTY child: its tty, its window size, its exit code, EIO at the end. */
 START_TEST(test_tty_basic)
 {
@@ -840,7 +852,7 @@ START_TEST(test_kill_group)
 	struct pty_proc	 p;
 	size_t		 len = 0;
 	long		 grandchild = 0;
-	int		 status, fd;
+	int		 fd;
 
 	/* The grandchild is reparented to us when sh dies, so we reap it. */
 	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
@@ -852,12 +864,8 @@ START_TEST(test_kill_group)
 	ck_assert_int_gt(grandchild, 0);
 
 	ck_assert_int_eq(pty_kill_group(p.pid, SIGKILL), 0);
-	status = t_wait(p.pid);
-	ck_assert(WIFSIGNALED(status));
-	ck_assert_int_eq(WTERMSIG(status), SIGKILL);
-	status = t_wait((pid_t)grandchild);
-	ck_assert(WIFSIGNALED(status));
-	ck_assert_int_eq(WTERMSIG(status), SIGKILL);
+	t_wait_killed(p.pid, SIGKILL);
+	t_wait_killed((pid_t)grandchild, SIGKILL);
 	ck_assert_int_eq(pty_kill_group(p.pid, 0), -ESRCH);
 	pty_close(&p);
 
@@ -876,7 +884,6 @@ START_TEST(test_kill_group_term)
 	struct pty_proc	 p;
 	size_t		 len = 0;
 	long		 grandchild = 0;
-	int		 status;
 
 	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
 	t_spec(&s, argv, 0);
@@ -885,12 +892,8 @@ START_TEST(test_kill_group_term)
 	ck_assert_int_eq(sscanf(out, "%ld", &grandchild), 1);
 	ck_assert_int_eq(pty_kill_group(p.pid, SIGTERM), 0);
 	/* sh first: once it is reaped, its orphan is ours to wait for. */
-	status = t_wait(p.pid);
-	ck_assert(WIFSIGNALED(status));
-	ck_assert_int_eq(WTERMSIG(status), SIGTERM);
-	status = t_wait((pid_t)grandchild);
-	ck_assert(WIFSIGNALED(status));
-	ck_assert_int_eq(WTERMSIG(status), SIGTERM);
+	t_wait_killed(p.pid, SIGTERM);
+	t_wait_killed((pid_t)grandchild, SIGTERM);
 	pty_close(&p);
 }
 END_TEST
@@ -909,7 +912,6 @@ START_TEST(test_kill_sessions)
 	size_t		 len = 0;
 	long		 job = 0;
 	pid_t		 sids[3];
-	int		 status;
 
 	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
 	t_spec(&s, argv, 1);
@@ -924,12 +926,8 @@ START_TEST(test_kill_sessions)
 	sids[1] = 1;
 	sids[2] = p.pid;
 	ck_assert_int_eq(pty_kill_sessions(sids, 3, SIGKILL), 0);
-	status = t_wait(p.pid);
-	ck_assert(WIFSIGNALED(status));
-	ck_assert_int_eq(WTERMSIG(status), SIGKILL);
-	status = t_wait((pid_t)job);
-	ck_assert(WIFSIGNALED(status));
-	ck_assert_int_eq(WTERMSIG(status), SIGKILL);
+	t_wait_killed(p.pid, SIGKILL);
+	t_wait_killed((pid_t)job, SIGKILL);
 	ck_assert_int_eq(pty_kill_sessions(&p.pid, 1, 0), -ESRCH);
 	ck_assert_int_eq(pty_kill_sessions(sids, 2, SIGTERM), -ESRCH);
 	pty_close(&p);
