@@ -195,7 +195,6 @@ static void	session_corpse_cb(evutil_socket_t, short, void *);
 static void	session_corpse_free(struct session_corpse *, int reap);
 static void	session_sweep_soon(int fresh);
 static void	session_sweep_cb(evutil_socket_t, short, void *);
-static int	session_proc_usable(void);
 static int	session_proc_live(pid_t);
 static int	session_pid_cmp(const void *, const void *);
 
@@ -1633,19 +1632,6 @@ session_proc_live(pid_t pid)
 	return (end != p && nthreads > 1);
 }
 
-/* Whether /proc shows agentd's own PID namespace. */
-static int
-session_proc_usable(void)
-{
-	char	buf[32];
-	ssize_t	n;
-
-	if ((n = readlink("/proc/self", buf, sizeof buf - 1)) <= 0)
-		return (0);
-	buf[n] = '\0';
-	return (strtol(buf, NULL, 10) == (long)getpid());
-}
-
 /*
  * Release the zombie leaders whose session has no live process left.  Each
  * process of the machine costs one getsid(); only those in a session whose
@@ -1670,7 +1656,7 @@ session_sweep_cb(evutil_socket_t fd, short events, void *arg)
 		nwant += s->reaped && !s->released;
 	LIST_FOREACH(c, &corpses, entry)
 		nwant += c->reaped;
-	if (nwant == 0 || !session_proc_usable() ||
+	if (nwant == 0 || !pty_proc_own() ||
 	    (proc = opendir("/proc")) == NULL)
 		return;
 	want = xcalloc(nwant, sizeof *want);

@@ -197,10 +197,9 @@ static int	 child_close_fds(int);
 static int	 child_close_range(unsigned int, unsigned int);
 static int	 child_close_proc(int);
 static void	 child_close_loop(int);
-static int	 proc_own(void);
-static int	 proc_ids(pid_t, pid_t *, pid_t *);
+static int	 kill_scan(const pid_t *, size_t, pid_t, int);
+static int	 proc_match(pid_t, const pid_t *, size_t, pid_t);
 static int	 sid_in(pid_t, const pid_t *, size_t);
-static int	 kill_members(pid_t, pid_t, int);
 static void	 exec_e2big(const struct pty_spec *, char *, size_t);
 
 /* Write a message into a caller's cause buffer, if there is one. */
@@ -881,37 +880,48 @@ pty_kill_group(pid_t pgid, int sig)
 int
 pty_kill_sessions(const pid_t *sids, size_t nsids, int sig)
 {
-	DIR		*proc;
-	struct dirent	*d;
-	pid_t		 pid, pgrp, sid;
-	size_t		 i;
-	int		 pfd, hit = 0;
+	size_t	i;
+	int	hit = 0;
 
 	for (i = 0; i < nsids; i++) {
 		if (sids[i] > 1 && kill(-sids[i], sig) == 0)
 			hit = 1;
 	}
-	if (!proc_own() || (proc = opendir("/proc")) == NULL)
-		return hit ? 0 : -ESRCH;
+	if (kill_scan(sids, nsids, 0, sig) == 0)
+		hit = 1;
+	return hit ? 0 : -ESRCH;
+}
+
+/*
+ * Signal, each through a pidfd, the processes of the sessions sids that
+ * are in group pgrp, or with pgrp 0 in any group but their session's own
+ * (which kill(-sid) reaches).  The pidfd names the process that had the
+ * pid when it was opened; if that one still matches after, it is the one
+ * meant (a pid reused in between is never signalled); if it died
+ * meanwhile, the signal is ESRCH.  0 when one was signalled, else -ESRCH.
+ */
+static int
+kill_scan(const pid_t *sids, size_t nsids, pid_t pgrp, int sig)
+{
+	DIR		*proc;
+	struct dirent	*d;
+	pid_t		 pid;
+	int		 pfd, hit = 0;
+
+	if (!pty_proc_own() || (proc = opendir("/proc")) == NULL)
+		return -ESRCH;
 	while ((d = readdir(proc)) != NULL) {
 		if (!isdigit((unsigned char)d->d_name[0]))
 			continue;
 		pid = (pid_t)strtol(d->d_name, NULL, 10);
-		if (!sid_in(getsid(pid), sids, nsids) ||
-		    proc_ids(pid, &pgrp, &sid) != 0 || pgrp == sid)
+		if (!proc_match(pid, sids, nsids, pgrp))
 			continue;
-		/*
-		 * The pidfd names the process that had the pid when it was
-		 * opened; if that one is still in the session after, it is
-		 * a member; if it died meanwhile, the signal is ESRCH.
-		 */
 		pfd = (int)syscall(SYS_pidfd_open, pid, 0U);
 		if (pfd == -1 && errno == ENOSYS)
 			break;
 		if (pfd == -1)
 			continue;
-		if (proc_ids(pid, &pgrp, &sid) == 0 && pgrp != sid &&
-		    sid_in(sid, sids, nsids) &&
+		if (proc_match(pid, sids, nsids, pgrp) &&
 		    syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0U) == 0)
 			hit = 1;
 		close(pfd);
@@ -921,8 +931,8 @@ pty_kill_sessions(const pid_t *sids, size_t nsids, int sig)
 }
 
 /* Whether /proc shows our own PID namespace. */
-static int
-proc_own(void)
+int
+pty_proc_own(void)
 {
 	char	buf[32];
 	ssize_t	n;
@@ -934,17 +944,20 @@ proc_own(void)
 }
 
 /*
- * The group and session of a process: two system calls, where reading
- * /proc/PID/stat costs ten times that (it renders some fifty fields).
- * A zombie still has both; signalling it does nothing.
+ * Whether process pid is in one of the sessions sids and in group pgrp (0:
+ * any group but its session's own).  Two system calls, where reading
+ * /proc/PID/stat costs ten times that (it renders some fifty fields); the
+ * session first, which rules out most.  A zombie still has both; signalling
+ * it does nothing.
  */
 static int
-proc_ids(pid_t pid, pid_t *pgrp, pid_t *sid)
+proc_match(pid_t pid, const pid_t *sids, size_t nsids, pid_t pgrp)
 {
-	*pgrp = -1;
-	if ((*sid = getsid(pid)) == -1 || (*pgrp = getpgid(pid)) == -1)
-		return -ESRCH;
-	return 0;
+	pid_t	sid, g;
+
+	if (!sid_in(sid = getsid(pid), sids, nsids) || (g = getpgid(pid)) == -1)
+		return 0;
+	return pgrp != 0 ? g == pgrp : g != sid;
 }
 
 /* Whether sid is one of sids (and a session one may signal). */
@@ -989,44 +1002,10 @@ pty_kill_foreground(int master, pid_t sid, int sig)
 	 * nothing: then each member still in the session, through a pidfd.
 	 */
 	if (getsid(pgrp) != sid || getpgid(pgrp) != pgrp)
-		return kill_members(pgrp, sid, sig);
+		return kill_scan(&sid, 1, pgrp, sig);
 	if (kill(-pgrp, sig) == -1)
 		return -errno;
 	return 0;
-}
-
-/*
- * Signal each process of group pgrp in session sid, as /proc shows them,
- * through a pidfd opened before its group and session are read again (a
- * pid reused in between is never signalled).  0 when one was, else -ESRCH.
- */
-static int
-kill_members(pid_t pgrp, pid_t sid, int sig)
-{
-	DIR		*proc;
-	struct dirent	*d;
-	pid_t		 pid, g, s;
-	int		 pfd, hit = 0;
-
-	if (sid <= 1 || pgrp <= 1 || !proc_own() ||
-	    (proc = opendir("/proc")) == NULL)
-		return -ESRCH;
-	while ((d = readdir(proc)) != NULL) {
-		if (!isdigit((unsigned char)d->d_name[0]))
-			continue;
-		pid = (pid_t)strtol(d->d_name, NULL, 10);
-		if (proc_ids(pid, &g, &s) != 0 || g != pgrp || s != sid)
-			continue;
-		pfd = (int)syscall(SYS_pidfd_open, pid, 0U);
-		if (pfd == -1)
-			continue;
-		if (proc_ids(pid, &g, &s) == 0 && g == pgrp && s == sid &&
-		    syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0U) == 0)
-			hit = 1;
-		close(pfd);
-	}
-	closedir(proc);
-	return hit ? 0 : -ESRCH;
 }
 
 /* The value of PATH in an environment, or the default search path. */

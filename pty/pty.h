@@ -118,6 +118,9 @@ int	pty_kill_group(pid_t pgid, int sig);
  */
 int	pty_kill_sessions(const pid_t *sids, size_t nsids, int sig);
 
+/* Whether /proc shows our own PID namespace (a scan of it finds our pids). */
+int	pty_proc_own(void);
+
 /*
  * Send sig to the foreground process group of the terminal behind a PTY
  * master, if that group belongs to the session sid.  SIGINT, SIGQUIT and
