@@ -436,24 +436,18 @@ pid1_hide_token(const char *cmdline)
 static int
 pid1_proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start)
 {
-	char	 path[64], buf[512], *p;
-	ssize_t	 n;
-	int	 fd;
+	char		 buf[512], *end;
+	const char	*p, *q;
 
-	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	/* "pid (comm) state ppid ... starttime": fields 4 and 22. */
+	if ((p = proc_stat_skip(proc_stat(pid, buf, sizeof buf), 1)) == NULL ||
+	    (q = proc_stat_skip(p, 22 - 4)) == NULL)
 		return (-1);
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
+	*ppid = (pid_t)strtol(p, &end, 10);
+	if (end == p)
 		return (-1);
-	buf[n] = '\0';
-	/* "pid (comm) state ppid ... starttime(22)": comm may hold anything. */
-	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %*c %d %*d %*d "
-	    "%*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-	    ppid, start) != 2)
-		return (-1);
-	return (0);
+	*start = strtoull(q, &end, 10);
+	return (end == q ? -1 : 0);
 }
 
 /* Order of pid1_proc by pid, for bsearch. */

@@ -1604,29 +1604,16 @@ session_pid_cmp(const void *a, const void *b)
 static int
 session_proc_live(pid_t pid)
 {
-	char		 path[64], buf[512], *p, *end;
-	ssize_t		 n;
+	char		 buf[512], *end;
+	const char	*p;
 	long		 nthreads;
-	int		 fd, field;
 
-	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return (0);
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return (0);
-	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
-		return (0);
-	p += 2;				/* the state, field 3 */
-	if (*p == 'X' || *p == 'x')
+	if ((p = proc_stat(pid, buf, sizeof buf)) == NULL ||
+	    *p == 'X' || *p == 'x')
 		return (0);
 	if (*p != 'Z')
 		return (1);
-	for (field = 3; field < 20 && (p = strchr(p, ' ')) != NULL; field++)
-		p++;
-	if (p == NULL)
+	if ((p = proc_stat_skip(p, 20 - 3)) == NULL)
 		return (0);
 	nthreads = strtol(p, &end, 10);
 	return (end != p && nthreads > 1);

@@ -168,6 +168,40 @@ fd_read_full(int fd, void *buf, size_t len)
 	return (done);
 }
 
+/*
+ * Read /proc/PID/stat into buf and return its 3rd field, the state: "pid
+ * (comm)" come first, and comm may hold anything, so the last ')' ends it.
+ * NULL when pid is gone.
+ */
+char *
+proc_stat(pid_t pid, char *buf, size_t len)
+{
+	char	 path[64], *p;
+	size_t	 n;
+	int	 fd;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	if (len < 2 || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return (NULL);
+	n = fd_read_full(fd, buf, len - 1);
+	close(fd);
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
+		return (NULL);
+	return (p + 2);
+}
+
+/* The field n fields after field, in a line of proc_stat(); NULL past its end. */
+const char *
+proc_stat_skip(const char *field, int n)
+{
+	for (; n > 0 && field != NULL; n--) {
+		if ((field = strchr(field, ' ')) != NULL)
+			field++;
+	}
+	return (field);
+}
+
 /* Parse a decimal number and the rest of the string after it. */
 static int
 parse_number(const char *s, uint64_t *v, const char **rest)

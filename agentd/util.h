@@ -9,6 +9,8 @@
 #ifndef AGENTD_UTIL_H
 #define AGENTD_UTIL_H
 
+#include <sys/types.h>
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,6 +48,14 @@ int	 fd_nonblock_cloexec(int fd);
  * the bytes read (fewer at EOF or on an error).  Thread-safe.
  */
 size_t	 fd_read_full(int fd, void *buf, size_t len);
+
+/*
+ * Read /proc/PID/stat into buf[len]; its 3rd field (the state), past "pid
+ * (comm)", or NULL when pid is gone.  proc_stat_skip: the field n fields
+ * after field (NULL in, or past the end: NULL out).
+ */
+char	*proc_stat(pid_t pid, char *buf, size_t len);
+const char *proc_stat_skip(const char *field, int n);
 
 /*
  * Parse "1048576", "64KiB", "8M", "1g" into bytes.  Returns 0, or -1 on

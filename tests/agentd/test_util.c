@@ -3,6 +3,7 @@
  * durations, constant-time comparison, timevals, the fatal hook, the fd
  * limit) and fileio.c (atomic writes, mkdir -p, errno as the API's errors).
  */
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,6 +369,45 @@ START_TEST(test_log_one_write)
 }
 END_TEST
 
+/*
+ * proc_stat() finds the fields past a comm that holds ") " itself, and
+ * proc_stat_skip() walks them; a pid that is gone is NULL.
+ */
+START_TEST(test_proc_stat)
+{
+	char		 buf[512], *end;
+	const char	*p;
+	pid_t		 pid;
+	int		 sv[2], status;
+	char		 c;
+
+	ck_assert_int_eq(pipe(sv), 0);
+	if ((pid = fork()) == 0) {
+		prctl(PR_SET_NAME, "a) b (c) ", 0, 0, 0);
+		if (write(sv[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(read(sv[0], &c, 1), 1);
+	p = proc_stat(pid, buf, sizeof buf);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_msg(strchr("RS", *p) != NULL, "state %c", *p);
+	p = proc_stat_skip(p, 1);		/* ppid, field 4 */
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(strtol(p, &end, 10), getpid());
+	ck_assert_ptr_nonnull(proc_stat_skip(p, 22 - 4));
+	ck_assert_ptr_null(proc_stat_skip(p, 200));
+	ck_assert_ptr_null(proc_stat_skip(NULL, 1));
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_ptr_null(proc_stat(pid, buf, sizeof buf));
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 START_TEST(test_fileio_write_commit)
 {
 	struct fileio_tmp	 t;
@@ -489,6 +530,7 @@ util_suite(void)
 	tcase_add_test(tc, test_fatal_hook);
 	tcase_add_test(tc, test_fd_read_full);
 	tcase_add_test(tc, test_log_one_write);
+	tcase_add_test(tc, test_proc_stat);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fileio");
 	tcase_add_test(tc, test_fileio_write_commit);
