@@ -191,7 +191,7 @@ proc_stat(pid_t pid, char *buf, size_t len)
 	return (p + 2);
 }
 
-/* The field n fields after field, in a line of proc_stat(); NULL past its end. */
+/* The field n fields after field in a proc_stat() line; NULL past its end. */
 const char *
 proc_stat_skip(const char *field, int n)
 {
