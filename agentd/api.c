@@ -94,8 +94,8 @@ static int	api_window_into(struct session *, uint64_t, size_t,
 		    struct proto_buf *, struct proto_window *,
 		    struct proto_err *);
 static size_t	api_window_need(struct ring *, size_t, int, size_t *);
-static int	api_window_read(struct session *, uint64_t, size_t, int,
-		    uint8_t *, size_t, struct proto_window *,
+static int	api_window_read(struct session *, uint64_t, size_t, size_t,
+		    int, uint8_t *, size_t, struct proto_window *,
 		    struct proto_err *);
 static int	api_window_cut(struct ring *, size_t, struct proto_window *,
 		    struct proto_err *);
@@ -388,7 +388,7 @@ api_window(struct session *s, uint64_t cursor, size_t max_bytes,
 			    "for a window of %zu bytes; ask for less", need));
 		scratch_len = need;
 	}
-	return (api_window_read(s, cursor, max_bytes, head_tail, scratch,
+	return (api_window_read(s, cursor, max_bytes, lim, head_tail, scratch,
 	    scratch_len, w, err));
 }
 
@@ -420,25 +420,24 @@ api_window_into(struct session *s, uint64_t cursor, size_t max_bytes,
 	    (p = proto_buf_space(b, need)) == NULL)
 		return (proto_fail(err, 503, "out_of_memory", "no memory "
 		    "for a window of %zu bytes; ask for less", need));
-	if (api_window_read(s, cursor, max_bytes, 0, (uint8_t *)p, need, w,
-	    err) != 0)
+	if (api_window_read(s, cursor, max_bytes, lim, 0, (uint8_t *)p, need,
+	    w, err) != 0)
 		return (-1);
 	b->len += api_window_bytes(w);
 	return (0);
 }
 
-/* api_window() into buf[0..buflen). */
+/* api_window() into buf[0..buflen), with the lim of api_window_need(). */
 static int
 api_window_read(struct session *s, uint64_t cursor, size_t max_bytes,
-    int head_tail, uint8_t *buf, size_t buflen, struct proto_window *w,
-    struct proto_err *err)
+    size_t lim, int head_tail, uint8_t *buf, size_t buflen,
+    struct proto_window *w, struct proto_err *err)
 {
 	struct ring		*r = session_ring(s);
 	struct ring_read_result	 res;
-	size_t			 i, lim;
+	size_t			 i;
 	int			 error;
 
-	(void)api_window_need(r, max_bytes, head_tail, &lim);
 	error = ring_read(r, cursor, buf, buflen, lim, rchunks,
 	    nitems(rchunks), &res);
 	if (error == -ERANGE)
