@@ -3,7 +3,8 @@
 #
 # Installs the Debian packages that the named groups need, and nothing when they
 # are all present already (one dpkg-query, no apt-get, well under a second).
-# Groups: build static test e2e bench (or "all").
+# Groups: build static test e2e bench (or "all").  The test group also brings
+# the Node clients of tests/node (npm ci from its lockfile) when they are missing.
 #
 #   build-aux/deps.sh build test     install what is missing (root), or print the
 #                                    sudo line and exit 1 (not root)
@@ -19,7 +20,7 @@ set -eu
 # ---- the lists --------------------------------------------------------------
 pkgs_build="gcc meson ninja-build pkg-config libevent-dev libjansson-dev libmbedtls-dev check python3"
 pkgs_static="musl-tools musl-dev cmake dpkg-dev file binutils"
-pkgs_test="clang libclang-rt-14-dev valgrind curl procps util-linux tmux busybox-static python3 openssl"
+pkgs_test="clang libclang-rt-14-dev valgrind curl procps util-linux tmux busybox-static python3 openssl golang-go python3-pytest python3-jsonschema python3-yaml"
 pkgs_e2e="qemu-system-x86 linux-image-amd64 cpio busybox-static"
 pkgs_bench="openssh-server openssh-client tmux wrk gnuplot-nox"
 all_groups="build static test e2e bench"
@@ -90,6 +91,28 @@ if [ "$want_src" = yes ]; then
 		src_missing=yes
 	fi
 fi
+
+# The Node clients of the tests (tests/node): npm ci from the lockfile, when
+# node_modules is missing or older than it.  node and npm come with the machine.
+node_deps() {
+	local dir
+	dir=$(cd "$(dirname "$0")/.." && pwd)/tests/node
+	[ -f "$dir/package-lock.json" ] || return 0
+	if [ -f "$dir/node_modules/.package-lock.json" ] &&
+	    [ ! "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+		return 0
+	fi
+	if [ "$mode" = check ]; then
+		echo "deps.sh: tests/node: npm ci needed" >&2
+		return 1
+	fi
+	command -v npm >/dev/null || { echo "deps.sh: npm not found (tests/node)" >&2; return 1; }
+	echo "deps.sh: npm ci in tests/node" >&2
+	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+}
+case " $groups " in
+*" test "*) [ "$mode" = list ] || node_deps || exit 1 ;;
+esac
 
 [ -z "$missing" ] && [ "$src_missing" = no ] && exit 0
 
