@@ -20,6 +20,8 @@ struct event_base	*agentd_base;
 struct config		*agentd_cfg;
 int64_t			 agentd_start_ms;
 
+static int		 agentd_stopping_flag;	/* a shutdown is under way */
+
 /* Build the loop, the session table and the listeners from cfg. */
 int
 agentd_start(struct config *cfg, void (*observer)(struct session *, int))
@@ -50,5 +52,22 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	if (http_start(agentd_base, cfg, api_route) != 0)
 		return (-1);
 	log_debug("%s: listening", __func__);
+	return (0);
+}
+
+/* Whether a graceful shutdown is under way. */
+int
+agentd_stopping(void)
+{
+	return (agentd_stopping_flag);
+}
+
+/* Mark the shutdown begun; -1 when it already was. */
+int
+agentd_stop_begin(void)
+{
+	if (agentd_stopping_flag)
+		return (-1);
+	agentd_stopping_flag = 1;
 	return (0);
 }

@@ -33,16 +33,14 @@ extern int64_t			 agentd_start_ms;	/* monotonic */
 int	agentd_start(struct config *cfg,
 	    void (*observer)(struct session *, int events));
 
-/* Whether a graceful shutdown is under way. */
+/*
+ * Whether a graceful shutdown is under way: new work is refused (503
+ * shutting_down) and /healthz says so.  The state is the loop's; whoever
+ * runs the shutdown (main.c) marks its start with agentd_stop_begin().
+ */
 int	agentd_stopping(void);
 
-/* Start the graceful shutdown (idempotent). */
-void	agentd_shutdown(const char *why);
-
-/*
- * The fatal path: kill every session, sync and, as PID 1, power off (never
- * exit); otherwise exit 1.  Never returns.
- */
-void	agentd_panic(void) __attribute__((noreturn));
+/* Mark the shutdown begun: 0 the first time, -1 when it already was. */
+int	agentd_stop_begin(void);
 
 #endif /* AGENTD_H */

@@ -62,7 +62,7 @@
 #include "agentd.h"
 #include "config.h"
 #include "conn.h"
-#include "http.h"
+#include "httpcore.h"
 #include "log.h"
 #include "proto.h"
 #include "util.h"

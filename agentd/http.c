@@ -33,6 +33,7 @@
 #include "config.h"
 #include "conn.h"
 #include "http.h"
+#include "httpcore.h"
 #include "log.h"
 #include "util.h"
 
@@ -43,9 +44,7 @@
 #define HTTP_SPARES		2	/* answer buffers kept at most */
 #define HTTP_ACCEPT_PAUSE_MS	100	/* accept rests this long on EMFILE */
 #define HTTP_ACCEPT_LOG_MS	10000	/* log accept failures at most this often */
-#define HTTP_CODES_MAX		32	/* distinct status codes counted */
 #define HTTP_FDS_SPARE		256	/* fds besides connections and sessions */
-#define HTTP_DATE_LEN		32	/* bytes of an HTTP date and its NUL, with room */
 
 /* One listening socket. */
 struct http_listener {
@@ -71,8 +70,6 @@ static const struct config	*cfg;
 static struct event_base	*http_base;	/* the loop (http_start's) */
 static http_route_fn		 http_route;	/* the routes (api_route) */
 static char			*unix_path;	/* to unlink at the end */
-static struct http_code_count	 codes[HTTP_CODES_MAX];
-static size_t			 ncodes;
 static int64_t			 accept_logged_ms = -HTTP_ACCEPT_LOG_MS;
 static uint64_t			 accept_failures;
 
@@ -431,6 +428,7 @@ http_start(struct event_base *base, const struct config *c,
 	http_base = base;
 	http_route = route;
 	cfg = c;
+	httpcore_token(cfg->token, cfg->token_len);
 	http_raise_nofile();
 	conn_start(base, cfg);
 	http_new(&http_tcp, 0);
@@ -516,25 +514,6 @@ http_authorized(struct http_req *hr)
 	x = evhttp_find_header(h, "X-Access-Token");
 	return (http_token_ok(v, v != NULL ? strlen(v) : 0, x,
 	    x != NULL ? strlen(x) : 0));
-}
-
-/*
- * Whether an Authorization or X-Access-Token value carries the token.
- * Either will do: a proxy in front may put its own credentials in
- * Authorization and pass envd's header on.
- */
-int
-http_token_ok(const char *v, size_t len, const char *x, size_t xlen)
-{
-	if (cfg->token == NULL)
-		return (1);
-	if (x != NULL && ct_equal(x, xlen, cfg->token, cfg->token_len))
-		return (1);
-	if (v == NULL || len < 7 || strncasecmp(v, "Bearer ", 7) != 0)
-		return (0);
-	for (v += 7, len -= 7; len > 0 && *v == ' '; v++, len--)
-		;
-	return (ct_equal(v, len, cfg->token, cfg->token_len));
 }
 
 /* Every request comes here: take it apart, check auth, route it. */
@@ -633,32 +612,6 @@ http_ends_with(const char *s, const char *suffix)
 	size_t	len = strlen(s), slen = strlen(suffix);
 
 	return (len >= slen && strcmp(s + len - slen, suffix) == 0);
-}
-
-/* Count an answer by its status code. */
-void
-http_count(int code)
-{
-	size_t	i;
-
-	for (i = 0; i < ncodes; i++) {
-		if (codes[i].code == code) {
-			codes[i].count++;
-			return;
-		}
-	}
-	if (ncodes < HTTP_CODES_MAX) {
-		codes[ncodes].code = code;
-		codes[ncodes++].count = 1;
-	}
-}
-
-/* The status codes answered so far. */
-size_t
-http_code_counts(const struct http_code_count **out)
-{
-	*out = codes;
-	return (ncodes);
 }
 
 /*
@@ -815,35 +768,6 @@ http_reason(int status)
 		return ("Insufficient Storage");
 	}
 	return (NULL);
-}
-
-/*
- * An HTTP date of now, "Sun, 06 Nov 1994 08:49:37 GMT", formatted once a
- * second (musl's strftime() is six snprintf() calls).  Loop thread only.
- */
-void
-http_date(char *buf, size_t len)
-{
-	static char	date[HTTP_DATE_LEN];
-	static time_t	date_at = -1;
-	struct tm	tm;
-	time_t		now = time(NULL);
-	size_t		n;
-
-	if (now != date_at) {
-		gmtime_r(&now, &tm);
-		if (strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT",
-		    &tm) == 0)
-			date[0] = '\0';
-		date_at = now;
-	}
-	if (len == 0)
-		return;
-	n = strlen(date);
-	if (n >= len)
-		n = len - 1;
-	memcpy(buf, date, n);
-	buf[n] = '\0';
 }
 
 /* Answer with a JSON body. */

@@ -18,10 +18,9 @@
 
 #include <event2/util.h>
 
+#include "httpcore.h"	/* the limits, the token, the date, the counters */
 #include "proto.h"
 
-#define HTTP_BODY_SLACK		65536	/* bytes evhttp reads past --max-body */
-#define HTTP_HEADERS_MAX	(64 * 1024) /* bytes of request line and headers */
 
 struct event;
 struct event_base;
@@ -54,14 +53,6 @@ void	http_stop_accepting(void);
 void	http_free(void);
 
 /*
- * Whether a TCP request's Authorization (Bearer) or X-Access-Token value
- * carries the token, either will do; always when none is configured.  The
- * values need no NUL; NULL when absent.
- */
-int	http_token_ok(const char *authorization, size_t alen,
-	    const char *xtoken, size_t xlen);
-
-/*
  * Answer 405 unless the method is among allowed, or 415 for a POST body
  * that is not application/json (on .../stdin, application/octet-stream
  * too); 0 when neither.
@@ -92,17 +83,5 @@ void	http_buf_take(struct proto_buf *b, size_t want);
 /* Answer with raw bytes of a content type; takes the buffer's memory. */
 void	http_reply_raw(struct evhttp_request *, int status, const char *type,
 	    struct proto_buf *);
-
-/* Write an HTTP date of now (len 30 at least). */
-void	http_date(char *buf, size_t len);
-
-/* Requests answered, by status code, for /metrics. */
-struct http_code_count {
-	int		 code;
-	uint64_t	 count;
-};
-size_t	http_code_counts(const struct http_code_count **);
-/* Count an answer by its status code (one not sent through http_reply). */
-void	http_count(int code);
 
 #endif /* AGENTD_HTTP_H */

@@ -40,7 +40,6 @@
 #define AGENTD_HUP_DELAY_MS	500	/* shutdown: SIGTERM first, SIGHUP (ttys) then */
 
 static struct config	 config;
-static int		 stopping;	/* a shutdown is under way */
 static int		 killed;	/* SIGKILL sent to what remained */
 static struct event	*signal_ev;
 static struct event	*grace_ev;	/* end of the shutdown grace */
@@ -49,6 +48,8 @@ static struct event	*hup_ev;	/* SIGHUP to the tty sessions */
 static int		 signal_fd = -1;
 static sigset_t		 signal_set;	/* the signals read from signal_fd */
 
+static void	agentd_shutdown(const char *);
+static void	agentd_panic(void) __attribute__((noreturn));
 static void	agentd_signals_block(void);
 static void	agentd_signals(void);
 static void	agentd_signal_cb(evutil_socket_t, short, void *);
@@ -61,13 +62,6 @@ static void	agentd_maybe_done(void);
 static void	agentd_libevent_fatal(int);
 static void	agentd_libevent_log(int, const char *);
 static void	agentd_seed_json(void);
-
-/* Whether a shutdown is under way. */
-int
-agentd_stopping(void)
-{
-	return (stopping);
-}
 
 /* Block the signals agentd acts on (agentd_signals reads them). */
 static void
@@ -154,20 +148,19 @@ agentd_reap(void)
 		log_debug("%s: reaped orphan %ld", __func__, (long)pid);
 	}
 	session_collect();
-	if (stopping)
+	if (agentd_stopping())
 		agentd_maybe_done();
 }
 
 /* Begin the graceful shutdown. */
-void
+static void
 agentd_shutdown(const char *why)
 {
 	struct timeval	tv;
 	int64_t		ms;
 
-	if (stopping)
+	if (agentd_stop_begin() != 0)
 		return;
-	stopping = 1;
 	log_info("%s: shutting down (%s), grace %lld ms", __func__, why,
 	    (long long)config.shutdown_grace_ms);
 	/*
@@ -211,7 +204,8 @@ static void
 agentd_session_event(struct session *s, int events)
 {
 	api_session_event(s, events);
-	if (stopping && (events & (SESSION_EV_EXITED | SESSION_EV_REMOVED)))
+	if (agentd_stopping() &&
+	    (events & (SESSION_EV_EXITED | SESSION_EV_REMOVED)))
 		agentd_maybe_done();
 }
 
@@ -298,7 +292,7 @@ agentd_seed_json(void)
 }
 
 /* The fatal path: never returns; as PID 1 never exits. */
-void
+static void
 agentd_panic(void)
 {
 	static int	panicking;

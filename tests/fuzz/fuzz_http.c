@@ -82,20 +82,6 @@ static size_t		 nprocs;
 static pid_t		 next_pid = FH_FAKE_PID;
 static struct event	*reap_ev;
 static struct event	*tick_ev;
-static int		 stopping_flag;
-
-int
-agentd_stopping(void)
-{
-	return (stopping_flag);
-}
-
-void
-agentd_shutdown(const char *why)
-{
-	stopping_flag = 1;
-}
-
 /* agentd's fatal path: a bug, as far as fuzzing goes. */
 static void
 fh_fatal(void)
