@@ -295,7 +295,13 @@ def main():
               n == conns_before, f"{n} still")
         log(f"old connection gone {released_s:.1f} s after cont (its long-poll waited "
             f"with wait_ms 60000, {old_poll_guest_s:.1f} s of it run before the stop)")
+        # Sessions and connections of the checks just made may still be
+        # closing: give them a moment.
+        t0 = time.monotonic()
         fds = pid1_fds(agent)
+        while fds != fds_before and time.monotonic() - t0 < 15:
+            time.sleep(0.5)
+            fds = pid1_fds(agent)
         check("PID 1's fds as before the snapshot", fds == fds_before, f"{fds} now, {fds_before} before")
 
         st, _, met = agent.request("GET", "/metrics")
