@@ -107,11 +107,9 @@ def guest_conns(agent):
 
 
 def pid1_fds(agent):
-    out = sh(agent, "ls /proc/1/fd | wc -l")
-    try:
-        return int(out.strip())
-    except ValueError:
-        return -1
+    """What PID 1's fds are, sorted (pipe and socket inodes left out)."""
+    out = sh(agent, "for f in /proc/1/fd/*; do readlink $f; done")
+    return sorted(re.sub(r"\[\d+\]", "[]", l) for l in out.split())
 
 
 def read_lines(agent, sid, cursor, want_last=None, deadline_s=30):
@@ -204,15 +202,15 @@ def main():
         nums, cursor, dropped = read_lines(agent, "ticker", 0, want_last=20)
         check("ticker: lines before the snapshot", nums[:1] == [1] and consecutive(nums),
               f"{nums[:5]}..{nums[-5:]}")
+        st, t = agent.run({"argv": ["sleep", "100000"], "id": "timed", "timeout_ms": 30000})
+        timed_host_t0 = time.time()
+        check("timed started", st == 201, f"{st} {t}")
         fds_before = pid1_fds(agent)
         conns_before = guest_conns(agent)
         # The long-poll left waiting from the host (cat prints nothing yet).
         old_poll = LongPoll(agent, "/v1/sessions/cat?cursor=0&wait_ms=60000")
         old_poll.start()
         old_poll_t0 = time.monotonic()
-        st, t = agent.run({"argv": ["sleep", "100000"], "id": "timed", "timeout_ms": 30000})
-        timed_host_t0 = time.time()
-        check("timed started", st == 201, f"{st} {t}")
         time.sleep(1)
         _, _, h0 = agent.request("GET", "/healthz")
         up0, host0 = h0["uptime_ms"], time.time()
@@ -220,7 +218,7 @@ def main():
         nums, cursor, _ = read_lines(agent, "ticker", cursor)
         last_before = nums[-1] if nums else None
         log(f"before the snapshot: ticker at line {last_before} (cursor {cursor}), "
-            f"PID 1 has {fds_before} fds, {conns_before} connection(s) on :{e2e.GUEST_PORT}")
+            f"PID 1 has {len(fds_before)} fds, {conns_before} connection(s) on :{e2e.GUEST_PORT}")
 
         st, _, doc = agent.request("POST", "/v1/sandbox/pause", {})
         check("pause: 200 {generation: 0}", st == 200 and doc == {"generation": 0}, f"{st} {doc}")
@@ -284,26 +282,6 @@ def main():
             check("the clock moved forward by about the stopped time",
                   m.group(2) == "rtc" and abs(int(m.group(3)) / 1000 - stopped_s) < 15,
                   f"{m.group(0)} stopped {stopped_s:.1f} s")
-        # 2. The dead connection let go: no ESTABLISHED but the asking one, fds as before.
-        t0 = time.monotonic()
-        n = guest_conns(agent)
-        while n != conns_before and time.monotonic() - t0 < 30:
-            time.sleep(0.5)
-            n = guest_conns(agent)
-        released_s = time.monotonic() - t_cont_mono
-        check(f"the old connection is let go ({conns_before} connection(s) on :{e2e.GUEST_PORT})",
-              n == conns_before, f"{n} still")
-        log(f"old connection gone {released_s:.1f} s after cont (its long-poll waited "
-            f"with wait_ms 60000, {old_poll_guest_s:.1f} s of it run before the stop)")
-        # Sessions and connections of the checks just made may still be
-        # closing: give them a moment.
-        t0 = time.monotonic()
-        fds = pid1_fds(agent)
-        while fds != fds_before and time.monotonic() - t0 < 15:
-            time.sleep(0.5)
-            fds = pid1_fds(agent)
-        check("PID 1's fds as before the snapshot", fds == fds_before, f"{fds} now, {fds_before} before")
-
         st, _, met = agent.request("GET", "/metrics")
         check("metrics: agentd_generation 1",
               isinstance(met, bytes) and re.search(rb"^agentd_generation 1$", met, re.M), "")
@@ -328,6 +306,27 @@ def main():
             log(f"guest clock - host clock: {g - host_ms:.0f} ms")
         except (ValueError, IndexError):
             check("session started_at parses", False, started)
+
+        # 2. The dead connection let go: no ESTABLISHED but the asking one, fds as before.
+        t0 = time.monotonic()
+        n = guest_conns(agent)
+        while n != conns_before and time.monotonic() - t0 < 30:
+            time.sleep(0.5)
+            n = guest_conns(agent)
+        released_s = time.monotonic() - t_cont_mono
+        check(f"the old connection is let go ({conns_before} connection(s) on :{e2e.GUEST_PORT})",
+              n == conns_before, f"{n} still")
+        log(f"old connection gone {released_s:.1f} s after cont (its long-poll waited "
+            f"with wait_ms 60000, {old_poll_guest_s:.1f} s of it run before the stop)")
+        # Sessions and connections of the checks just made may still be
+        # closing: give them a moment.
+        t0 = time.monotonic()
+        fds = pid1_fds(agent)
+        while fds != fds_before and time.monotonic() - t0 < 15:
+            time.sleep(0.5)
+            fds = pid1_fds(agent)
+        check("PID 1's fds as before the snapshot", fds == fds_before,
+              f"{len(fds)} now, {len(fds_before)} before: {fds} now, {fds_before} before")
 
         # 6. CLOCK_MONOTONIC and CLOCK_BOOTTIME across the pause.
         _, _, h1 = agent.request("GET", "/healthz")
