@@ -29,9 +29,11 @@ static:
 initramfs:
 	@initramfs/build.sh
 
-# Boot it in qemu (TCG) and test it from the host (tests/e2e/e2e.py).
+# Boot it in qemu (TCG) and test it from the host (tests/e2e/e2e.py), then
+# snapshot and restore it (tests/e2e/restore.py).
 e2e: initramfs
 	@AGENTD=build-static/agentd/agentd /usr/bin/python3 tests/e2e/e2e.py
+	@AGENTD=build-static/agentd/agentd /usr/bin/python3 tests/e2e/restore.py
 
 # The libFuzzer harnesses (tests/fuzz: ring, http, proto, fetch) built with clang in
 # build-fuzz/, FUZZ_SECONDS each (default 60); crashers land in

@@ -30,7 +30,9 @@
 #include "http.h"
 #include "log.h"
 #include "proto.h"
+#include "restore.h"
 #include "ringbuf.h"
+#include "sandbox.h"
 #include "session.h"
 #include "util.h"
 
@@ -168,6 +170,8 @@ api_route(struct http_req *hr)
 		api_sessions_route(hr, p + 13);
 	else if (strncmp(p, "/v1/files", 9) == 0)
 		files_route(hr);
+	else if (strncmp(p, "/v1/sandbox/", 12) == 0)
+		sandbox_route(hr);
 	else if (hr->unix_peer && strncmp(p, "/debug/", 7) == 0)
 		debug_route(hr);	/* the unix socket only */
 	else
@@ -268,6 +272,8 @@ api_healthz(struct http_req *hr)
 	proto_buf_u64(&b, up > 0 ? (uint64_t)up : 0);
 	proto_buf_append(&b, ", \"pid\": ", 9);
 	proto_buf_u64(&b, (uint64_t)getpid());
+	proto_buf_append(&b, ", \"generation\": ", 16);
+	proto_buf_u64(&b, restore_generation());
 	if (stopping)
 		proto_buf_append(&b, error, sizeof error - 1);
 	proto_buf_append(&b, "}", 1);
@@ -324,6 +330,7 @@ api_metrics(struct http_req *hr)
 	    session_count_unreaped(),
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
 	conn_metrics(&b);
+	restore_metrics(&b);
 	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */
 	proto_buf_printf(&b, "# TYPE agentd_evmem_kept_bytes gauge\n"
 	    "agentd_evmem_kept_bytes %zu\n", evmem_kept());

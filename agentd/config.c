@@ -100,6 +100,23 @@ static const struct opt opts[] = {
 	  "thread; one more gets 429 (default 64)" },
 	{ "max-fetch-bytes", OPT_SIZE, OFF(max_fetch_bytes), 1, 1ull << 50,
 	  "BYTES", "largest download of /v1/files/fetch (default 4GiB)" },
+	{ "restore-window", OPT_MILLIS, OFF(restore_window_ms), 0, 3600000,
+	  "MS", "signals of a restore (vmgenid, the RTC, POST "
+	  "/v1/sandbox/resumed) this close in running time are one restore "
+	  "(default 10000; units ms/s/m)" },
+	{ "rtc-interval", OPT_MILLIS, OFF(rtc_interval_ms), 0, 3600000, "MS",
+	  "check /dev/rtc0 against CLOCK_REALTIME this often to see a restore; "
+	  "0 never (default 1000; units ms/s/m)" },
+	{ "rtc-drift", OPT_MILLIS, OFF(rtc_drift_ms), 1500, 3600000, "MS",
+	  "the RTC moving away from CLOCK_REALTIME by more than this between "
+	  "two checks is a restore (default 2000; units ms/s/m)" },
+	{ "clock-step", OPT_COUNT, OFF(clock_step), 0, 1, "0|1",
+	  "on a restore, step CLOCK_REALTIME to unix_ms or the RTC; 0 leaves "
+	  "the clock to the platform (default 1)" },
+	{ "restore-probe", OPT_SECONDS, OFF(restore_probe_ms), 1000, 3600000,
+	  "SECONDS", "after a restore, TCP connections from before it get a "
+	  "keepalive probe this often, three unanswered close them (default "
+	  "1; units ms/s/m/h, whole seconds)" },
 	{ "hostname", OPT_STRING, OFF(hostname), 0, 0, "NAME",
 	  "as PID 1, set the hostname (default: keep)" },
 	{ "env", OPT_LIST, OFF(env), 0, 0, "NAME=VALUE",
@@ -159,6 +176,11 @@ config_defaults(struct config *cfg)
 	cfg->max_peer_unproven = CONFIG_MAX_PEER_UNPROVEN_DEFAULT;
 	cfg->max_file_jobs = CONFIG_MAX_FILE_JOBS_DEFAULT;
 	cfg->max_fetch_bytes = CONFIG_MAX_FETCH_BYTES_DEFAULT;
+	cfg->restore_window_ms = CONFIG_RESTORE_WINDOW_DEFAULT;
+	cfg->rtc_interval_ms = CONFIG_RTC_INTERVAL_DEFAULT;
+	cfg->rtc_drift_ms = CONFIG_RTC_DRIFT_DEFAULT;
+	cfg->clock_step = 1;
+	cfg->restore_probe_ms = CONFIG_RESTORE_PROBE_DEFAULT;
 }
 
 /* "max-sessions" -> "AGENTD_MAX_SESSIONS". */

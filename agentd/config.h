@@ -31,6 +31,10 @@
 #define CONFIG_MAX_PEER_UNPROVEN_DEFAULT 256	/* connections of one peer */
 #define CONFIG_MAX_FILE_JOBS_DEFAULT	64	/* files calls running */
 #define CONFIG_MAX_FETCH_BYTES_DEFAULT	(4ull << 30)	/* bytes */
+#define CONFIG_RESTORE_WINDOW_DEFAULT	(10 * 1000)	/* ms of running time */
+#define CONFIG_RTC_INTERVAL_DEFAULT	1000		/* ms */
+#define CONFIG_RTC_DRIFT_DEFAULT	2000		/* ms */
+#define CONFIG_RESTORE_PROBE_DEFAULT	1000		/* ms, whole seconds */
 
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
@@ -60,6 +64,11 @@ struct config {
 	uint64_t	  dual_stack;		/* listen on each --listen's twin */
 	uint64_t	  max_file_jobs;
 	uint64_t	  max_fetch_bytes;
+	int64_t		  restore_window_ms;	/* one restore's signals */
+	int64_t		  rtc_interval_ms;	/* 0: no RTC check */
+	int64_t		  rtc_drift_ms;
+	uint64_t	  clock_step;		/* step CLOCK_REALTIME */
+	int64_t		  restore_probe_ms;	/* keepalive after a restore */
 	char		 *hostname;		/* PID 1: set this hostname */
 	char		**env;			/* --env K=V, NULL-terminated */
 	char		 *env_file;		/* --env-file PATH */

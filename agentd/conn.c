@@ -44,6 +44,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 
 #include <errno.h>
@@ -1496,4 +1497,38 @@ conn_metrics(struct proto_buf *b)
 	    (unsigned long long)conn_evicted,
 	    (unsigned long long)conn_shed_count,
 	    (unsigned long long)conn_inflight);
+}
+
+/*
+ * Turn TCP keepalive on (every secs seconds, count probes) or off (secs 0)
+ * on every TCP connection set up now (restore.c, after a restore).
+ */
+size_t
+conn_probe(int secs, int count)
+{
+	struct conn	*c;
+	size_t		 i, n = 0;
+	int		 on = secs > 0;
+
+	for (i = 0; i < conn_by_fd_len; i++) {
+		if ((c = conn_by_fd[i]) == NULL || c->pool->unix_socket)
+			continue;
+		if (on && (setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs,
+		    sizeof secs) == -1 || setsockopt(c->fd, IPPROTO_TCP,
+		    TCP_KEEPINTVL, &secs, sizeof secs) == -1 ||
+		    setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPCNT, &count,
+		    sizeof count) == -1)) {
+			log_warn("%s: fd %d: %s", __func__, c->fd,
+			    strerror(errno));
+			continue;
+		}
+		if (setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &on,
+		    sizeof on) == -1) {
+			log_warn("%s: fd %d: SO_KEEPALIVE: %s", __func__, c->fd,
+			    strerror(errno));
+			continue;
+		}
+		n++;
+	}
+	return (n);
 }

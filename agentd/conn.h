@@ -36,6 +36,14 @@ void	 conn_stop(void);
  */
 void	 conn_request_whole(struct evhttp_request *);
 
+/*
+ * After a restore: TCP keepalive on every TCP connection open now, a probe
+ * after secs idle seconds and every secs seconds, count unanswered close it
+ * (a peer that is gone answers the first with a reset); secs 0 turns it off
+ * again.  Returns how many connections it set.
+ */
+size_t	 conn_probe(int secs, int count);
+
 /* Append the counters of admission to a /metrics answer. */
 void	 conn_metrics(struct proto_buf *);
 

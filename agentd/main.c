@@ -33,6 +33,7 @@
 #include "http.h"
 #include "log.h"
 #include "pid1.h"
+#include "restore.h"
 #include "session.h"
 #include "util.h"
 
@@ -364,6 +365,7 @@ main(int argc, char **argv)
 	agentd_reap();	/* children whose SIGCHLD came before the signalfd */
 	if (config.companion != NULL)
 		companion_start(config.companion);
+	restore_start(agentd_base, &config);
 	log_info("%s: agentd %s ready (pid %ld)", __func__, AGENTD_VERSION,
 	    (long)getpid());
 
@@ -375,6 +377,7 @@ main(int argc, char **argv)
 	session_remove_all();
 	http_free();
 	companion_free();
+	restore_free();
 	debug_free();	/* the lag timer, started by the first /debug/ request */
 	event_free(signal_ev);
 	if (grace_ev != NULL)

@@ -418,4 +418,20 @@ void	proto_render_file(struct proto_buf *, const char *path, uint64_t size,
 /* 64 lowercase hex digits and a NUL. */
 void	proto_sha256_hex(const uint8_t sha256[32], char out[65]);
 
+/*
+ * POST /v1/sandbox/resumed (proto/sandbox.c).  An empty body, or {}: neither
+ * field.  unix_ms: an integer 0..PROTO_UNIX_MS_MAX; entropy: standard
+ * base64 of PROTO_ENTROPY_MIN..PROTO_ENTROPY_MAX bytes.  Other fields: 400.
+ */
+#define PROTO_ENTROPY_MIN	32		/* bytes */
+#define PROTO_ENTROPY_MAX	512		/* bytes */
+#define PROTO_UNIX_MS_MAX	253402300799999LL /* 9999-12-31T23:59:59.999Z */
+struct proto_resumed {
+	int64_t		 unix_ms;	/* -1: not given */
+	uint8_t		 entropy[PROTO_ENTROPY_MAX];
+	size_t		 entropy_len;	/* 0: not given */
+};
+int	proto_parse_resumed(const char *body, size_t len,
+	    struct proto_resumed *, struct proto_err *);
+
 #endif /* PROTO_H */

@@ -193,7 +193,7 @@ def output_text(doc):
 
 # ---- the VM -------------------------------------------------------------------
 
-def boot(kernel, initrd, port, token, workdir, monitor):
+def boot(kernel, initrd, port, token, workdir, monitor, extra=()):
     console = os.path.join(workdir, "console.log")
     for p in (console, monitor):
         if os.path.exists(p):
@@ -208,7 +208,7 @@ def boot(kernel, initrd, port, token, workdir, monitor):
            "-kernel", kernel, "-initrd", initrd, "-append", append,
            "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{GUEST_PORT}",
            "-device", "virtio-net-pci,netdev=n0"]
-    cmd += shlex.split(os.environ.get("E2E_QEMU_EXTRA", ""))
+    cmd += list(extra) + shlex.split(os.environ.get("E2E_QEMU_EXTRA", ""))
     log("boot: " + " ".join(c if "agentd.token=" not in c else c.replace(token, "<token>")
                              for c in cmd))
     with open(os.path.join(workdir, "qemu.log"), "wb") as out:

@@ -16,7 +16,8 @@
  * through agentd's own session_reaped() (pty_spawn runs on agentd's spawner
  * thread while the loop waits for it).  The files routes (which write and
  * fetch real files) are replaced by a stub that only runs proto/'s parsers
- * of their requests.
+ * of their requests; so is restore.c (which steps the clock and feeds the
+ * RNG) by one that only counts.
  *
  * Input: byte 0 picks the transport (bit 0: unix socket) and whether the
  * client half-closes at once (bit 1); the rest goes to the socket.
@@ -51,6 +52,7 @@
 #include "log.h"
 #include "proto.h"
 #include "pty.h"
+#include "restore.h"
 #include "session.h"
 #include "util.h"
 
@@ -355,6 +357,47 @@ void
 files_running(size_t *calls, size_t *fetches)
 {
 	*calls = *fetches = 0;
+}
+
+/* ---- restore.c, counting only ------------------------------------------ */
+
+static uint64_t	fh_generation;
+
+/* A restore reported: counted, the clock and the RNG untouched. */
+void
+restore_resumed(int64_t unix_ms, const uint8_t *entropy, size_t len,
+    struct restore_result *r)
+{
+	(void)unix_ms;
+	(void)entropy;
+	memset(r, 0, sizeof *r);
+	r->generation = ++fh_generation;
+	r->by = "platform";
+	r->clock = "none";
+	snprintf(r->clock_error, sizeof r->clock_error, "the fuzzer's stub");
+	r->entropy_bytes = len;
+}
+
+/* No sync here. */
+uint64_t
+restore_pause(void)
+{
+	return (fh_generation);
+}
+
+/* Restores counted. */
+uint64_t
+restore_generation(void)
+{
+	return (fh_generation);
+}
+
+/* agentd_generation. */
+void
+restore_metrics(struct proto_buf *b)
+{
+	proto_buf_printf(b, "agentd_generation %llu\n",
+	    (unsigned long long)fh_generation);
 }
 
 /* ---- the driver -------------------------------------------------------- */
