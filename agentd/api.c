@@ -26,6 +26,7 @@
 #include "conn.h"
 #include "files.h"
 #include "debug.h"
+#include "events.h"
 #include "evmem.h"
 #include "http.h"
 #include "log.h"
@@ -172,6 +173,8 @@ api_route(struct http_req *hr)
 		files_route(hr);
 	else if (strncmp(p, "/v1/sandbox/", 12) == 0)
 		sandbox_route(hr);
+	else if (strncmp(p, "/v1/events", 10) == 0)
+		events_route(hr);
 	else if (hr->unix_peer && strncmp(p, "/debug/", 7) == 0)
 		debug_route(hr);	/* the unix socket only */
 	else
@@ -331,6 +334,7 @@ api_metrics(struct http_req *hr)
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
 	conn_metrics(&b);
 	restore_metrics(&b);
+	events_metrics(&b);
 	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */
 	proto_buf_printf(&b, "# TYPE agentd_evmem_kept_bytes gauge\n"
 	    "agentd_evmem_kept_bytes %zu\n", evmem_kept());
