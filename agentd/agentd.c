@@ -15,6 +15,7 @@
 #include "http.h"
 #include "log.h"
 #include "session.h"
+#include "sse.h"
 #include "util.h"
 
 struct event_base	*agentd_base;
@@ -24,11 +25,12 @@ int64_t			 agentd_start_ms;
 static int		 agentd_stopping_flag;	/* a shutdown is under way */
 static void	(*agentd_observer)(struct session *, int);
 
-/* The session observer: the event feed, then the caller's. */
+/* The session observer: the event feed, the streams, then the caller's. */
 static void
 agentd_session_event(struct session *s, int events)
 {
 	events_session_event(s, events);
+	sse_session_event(s, events);
 	agentd_observer(s, events);
 }
 
@@ -58,6 +60,7 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.workdir = cfg->workdir;
 	limits.env = cfg->env_defaults;
 	events_init(cfg->max_events, cfg->events_bytes);
+	sse_init(cfg->sse_buffer, cfg->sse_keepalive_ms, cfg->idle_timeout_ms);
 	agentd_observer = observer;
 	session_init(agentd_base, &limits, agentd_session_event);
 

@@ -35,6 +35,7 @@
 #include "ringbuf.h"
 #include "sandbox.h"
 #include "session.h"
+#include "sse.h"
 #include "util.h"
 
 #define API_DELETE_GRACE_MS	2000	/* DELETE's default grace_ms */
@@ -335,6 +336,7 @@ api_metrics(struct http_req *hr)
 	conn_metrics(&b);
 	restore_metrics(&b);
 	events_metrics(&b);
+	sse_metrics(&b);
 	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */
 	proto_buf_printf(&b, "# TYPE agentd_evmem_kept_bytes gauge\n"
 	    "agentd_evmem_kept_bytes %zu\n", evmem_kept());
@@ -1070,6 +1072,10 @@ api_read(struct http_req *hr, struct session *s)
 	struct api_answer	 a;
 	int64_t			 quiet;
 
+	if (sse_wanted(hr)) {
+		sse_session(hr, s);
+		return;
+	}
 	if (proto_parse_query(hr->query, &q, &err) != 0) {
 		http_reply_error(hr->req, &err, NULL);
 		return;

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -27,6 +28,7 @@
 #include "log.h"
 #include "proto.h"
 #include "session.h"
+#include "sse.h"
 #include "util.h"
 
 #define EVENTS_READ_MAX		256	/* events rendered per ring read */
@@ -43,10 +45,21 @@ struct events_waiter {
 };
 TAILQ_HEAD(events_waiters, events_waiter);
 
+/* A GET /v1/events as Server-Sent Events. */
+struct events_stream {
+	TAILQ_ENTRY(events_stream) entry;
+	struct sse		*sse;
+	uint64_t		 cursor;	/* the last event looked at */
+	struct evring_filter	 filter;
+};
+TAILQ_HEAD(events_streams, events_stream);
+
 static struct evring		*events_ring;
 static struct events_waiters	 events_waiters =
 				    TAILQ_HEAD_INITIALIZER(events_waiters);
 static size_t			 events_nwaiters;
+static struct events_streams	 events_streams =
+				    TAILQ_HEAD_INITIALIZER(events_streams);
 static struct evring_event	 events_out[EVENTS_READ_MAX];
 
 static void	events_answer(struct evhttp_request *, uint64_t,
@@ -54,6 +67,10 @@ static void	events_answer(struct evhttp_request *, uint64_t,
 static void	events_waiter_done(struct events_waiter *, int answer);
 static void	events_waiter_timeout(evutil_socket_t, short, void *);
 static void	events_waiter_closed(evutil_socket_t, short, void *);
+static void	events_stream_start(struct http_req *, uint64_t,
+		    struct evring_filter *);
+static void	events_stream_pull(struct sse *, void *);
+static void	events_stream_gone(void *);
 
 /* Make the ring. */
 void
@@ -67,9 +84,14 @@ void
 events_free(void)
 {
 	struct events_waiter	*w;
+	struct events_stream	*es;
 
 	while ((w = TAILQ_FIRST(&events_waiters)) != NULL)
 		events_waiter_done(w, 1);
+	while ((es = TAILQ_FIRST(&events_streams)) != NULL) {
+		sse_end(es->sse);
+		events_stream_gone(es);
+	}
 	evring_free(events_ring);
 	events_ring = NULL;
 }
@@ -79,6 +101,7 @@ uint64_t
 events_post(const char *type, const char *session, json_t *fields)
 {
 	struct events_waiter	*w, *next;
+	struct events_stream	*es, *esnext;
 	const char		*key;
 	json_t			*ev, *value;
 	char			 at[25], *json;
@@ -115,6 +138,11 @@ events_post(const char *type, const char *session, json_t *fields)
 		next = TAILQ_NEXT(w, entry);
 		if (evring_match(&w->filter, type, session))
 			events_waiter_done(w, 1);
+	}
+	for (es = TAILQ_FIRST(&events_streams); es != NULL; es = esnext) {
+		esnext = TAILQ_NEXT(es, entry);
+		if (evring_match(&es->filter, type, session))
+			sse_kick(es->sse);
 	}
 	return (id);
 }
@@ -189,6 +217,8 @@ events_route(struct http_req *hr)
 	struct proto_query	 q;
 	struct proto_err	 err;
 	struct timeval		 tv;
+	uint64_t		 id;
+	int			 last = 0;
 
 	if (strcmp(hr->path, "/v1/events") != 0) {
 		http_fail(hr->req, 404, "not_found", "no route %s", hr->path);
@@ -200,11 +230,25 @@ events_route(struct http_req *hr)
 		http_reply_error(hr->req, &err, NULL);
 		return;
 	}
+	if (sse_wanted(hr) && (last = sse_last_event_id(hr, &id)) != 0) {
+		if (last < 0) {
+			evring_filter_free(&f);
+			http_fail(hr->req, 400, "invalid_cursor", "Last-Event-ID "
+			    "must be an event id, a decimal integer");
+			return;
+		}
+		q.cursor = id;
+	}
 	if (evring_read(events_ring, q.cursor, &f, events_out, 1, &res) != 0) {
 		evring_filter_free(&f);
 		http_fail(hr->req, 400, "invalid_cursor", "cursor %" PRIu64
 		    " is after the last event %" PRIu64, q.cursor,
 		    evring_newest(events_ring));
+		return;
+	}
+	if (sse_wanted(hr)) {
+		events_stream_start(hr, last != 0 || sse_query_has(hr,
+		    "cursor") ? q.cursor : UINT64_MAX, &f);
 		return;
 	}
 	if (res.n > 0 || res.dropped > 0 || q.wait_ms == 0 ||
@@ -297,6 +341,72 @@ events_waiter_closed(evutil_socket_t fd, short events, void *arg)
 	log_debug("%s: client fd %d went away", __func__, (int)fd);
 	events_waiter_done(w, 0);
 	evhttp_connection_free(evcon);
+}
+
+/*
+ * Stream the events after cursor (UINT64_MAX: from the oldest held, without
+ * a gap) that f keeps; f becomes the stream's.
+ */
+static void
+events_stream_start(struct http_req *hr, uint64_t cursor,
+    struct evring_filter *f)
+{
+	struct events_stream	*es;
+	struct evring_stats	 st;
+
+	if (cursor == UINT64_MAX) {
+		evring_stats(events_ring, &st);
+		cursor = st.newest - st.held;
+	}
+	es = xcalloc(1, sizeof *es);
+	es->cursor = cursor;
+	es->filter = *f;
+	TAILQ_INSERT_TAIL(&events_streams, es, entry);
+	es->sse = sse_start(hr, events_stream_pull, events_stream_gone, es);
+	sse_kick(es->sse);
+}
+
+/*
+ * Send the events after the stream's cursor while it has room: a gap first
+ * when the ring dropped events after it.
+ */
+static void
+events_stream_pull(struct sse *sse, void *arg)
+{
+	struct events_stream	*es = arg;
+	struct evring_result	 res;
+	char			 gap[64];
+	size_t			 i;
+	int			 n;
+
+	while (sse_room(sse)) {
+		if (evring_read(events_ring, es->cursor, &es->filter,
+		    events_out, nitems(events_out), &res) != 0)
+			break;
+		if (res.dropped > 0) {
+			n = snprintf(gap, sizeof gap, "{\"dropped_events\":%"
+			    PRIu64 "}", res.dropped);
+			sse_send(sse, es->cursor + res.dropped, "gap", gap,
+			    (size_t)n);
+		}
+		for (i = 0; i < res.n; i++)
+			sse_send(sse, events_out[i].id, events_out[i].type,
+			    events_out[i].json, events_out[i].json_len);
+		es->cursor = res.cursor;
+		if (res.n < nitems(events_out))
+			break;
+	}
+}
+
+/* A stream ended or its client went away: free its state. */
+static void
+events_stream_gone(void *arg)
+{
+	struct events_stream	*es = arg;
+
+	TAILQ_REMOVE(&events_streams, es, entry);
+	evring_filter_free(&es->filter);
+	free(es);
 }
 
 /* The feed's gauges and counters, for /metrics. */
