@@ -265,6 +265,23 @@ class EventStreamTest(AgentdTestCase):
         self.assertEqual([e['type'] for e in res['events']],
                          ['session.created', 'session.exited', 'session.removed'] * 2)
 
+    def test_shutdown_ends_streams(self):
+        self.create(id='long', cmd='sleep 60')
+        rs = SSEReader(self, '/v1/sessions/long')
+        re_ = SSEReader(self, '/v1/events?types=session.exited')
+        self.assertEqual(metric(self, 'agentd_sse_streams'), 2)
+        # open streams hold nothing up: agentd exits 0 within the grace
+        self.stop_agentd()
+        # and they end (what was queued when the loop ended may be cut,
+        # as a long-poll's answer is)
+        for r in (rs, re_):
+            try:
+                while r.frame() is not None:
+                    pass
+            except (http.client.IncompleteRead, ConnectionError):
+                pass
+            r.close()
+
 
 def metric(tc, name):
     r = tc.req('GET', '/metrics')
