@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 
-from harness import AgentdTestCase, SLOW, unb64
+from harness import AgentdTestCase, SLOW, UnixHTTPConnection, unb64
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ES_CLIENT = os.path.join(HERE, '..', 'sse', 'es_client.mjs')
@@ -21,11 +21,15 @@ ES_CLIENT = os.path.join(HERE, '..', 'sse', 'es_client.mjs')
 class SSEReader:
     """One stream read with http.client: frames as dicts, comments counted."""
 
-    def __init__(self, tc, path, headers=None, timeout=30 * SLOW):
-        self.conn = http.client.HTTPConnection('127.0.0.1', tc.agentd.port,
-                                               timeout=timeout)
+    def __init__(self, tc, path, headers=None, timeout=30 * SLOW, unix=False):
+        if unix:
+            self.conn = UnixHTTPConnection(tc.agentd.socket_path, timeout)
+        else:
+            self.conn = http.client.HTTPConnection('127.0.0.1', tc.agentd.port,
+                                                   timeout=timeout)
         h = {'Accept': 'text/event-stream'}
-        h.update(tc.agentd.auth_headers())
+        if not unix:
+            h.update(tc.agentd.auth_headers())
         h.update(headers or {})
         self.conn.request('GET', path, headers=h)
         self.resp = self.conn.getresponse()
@@ -97,6 +101,16 @@ class SessionStreamTest(AgentdTestCase):
         self.assertEqual(int(frames[-1]['id']), ids[-1])
         self.assertIsNone(r.frame())    # the stream ends after its exit
         self.assertTrue(r.ended)
+        r.close()
+
+    def test_unix_socket(self):
+        self.create(id='u', cmd='echo over-unix')
+        r = SSEReader(self, '/v1/sessions/u', unix=True)
+        frames = r.until('exit')
+        self.assertEqual(output_of(frames), b'over-unix\n')
+        r.close()
+        r = SSEReader(self, '/v1/events?session=u', unix=True)
+        self.assertEqual(r.frame()['event'], 'session.created')
         r.close()
 
     def test_resume_by_cursor_and_last_event_id(self):
