@@ -159,6 +159,29 @@ class FeedTest(EventsTestCase):
         return r.body.decode()
 
 
+class ResumedTest(EventsTestCase):
+
+    agentd_args = ('--clock-step', '0', '--restore-window', '300ms')
+
+    def test_sandbox_resumed(self):
+        r = self.req('POST', '/v1/sandbox/resumed', {'unix_ms': 1})
+        self.expect(r, 200)
+        # a later signal of the same restore is no new event
+        self.expect(self.req('POST', '/v1/sandbox/resumed', {}), 200)
+        body = self.events(types='sandbox.resumed')
+        self.assertEqual(len(body['events']), 1)
+        ev = body['events'][0]
+        self.assertIsNone(ev['session'])
+        self.assertEqual(ev['generation'], 1)
+        self.assertEqual(ev['by'], 'platform')
+        self.assertEqual(ev['clock'], 'none')
+        self.assertEqual(ev['clock_step_ms'], 0)
+        time.sleep(0.4)
+        self.expect(self.req('POST', '/v1/sandbox/resumed', {}), 200)
+        body = self.events(types='sandbox.resumed')
+        self.assertEqual([e['generation'] for e in body['events']], [1, 2])
+
+
 class RingTest(EventsTestCase):
 
     agentd_args = ('--max-events', '5')
