@@ -36,6 +36,7 @@ static const struct ctl_command ctl_commands[] = {
 	{ "inspect",	cmd_inspect },
 	{ "stat",	cmd_stat },
 	{ "logs",	cmd_logs },
+	{ "events",	cmd_events },
 };
 
 static const char ctl_help[] =
@@ -107,6 +108,14 @@ static const char ctl_help[] =
 "        and bytes) and readers (requests waiting on it).  Unix socket only.\n"
 "  logs [-n LINES] [--json]\n"
 "        agentd's recent log lines, kept in memory.  Unix socket only.\n"
+"  events [-f] [-c N] [--session ID] [--types T1,T2] [--cursor N] [--json]\n"
+"        The sandbox's events (session.created, session.exited,\n"
+"        session.removed, port.opened, ...), one a line: ID AT TYPE SESSION\n"
+"        and their fields.  -f: then wait for more, until interrupted;\n"
+"        -c N: exit after N events, waiting for them (events -c 1\n"
+"        --session build --types session.exited waits for build's exit);\n"
+"        --session, --types: only those; --cursor N: after event N;\n"
+"        --json: each event's JSON object on its line.\n"
 "\n"
 "Options (before or after the command):\n"
 "  -s, --socket PATH  agentd's unix socket (default $AGENTD_SOCKET, else\n"
@@ -134,6 +143,7 @@ static const char ctl_help[] =
 "  agentctl tail -n 20 build\n"
 "  agentctl kill build INT; agentctl rm build\n"
 "  agentctl stat; agentctl logs -n 50\n"
+"  agentctl events -f --types session.exited\n"
 "  AGENTD_URL=http://10.0.0.2:49984 AGENTD_TOKEN=... agentctl ls\n";
 
 static const char	*ctl_socket;	/* -s */

@@ -11,9 +11,11 @@
 #include "agentd.h"
 #include "api.h"
 #include "config.h"
+#include "events.h"
 #include "http.h"
 #include "log.h"
 #include "session.h"
+#include "sse.h"
 #include "util.h"
 
 struct event_base	*agentd_base;
@@ -21,6 +23,16 @@ struct config		*agentd_cfg;
 int64_t			 agentd_start_ms;
 
 static int		 agentd_stopping_flag;	/* a shutdown is under way */
+static void	(*agentd_observer)(struct session *, int);
+
+/* The session observer: the event feed, the streams, then the caller's. */
+static void
+agentd_session_event(struct session *s, int events)
+{
+	events_session_event(s, events);
+	sse_session_event(s, events);
+	agentd_observer(s, events);
+}
 
 /* Build the loop, the session table and the listeners from cfg. */
 int
@@ -47,7 +59,10 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.exited_ttl_ms = cfg->exited_ttl_ms;
 	limits.workdir = cfg->workdir;
 	limits.env = cfg->env_defaults;
-	session_init(agentd_base, &limits, observer);
+	events_init(cfg->max_events, cfg->events_bytes);
+	sse_init(cfg->sse_buffer, cfg->sse_keepalive_ms, cfg->idle_timeout_ms);
+	agentd_observer = observer;
+	session_init(agentd_base, &limits, agentd_session_event);
 
 	if (http_start(agentd_base, cfg, api_route) != 0)
 		return (-1);

@@ -26,6 +26,7 @@
 #include "conn.h"
 #include "files.h"
 #include "debug.h"
+#include "events.h"
 #include "evmem.h"
 #include "http.h"
 #include "log.h"
@@ -34,6 +35,7 @@
 #include "ringbuf.h"
 #include "sandbox.h"
 #include "session.h"
+#include "sse.h"
 #include "util.h"
 
 #define API_DELETE_GRACE_MS	2000	/* DELETE's default grace_ms */
@@ -172,6 +174,8 @@ api_route(struct http_req *hr)
 		files_route(hr);
 	else if (strncmp(p, "/v1/sandbox/", 12) == 0)
 		sandbox_route(hr);
+	else if (strncmp(p, "/v1/events", 10) == 0)
+		events_route(hr);
 	else if (hr->unix_peer && strncmp(p, "/debug/", 7) == 0)
 		debug_route(hr);	/* the unix socket only */
 	else
@@ -331,6 +335,8 @@ api_metrics(struct http_req *hr)
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
 	conn_metrics(&b);
 	restore_metrics(&b);
+	events_metrics(&b);
+	sse_metrics(&b);
 	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */
 	proto_buf_printf(&b, "# TYPE agentd_evmem_kept_bytes gauge\n"
 	    "agentd_evmem_kept_bytes %zu\n", evmem_kept());
@@ -1066,6 +1072,10 @@ api_read(struct http_req *hr, struct session *s)
 	struct api_answer	 a;
 	int64_t			 quiet;
 
+	if (sse_wanted(hr)) {
+		sse_session(hr, s);
+		return;
+	}
 	if (proto_parse_query(hr->query, &q, &err) != 0) {
 		http_reply_error(hr->req, &err, NULL);
 		return;

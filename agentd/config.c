@@ -117,6 +117,18 @@ static const struct opt opts[] = {
 	  "SECONDS", "after a restore, TCP connections from before it get a "
 	  "keepalive probe this often, three unanswered close them (default "
 	  "1; units ms/s/m/h, whole seconds)" },
+	{ "max-events", OPT_COUNT, OFF(max_events), 1, 10000000, "N",
+	  "events the feed of GET /v1/events holds; the oldest go first "
+	  "(default 16384)" },
+	{ "events-bytes", OPT_SIZE, OFF(events_bytes), 4096, 1ull << 32,
+	  "BYTES", "bytes of events the feed holds at most (default 4MiB)" },
+	{ "sse-buffer", OPT_SIZE, OFF(sse_buffer), 4096, 64u << 20, "BYTES",
+	  "unsent bytes of a Server-Sent Events stream at most; a reader "
+	  "behind waits, and gets a gap when the ring moved on (default "
+	  "256KiB)" },
+	{ "sse-keepalive", OPT_MILLIS, OFF(sse_keepalive_ms), 10, 3600000,
+	  "MS", "a comment line on each Server-Sent Events stream this often "
+	  "(default 15000; units ms/s/m)" },
 	{ "hostname", OPT_STRING, OFF(hostname), 0, 0, "NAME",
 	  "as PID 1, set the hostname (default: keep)" },
 	{ "env", OPT_LIST, OFF(env), 0, 0, "NAME=VALUE",
@@ -181,6 +193,10 @@ config_defaults(struct config *cfg)
 	cfg->rtc_drift_ms = CONFIG_RTC_DRIFT_DEFAULT;
 	cfg->clock_step = 1;
 	cfg->restore_probe_ms = CONFIG_RESTORE_PROBE_DEFAULT;
+	cfg->max_events = CONFIG_MAX_EVENTS_DEFAULT;
+	cfg->events_bytes = CONFIG_EVENTS_BYTES_DEFAULT;
+	cfg->sse_buffer = CONFIG_SSE_BUFFER_DEFAULT;
+	cfg->sse_keepalive_ms = CONFIG_SSE_KEEPALIVE_DEFAULT;
 }
 
 /* "max-sessions" -> "AGENTD_MAX_SESSIONS". */

@@ -35,6 +35,10 @@
 #define CONFIG_RTC_INTERVAL_DEFAULT	1000		/* ms */
 #define CONFIG_RTC_DRIFT_DEFAULT	2000		/* ms */
 #define CONFIG_RESTORE_PROBE_DEFAULT	1000		/* ms, whole seconds */
+#define CONFIG_MAX_EVENTS_DEFAULT	16384	/* events held by the feed */
+#define CONFIG_EVENTS_BYTES_DEFAULT	(4u << 20)	/* bytes */
+#define CONFIG_SSE_BUFFER_DEFAULT	(256u << 10)	/* bytes */
+#define CONFIG_SSE_KEEPALIVE_DEFAULT	15000	/* ms */
 
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
@@ -69,6 +73,10 @@ struct config {
 	int64_t		  rtc_drift_ms;
 	uint64_t	  clock_step;		/* step CLOCK_REALTIME */
 	int64_t		  restore_probe_ms;	/* keepalive after a restore */
+	uint64_t	  max_events;		/* the event feed's ring */
+	uint64_t	  events_bytes;
+	uint64_t	  sse_buffer;		/* bytes unsent per stream */
+	int64_t		  sse_keepalive_ms;
 	char		 *hostname;		/* PID 1: set this hostname */
 	char		**env;			/* --env K=V, NULL-terminated */
 	char		 *env_file;		/* --env-file PATH */

@@ -29,6 +29,7 @@
 #include "companion.h"
 #include "config.h"
 #include "debug.h"
+#include "events.h"
 #include "evmem.h"
 #include "http.h"
 #include "log.h"
@@ -375,6 +376,7 @@ main(int argc, char **argv)
 	api_flush_waiters();
 	session_signal_all(SIGKILL, 0);
 	session_remove_all();
+	events_free();	/* after the sessions' last events */
 	http_free();
 	companion_free();
 	restore_free();

@@ -30,6 +30,7 @@
 
 #include "config.h"
 #include "conn.h"
+#include "events.h"
 #include "log.h"
 #include "proto.h"
 #include "restore.h"
@@ -292,12 +293,17 @@ restore_rng(const uint8_t *entropy, size_t len, struct restore_result *r)
 }
 
 /*
- * Say what a restore did.  The one place a restore is announced: the
- * sandbox.resumed event of the events feed goes here.
+ * Say what a restore did: the log, and for a new restore (not a later
+ * signal of the same one) the sandbox.resumed event of the feed.
  */
 static void
 restore_announce(const struct restore_result *r)
 {
+	if (!r->same)
+		events_post("sandbox.resumed", NULL, json_pack("{sIsssssI}",
+		    "generation", (json_int_t)r->generation, "by", r->by,
+		    "clock", r->clock, "clock_step_ms",
+		    (json_int_t)r->clock_step_ms));
 	log_info("%s: %s generation %" PRIu64 " (by %s): clock %s, step %"
 	    PRId64 " ms%s%s; %zu entropy bytes%s%s; %zu connections probed",
 	    __func__, r->same ? "the same restore," : "restore,", r->generation,

@@ -576,6 +576,7 @@ session_create(const struct proto_create *pc, struct session **out,
 	log_info("%s: session %s pid %ld %s", __func__, s->id, (long)s->pid,
 	    s->tty ? "tty" : "pipes");
 	*out = s;
+	session_notify(s, SESSION_EV_CREATED);
 	return (0);
 }
 

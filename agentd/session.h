@@ -46,6 +46,7 @@ struct event_base;
 #define SESSION_EV_EXITED	0x2	/* state became exited */
 #define SESSION_EV_CLOSED	0x4	/* output closed (eof possible) */
 #define SESSION_EV_REMOVED	0x8	/* about to be freed */
+#define SESSION_EV_CREATED	0x10	/* started (session_create()) */
 
 /* Called on each event; the session is valid during the call. */
 typedef void (*session_observer_fn)(struct session *, int events);

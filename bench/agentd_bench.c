@@ -48,12 +48,12 @@ static struct {
 } lat[PLOT_MAX];
 static int		 nlat;
 
-static void (*const scenario_fn[10])(void) = {
+static void (*const scenario_fn[11])(void) = {
 	NULL, sc_exec, sc_echo, sc_throughput, sc_startup, sc_footprint,
-	sc_fairness, sc_scale, sc_ring, sc_wrk,
+	sc_fairness, sc_scale, sc_ring, sc_wrk, sc_streams,
 };
 /* Quiet ones first: startup and exec are the most sensitive to noise. */
-static const int	 run_order[] = { 4, 1, 2, 3, 6, 5, 7, 9, 8 };
+static const int	 run_order[] = { 4, 1, 2, 3, 6, 5, 7, 9, 8, 10 };
 
 void
 table_row(const char *scenario, const char *ours, const char *base,
@@ -213,7 +213,7 @@ int
 main(int argc, char **argv)
 {
 	const char	*header = "";
-	char		 num[8];
+	char		 num[16], only[256];
 	size_t		 i;
 	double		 t;
 	int		 k;
@@ -268,8 +268,11 @@ main(int argc, char **argv)
 	    "--max-sessions", "4000", NULL }) != 0)
 		die("cannot start %s", cfg.agentd);
 	for (i = 0; i < sizeof run_order / sizeof run_order[0]; i++) {
-		snprintf(num, sizeof num, "%d", run_order[i]);
-		if (cfg.only != NULL && strstr(cfg.only, num) == NULL)
+		/* ",10," in ",1,10,": 1 is not 10. */
+		snprintf(num, sizeof num, ",%d,", run_order[i]);
+		snprintf(only, sizeof only, ",%s,", cfg.only != NULL ?
+		    cfg.only : "");
+		if (cfg.only != NULL && strstr(only, num) == NULL)
 			continue;
 		t = now_us();
 		scenario_fn[run_order[i]]();

@@ -189,6 +189,7 @@ void	 sc_fairness(void);	/* 6 */
 void	 sc_scale(void);	/* 7 */
 void	 sc_ring(void);		/* 8 */
 void	 sc_wrk(void);		/* 9 */
+void	 sc_streams(void);	/* 10 */
 
 /* Scenario helpers (scenarios.c). */
 int	 session_create(struct conn *, const char *json, char *id, size_t idlen);

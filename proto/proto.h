@@ -302,6 +302,8 @@ struct proto_window {
 size_t	proto_window_len(const struct proto_window *);
 void	proto_render_session(struct proto_buf *, const struct proto_session *,
 	    const struct proto_window *w, int64_t written);
+/* One chunk object of a window: {"id", "stream", "offset", "data"}. */
+void	proto_render_chunk(struct proto_buf *, const struct proto_chunk *);
 /* {"sessions": [...]} */
 void	proto_render_session_list(struct proto_buf *,
 	    const struct proto_session *, size_t n);

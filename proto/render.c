@@ -292,11 +292,29 @@ proto_window_len(const struct proto_window *w)
 	return (need);
 }
 
+/* Append one chunk object: id, stream, offset, base64 data. */
+void
+proto_render_chunk(struct proto_buf *b, const struct proto_chunk *c)
+{
+	LIT(b, "{\"id\":");
+	proto_put_u64(b, c->id);
+	LIT(b, ",\"stream\":\"");
+	if (c->stream >= 0 && c->stream <= PROTO_STREAM_STDERR)
+		proto_buf_append(b, proto_streams[c->stream],
+		    strlen(proto_streams[c->stream]));
+	else
+		LIT(b, "unknown");
+	LIT(b, "\",\"offset\":");
+	proto_put_u64(b, c->offset);
+	LIT(b, ",\"data\":\"");
+	proto_b64_encode(b, c->data, c->len);
+	LIT(b, "\"}");
+}
+
 /* Append an output window's fields, each after a comma. */
 static void
 proto_window_fields(struct proto_buf *b, const struct proto_window *w)
 {
-	const struct proto_chunk	*c;
 	size_t				 i;
 
 	/* Grow once for the whole window rather than chunk by chunk. */
@@ -305,22 +323,9 @@ proto_window_fields(struct proto_buf *b, const struct proto_window *w)
 
 	LIT(b, ",\"output\":[");
 	for (i = 0; i < w->n; i++) {
-		c = &w->chunks[i];
 		if (i > 0)
 			LIT(b, ",");
-		LIT(b, "{\"id\":");
-		proto_put_u64(b, c->id);
-		LIT(b, ",\"stream\":\"");
-		if (c->stream >= 0 && c->stream <= PROTO_STREAM_STDERR)
-			proto_buf_append(b, proto_streams[c->stream],
-			    strlen(proto_streams[c->stream]));
-		else
-			LIT(b, "unknown");
-		LIT(b, "\",\"offset\":");
-		proto_put_u64(b, c->offset);
-		LIT(b, ",\"data\":\"");
-		proto_b64_encode(b, c->data, c->len);
-		LIT(b, "\"}");
+		proto_render_chunk(b, &w->chunks[i]);
 	}
 	LIT(b, "],\"cursor\":");
 	proto_put_u64(b, w->cursor);

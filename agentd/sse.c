@@ -1,0 +1,510 @@
+/*
+ * sse.c -- Server-Sent Events streams, and the streams of session output
+ * (see sse.h).
+ *
+ * A stream is a chunked answer (evhttp_send_reply_start/chunk/end).  Frames
+ * are gathered in the stream's own buffer during a pull and handed to evhttp
+ * as one chunk after it, with a callback that runs when the connection's
+ * output has drained: then the stream is pulled again.  evhttp reads the
+ * connection again once the head went, to see a close, with the read
+ * timeout of --idle-timeout: a silent SSE client would be cut by it, so a
+ * stream keeps only the write timeout (a reader that stops reading for
+ * --idle-timeout is cut).  The close is also watched for with EV_CLOSED
+ * (http_watch_client()), as long-polls do: a client that goes away
+ * without a byte to be written is seen at once.
+ */
+#include <sys/queue.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "agentd.h"
+#include "http.h"
+#include "log.h"
+#include "proto.h"
+#include "ringbuf.h"
+#include "session.h"
+#include "sse.h"
+#include "util.h"
+
+#define SSE_READ_CHUNKS		64	/* chunks read from a ring at a time */
+#define SSE_READ_BYTES		(256 * 1024) /* bytes read from a ring at a time */
+
+/* A stream. */
+struct sse {
+	TAILQ_ENTRY(sse)	 entry;
+	struct evhttp_request	*req;
+	struct evhttp_connection *evcon;
+	struct evbuffer		*frames;	/* queued, not handed to evhttp */
+	struct event		*closed;	/* the client went away */
+	struct event		*keepalive;
+	sse_pull_fn		 pull;
+	sse_gone_fn		 gone;
+	void			*arg;
+	int			 pulling;	/* in pull() now */
+	int			 ending;	/* sse_end() during the pull */
+};
+TAILQ_HEAD(sses, sse);
+
+/* A stream of a session's output. */
+struct sse_session {
+	TAILQ_ENTRY(sse_session) entry;
+	struct sse		*sse;
+	struct session		*s;
+	uint64_t		 cursor;	/* the last chunk sent */
+};
+TAILQ_HEAD(sse_sessions, sse_session);
+
+static struct sses		 sse_streams = TAILQ_HEAD_INITIALIZER(sse_streams);
+static struct sse_sessions	 sse_sessions =
+				    TAILQ_HEAD_INITIALIZER(sse_sessions);
+static size_t			 sse_count;
+static uint64_t			 sse_started;
+static uint64_t			 sse_gaps;
+static size_t			 sse_buffer_bytes;
+static int64_t			 sse_keepalive_ms;
+static int64_t			 sse_idle_ms;
+static uint8_t			*sse_buf;	/* a ring read's bytes */
+static size_t			 sse_buf_len;
+static struct ring_chunk	 sse_chunks[SSE_READ_CHUNKS];
+
+static void	sse_run(struct sse *);
+static void	sse_flush(struct sse *);
+static void	sse_finish(struct sse *);
+static void	sse_drained(struct evhttp_connection *, void *);
+static void	sse_conn_gone(struct evhttp_connection *, void *);
+static void	sse_client_closed(evutil_socket_t, short, void *);
+static void	sse_keepalive_cb(evutil_socket_t, short, void *);
+static void	sse_timeouts(struct sse *);
+static void	sse_session_pull(struct sse *, void *);
+static void	sse_session_gone(void *);
+static void	sse_session_exit(struct sse_session *);
+
+/* Set the bounds. */
+void
+sse_init(size_t buffer_bytes, int64_t keepalive_ms, int64_t idle_timeout_ms)
+{
+	sse_buffer_bytes = buffer_bytes;
+	sse_keepalive_ms = keepalive_ms;
+	sse_idle_ms = idle_timeout_ms;
+}
+
+/* Whether the request is a GET accepting text/event-stream. */
+int
+sse_wanted(const struct http_req *hr)
+{
+	const char	*accept;
+
+	if (hr->method != EVHTTP_REQ_GET)
+		return (0);
+	accept = evhttp_find_header(evhttp_request_get_input_headers(hr->req),
+	    "Accept");
+	/* Media types are case-insensitive (RFC 9110 8.3.1). */
+	return (accept != NULL && strcasestr(accept, "text/event-stream") !=
+	    NULL);
+}
+
+/* The Last-Event-ID header as an id. */
+int
+sse_last_event_id(const struct http_req *hr, uint64_t *id)
+{
+	const char	*v;
+	uint64_t	 n = 0;
+
+	v = evhttp_find_header(evhttp_request_get_input_headers(hr->req),
+	    "Last-Event-ID");
+	if (v == NULL)
+		return (0);
+	if (*v == '\0' || strlen(v) > 20)
+		return (-1);
+	for (; *v != '\0'; v++) {
+		if (*v < '0' || *v > '9' ||
+		    n > (UINT64_MAX - (uint64_t)(*v - '0')) / 10)
+			return (-1);
+		n = n * 10 + (uint64_t)(*v - '0');
+	}
+	*id = n;
+	return (1);
+}
+
+/* Whether the query string has key (with a value or not). */
+int
+sse_query_has(const struct http_req *hr, const char *key)
+{
+	struct evkeyvalq	 kv;
+	int			 has;
+
+	TAILQ_INIT(&kv);
+	has = evhttp_parse_query_str(hr->query, &kv) == 0 &&
+	    evhttp_find_header(&kv, key) != NULL;
+	evhttp_clear_headers(&kv);
+	return (has);
+}
+
+/* Answer with a stream (its first frames come with the first kick). */
+struct sse *
+sse_start(struct http_req *hr, sse_pull_fn pull, sse_gone_fn gone, void *arg)
+{
+	struct evkeyvalq	*h = evhttp_request_get_output_headers(hr->req);
+	struct sse		*st;
+	struct timeval		 tv;
+
+	st = xcalloc(1, sizeof *st);
+	st->req = hr->req;
+	st->evcon = evhttp_request_get_connection(hr->req);
+	st->pull = pull;
+	st->gone = gone;
+	st->arg = arg;
+	if ((st->frames = evbuffer_new()) == NULL ||
+	    (st->keepalive = event_new(agentd_base, -1, EV_PERSIST,
+	    sse_keepalive_cb, st)) == NULL)
+		fatal("%s: out of memory", __func__);
+	evhttp_add_header(h, "Content-Type", "text/event-stream");
+	evhttp_add_header(h, "Cache-Control", "no-cache");
+	evhttp_add_header(h, "X-Accel-Buffering", "no");
+	http_count(200);
+	evhttp_send_reply_start(hr->req, 200, "OK");
+	evhttp_connection_set_closecb(st->evcon, sse_conn_gone, st);
+	st->closed = http_watch_client(hr->req, sse_client_closed, st);
+	evtimer_add(st->keepalive, timeval_ms(&tv, sse_keepalive_ms));
+	TAILQ_INSERT_TAIL(&sse_streams, st, entry);
+	sse_count++;
+	sse_started++;
+	log_debug("%s: stream %p on %s", __func__, (void *)st, hr->path);
+	return (st);
+}
+
+/* Whether the unsent bytes are under --sse-buffer. */
+int
+sse_room(const struct sse *st)
+{
+	struct bufferevent	*bev;
+	size_t			 n;
+
+	bev = evhttp_connection_get_bufferevent(st->evcon);
+	n = evbuffer_get_length(bufferevent_get_output(bev)) +
+	    evbuffer_get_length(st->frames);
+	return (!st->ending && n < sse_buffer_bytes);
+}
+
+/* Queue a frame. */
+void
+sse_send(struct sse *st, uint64_t id, const char *event, const char *data,
+    size_t len)
+{
+	if (evbuffer_add_printf(st->frames, "id: %" PRIu64 "\nevent: %s\n"
+	    "data: ", id, event) < 0 || evbuffer_add(st->frames, data,
+	    len) != 0 || evbuffer_add(st->frames, "\n\n", 2) != 0)
+		fatal("%s: out of memory", __func__);
+	if (strcmp(event, "gap") == 0)
+		sse_gaps++;
+}
+
+/* The producer has news. */
+void
+sse_kick(struct sse *st)
+{
+	if (!st->pulling && sse_room(st))
+		sse_run(st);
+}
+
+/* End the stream now, or after the pull that asks it. */
+void
+sse_end(struct sse *st)
+{
+	if (st->pulling) {
+		st->ending = 1;
+		return;
+	}
+	sse_flush(st);
+	sse_finish(st);
+}
+
+/* Pull frames, hand them to evhttp, and end the stream if asked. */
+static void
+sse_run(struct sse *st)
+{
+	st->pulling = 1;
+	st->pull(st, st->arg);
+	st->pulling = 0;
+	sse_flush(st);
+	if (st->ending)
+		sse_finish(st);
+}
+
+/* Hand the queued frames to evhttp as one chunk. */
+static void
+sse_flush(struct sse *st)
+{
+	if (evbuffer_get_length(st->frames) == 0)
+		return;
+	evhttp_send_reply_chunk_with_cb(st->req, st->frames, sse_drained, st);
+	sse_timeouts(st);
+}
+
+/*
+ * Keep the connection's write timeout only: evhttp reads again during a
+ * stream, to see a close, and its read timeout would cut a silent client.
+ */
+static void
+sse_timeouts(struct sse *st)
+{
+	struct timeval	tv;
+
+	bufferevent_set_timeouts(evhttp_connection_get_bufferevent(st->evcon),
+	    NULL, timeval_ms(&tv, sse_idle_ms));
+}
+
+/* The end of the answer: unlink and free the stream. */
+static void
+sse_finish(struct sse *st)
+{
+	TAILQ_REMOVE(&sse_streams, st, entry);
+	sse_count--;
+	evhttp_connection_set_closecb(st->evcon, NULL, NULL);
+	event_free(st->closed);
+	event_free(st->keepalive);
+	evbuffer_free(st->frames);
+	evhttp_send_reply_end(st->req);
+	log_debug("%s: stream %p ended", __func__, (void *)st);
+	free(st);
+}
+
+/* The connection's output drained: pull again. */
+static void
+sse_drained(struct evhttp_connection *evcon, void *arg)
+{
+	struct sse	*st = arg;
+
+	if (!st->pulling)
+		sse_run(st);
+}
+
+/* A comment line, so that proxies and clients see the stream alive. */
+static void
+sse_keepalive_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct sse	*st = arg;
+
+	if (!sse_room(st))
+		return;		/* bytes are waiting: it is alive */
+	if (evbuffer_add(st->frames, ": keepalive\n\n", 13) != 0)
+		fatal("%s: out of memory", __func__);
+	sse_flush(st);
+}
+
+/* The stream's client closed its connection: free it. */
+static void
+sse_client_closed(evutil_socket_t fd, short events, void *arg)
+{
+	struct sse	*st = arg;
+
+	if (!http_client_gone(fd, events))
+		return;		/* bytes from the client, not a close */
+	log_debug("%s: stream %p: client fd %d went away", __func__,
+	    (void *)st, (int)fd);
+	evhttp_connection_free(st->evcon);	/* sse_conn_gone runs */
+}
+
+/* evhttp frees the stream's connection: free the stream. */
+static void
+sse_conn_gone(struct evhttp_connection *evcon, void *arg)
+{
+	struct sse	*st = arg;
+
+	TAILQ_REMOVE(&sse_streams, st, entry);
+	sse_count--;
+	event_free(st->closed);
+	event_free(st->keepalive);
+	evbuffer_free(st->frames);
+	/*
+	 * evhttp, seeing the close itself, leaves the request to its
+	 * handler, detached: free it.
+	 */
+	if (evhttp_request_get_connection(st->req) == NULL)
+		evhttp_request_free(st->req);
+	st->gone(st->arg);
+	free(st);
+}
+
+/* The streams' gauges and counters, for /metrics. */
+void
+sse_metrics(struct proto_buf *b)
+{
+	proto_buf_printf(b,
+	    "# TYPE agentd_sse_streams gauge\n"
+	    "agentd_sse_streams %zu\n"
+	    "# TYPE agentd_sse_streams_total counter\n"
+	    "agentd_sse_streams_total %" PRIu64 "\n"
+	    "# TYPE agentd_sse_gaps_total counter\n"
+	    "agentd_sse_gaps_total %" PRIu64 "\n"
+	    "# TYPE agentd_sse_buffer_bytes gauge\n"
+	    "agentd_sse_buffer_bytes %zu\n",
+	    sse_count, sse_started, sse_gaps, sse_buffer_bytes);
+}
+
+/* ---- session output ---------------------------------------------------- */
+
+/* GET /v1/sessions/{id} as a stream: from ?cursor= or Last-Event-ID. */
+void
+sse_session(struct http_req *hr, struct session *s)
+{
+	struct sse_session	*ss;
+	struct proto_query	 q;
+	struct proto_err	 err;
+	struct ring_stats	 st;
+	uint64_t		 id;
+	int			 given;
+
+	if (proto_parse_query(hr->query, &q, &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		return;
+	}
+	ring_stats(session_ring(s), &st);
+	given = sse_query_has(hr, "cursor");
+	switch (sse_last_event_id(hr, &id)) {
+	case -1:
+		http_fail(hr->req, 400, "invalid_cursor", "Last-Event-ID must "
+		    "be a chunk id, a decimal integer");
+		return;
+	case 1:
+		q.cursor = id;
+		given = 1;
+		break;
+	}
+	if (q.cursor > st.newest) {
+		http_fail(hr->req, 400, "invalid_cursor", "cursor %" PRIu64
+		    " is after the last chunk %" PRIu64, q.cursor, st.newest);
+		return;
+	}
+	ss = xcalloc(1, sizeof *ss);
+	ss->s = s;
+	/* No cursor: from the oldest chunk held, without a gap. */
+	ss->cursor = given ? q.cursor : st.oldest - 1;
+	TAILQ_INSERT_TAIL(&sse_sessions, ss, entry);
+	session_watch(s, 1);
+	ss->sse = sse_start(hr, sse_session_pull, sse_session_gone, ss);
+	sse_kick(ss->sse);	/* may end it, and free ss */
+}
+
+/* Free a session stream's state (its stream is gone or ended). */
+static void
+sse_session_free(struct sse_session *ss)
+{
+	TAILQ_REMOVE(&sse_sessions, ss, entry);
+	session_watch(ss->s, 0);
+	free(ss);
+}
+
+/*
+ * Send the output after the cursor while the stream has room: a gap first
+ * when the ring dropped chunks after it; then, once the session exited and
+ * everything was sent, the exit event, and the end.
+ */
+static void
+sse_session_pull(struct sse *sse, void *arg)
+{
+	struct sse_session	*ss = arg;
+	struct ring		*r = session_ring(ss->s);
+	struct ring_read_result	 res;
+	struct proto_chunk	 c;
+	struct proto_buf	 b = { 0 };
+	size_t			 i, need;
+	char			 gap[64];
+	int			 n;
+
+	need = ring_chunk_max(r) > SSE_READ_BYTES ? ring_chunk_max(r) :
+	    SSE_READ_BYTES;
+	if (sse_buf_len < need) {
+		free(sse_buf);
+		sse_buf = xmalloc(need);
+		sse_buf_len = need;
+	}
+	while (sse_room(sse)) {
+		if (ring_read(r, ss->cursor, sse_buf, sse_buf_len,
+		    sse_buf_len, sse_chunks, nitems(sse_chunks), &res) != 0)
+			break;
+		if (res.dropped > 0) {
+			ss->cursor += res.dropped;
+			n = snprintf(gap, sizeof gap, "{\"dropped_chunks\":%"
+			    PRIu64 "}", res.dropped);
+			sse_send(sse, ss->cursor, "gap", gap, (size_t)n);
+		}
+		for (i = 0; i < res.nchunks; i++) {
+			c.id = sse_chunks[i].id;
+			c.offset = sse_chunks[i].offset;
+			c.data = sse_chunks[i].data;
+			c.len = sse_chunks[i].len;
+			c.stream = sse_chunks[i].stream;
+			b.len = 0;
+			proto_render_chunk(&b, &c);
+			sse_send(sse, c.id, "output", b.data, b.len);
+			ss->cursor = c.id;
+		}
+		if (res.nchunks == 0 && !res.more)
+			break;
+	}
+	proto_buf_free(&b);
+	if (sse_room(sse) && session_exited(ss->s) &&
+	    ss->cursor == ring_newest(r))
+		sse_session_exit(ss);
+}
+
+/* Send the exit event and end the stream. */
+static void
+sse_session_exit(struct sse_session *ss)
+{
+	struct proto_session	 v;
+	struct proto_buf	 b = { 0 };
+	struct sse		*sse = ss->sse;
+
+	session_view(ss->s, &v);
+	proto_render_session(&b, &v, NULL, -1);
+	sse_send(sse, ss->cursor, "exit", b.data, b.len);
+	proto_buf_free(&b);
+	sse_session_free(ss);
+	sse_end(sse);
+}
+
+/* A session stream's client went away. */
+static void
+sse_session_gone(void *arg)
+{
+	sse_session_free(arg);
+}
+
+/* The session observer's part: pull its streams, or end them. */
+void
+sse_session_event(struct session *s, int events)
+{
+	struct sse_session	*ss, *next;
+
+	for (ss = TAILQ_FIRST(&sse_sessions); ss != NULL; ss = next) {
+		next = TAILQ_NEXT(ss, entry);
+		if (ss->s != s)
+			continue;
+		if (!(events & SESSION_EV_REMOVED)) {
+			sse_kick(ss->sse);
+			continue;
+		}
+		/*
+		 * Removed (an exited session's stream mostly ended before):
+		 * a reader behind misses the rest, and gets the exit.
+		 */
+		if (session_exited(s))
+			sse_session_exit(ss);
+		else {
+			sse_end(ss->sse);
+			sse_session_free(ss);
+		}
+	}
+}
