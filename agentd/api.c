@@ -30,6 +30,8 @@
 #include "evmem.h"
 #include "http.h"
 #include "log.h"
+#include "ports.h"
+#include "ports_api.h"
 #include "proto.h"
 #include "restore.h"
 #include "ringbuf.h"
@@ -176,6 +178,8 @@ api_route(struct http_req *hr)
 		sandbox_route(hr);
 	else if (strncmp(p, "/v1/events", 10) == 0)
 		events_route(hr);
+	else if (strncmp(p, "/v1/ports", 9) == 0)
+		ports_route(hr);
 	else if (hr->unix_peer && strncmp(p, "/debug/", 7) == 0)
 		debug_route(hr);	/* the unix socket only */
 	else
@@ -354,6 +358,7 @@ api_metrics(struct http_req *hr)
 	    "agentd_fetch_bytes_max %" PRIu64 "\n",
 	    calls, agentd_cfg->max_file_jobs, fetches, FILES_FETCH_MAX,
 	    agentd_cfg->max_fetch_bytes);
+	ports_metrics(&b);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)

@@ -34,6 +34,7 @@
 #include "http.h"
 #include "log.h"
 #include "pid1.h"
+#include "ports_api.h"
 #include "restore.h"
 #include "session.h"
 #include "util.h"
@@ -374,6 +375,7 @@ main(int argc, char **argv)
 
 	/* The loop ended: the shutdown is over, or it broke on its own. */
 	api_flush_waiters();
+	ports_api_free();
 	session_signal_all(SIGKILL, 0);
 	session_remove_all();
 	events_free();	/* after the sessions' last events */

@@ -1,0 +1,17 @@
+/*
+ * ports_api.h -- GET /v1/ports: the listening sockets (ports.h), and
+ * ?port=P&wait_ms=W, a long-poll answered when something listens on P.
+ * Event loop thread only.
+ */
+#ifndef AGENTD_PORTS_API_H
+#define AGENTD_PORTS_API_H
+
+struct http_req;
+
+/* Answer a request for /v1/ports (any method, any path under it). */
+void	ports_route(struct http_req *);
+
+/* Answer every waiter now and free the list (shutdown). */
+void	ports_api_free(void);
+
+#endif /* AGENTD_PORTS_API_H */
