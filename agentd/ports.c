@@ -33,13 +33,18 @@
 
 #define PORTS_TCP_LISTEN	10	/* TCP_LISTEN of the kernel's states */
 #define PORTS_TCP_CLOSE		7	/* TCP_CLOSE: an unconnected UDP socket */
+#define PORTS_KNOWN_PIDS	64	/* holders of sockets looked at first */
 
 static int	ports_dump(int family, int proto, struct ports_set *);
 static void	ports_carry(int, struct ports_entry *, size_t, void *);
 static void	ports_post(int, struct ports_entry *, size_t, void *);
 static void	ports_resolve(struct ports_set *);
-static int	ports_scan_fds(pid_t, struct ports_set *, size_t *left);
-static struct ports_entry *ports_find_inode(struct ports_set *, uint64_t);
+struct ports_want;
+static void	ports_scan_fds(pid_t, struct ports_set *, struct ports_want *,
+		    size_t, size_t *left);
+static int	ports_want_cmp(const void *, const void *);
+static int	ports_pid_in(const pid_t *, size_t, pid_t);
+static int	ports_fd_cmp(const void *, const void *);
 static void	ports_timer(evutil_socket_t, short, void *);
 static void	ports_arm(void);
 static int	ports_qcmp(const void *, const void *);
@@ -305,98 +310,151 @@ ports_carry(int opened, struct ports_entry *e, size_t j, void *arg)
 	now->e[j].resolved = e->resolved;
 }
 
-/* The entry of set holding inode, not resolved yet, or NULL. */
-static struct ports_entry *
-ports_find_inode(struct ports_set *set, uint64_t inode)
+/* A socket whose pid is sought: its inode and its place in the set. */
+struct ports_want {
+	uint64_t	 inode;
+	size_t		 i;
+};
+
+/* Compare two wants by inode. */
+static int
+ports_want_cmp(const void *a, const void *b)
+{
+	const struct ports_want	*x = a, *y = b;
+
+	return (x->inode < y->inode ? -1 : x->inode > y->inode);
+}
+
+/* Whether pid is among pids[n]. */
+static int
+ports_pid_in(const pid_t *pids, size_t n, pid_t pid)
 {
 	size_t	i;
 
-	for (i = 0; i < set->n; i++) {
-		if (set->e[i].inode == inode && !set->e[i].resolved)
-			return (&set->e[i]);
-	}
-	return (NULL);
+	for (i = 0; i < n && pids[i] != pid; i++)
+		;
+	return (i < n);
+}
+
+/* Compare two fd numbers, the larger first. */
+static int
+ports_fd_cmp(const void *a, const void *b)
+{
+	int	x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y ? -1 : x < y);
 }
 
 /*
- * Look through pid's fds for the sockets of set not resolved yet; set their
- * pid and count them off *left.  0, or -1 when pid is gone.
+ * Look through pid's fds for the sockets sought (want[n], sorted by inode);
+ * set the pid of those found and count them off *left.  The newest fds
+ * (the largest numbers, mostly) first: a new socket is found at once.
  */
-static int
-ports_scan_fds(pid_t pid, struct ports_set *set, size_t *left)
+static void
+ports_scan_fds(pid_t pid, struct ports_set *set, struct ports_want *want,
+    size_t n, size_t *left)
 {
+	static int		*fds;
+	static size_t		 fds_cap;
 	char			 path[64], link[64];
+	struct ports_want	 key, *w;
 	struct dirent		*d;
 	struct ports_entry	*e;
-	uint64_t		 inode;
-	ssize_t			 n;
+	size_t			 nfds = 0, i;
+	ssize_t			 len;
 	DIR			*dir;
 	int			 dfd;
 
 	snprintf(path, sizeof path, "/proc/%ld/fd", (long)pid);
 	if ((dir = opendir(path)) == NULL)
-		return (-1);
-	dfd = dirfd(dir);
-	while (*left > 0 && (d = readdir(dir)) != NULL) {
+		return;		/* gone, or not ours to look at */
+	while ((d = readdir(dir)) != NULL) {
 		if (d->d_name[0] == '.')
 			continue;
-		n = readlinkat(dfd, d->d_name, link, sizeof link - 1);
-		if (n < 9 || memcmp(link, "socket:[", 8) != 0)
+		if (nfds == fds_cap) {
+			fds_cap = fds_cap == 0 ? 256 : fds_cap * 2;
+			fds = xrealloc(fds, fds_cap * sizeof *fds);
+		}
+		fds[nfds++] = atoi(d->d_name);
+	}
+	qsort(fds, nfds, sizeof *fds, ports_fd_cmp);
+	dfd = dirfd(dir);
+	for (i = 0; i < nfds && *left > 0; i++) {
+		snprintf(path, sizeof path, "%d", fds[i]);
+		len = readlinkat(dfd, path, link, sizeof link - 1);
+		if (len < 9 || memcmp(link, "socket:[", 8) != 0)
 			continue;
-		link[n] = '\0';
-		inode = strtoull(link + 8, NULL, 10);
-		/* One socket may appear twice (a v4 and a v6 dump do not). */
-		while ((e = ports_find_inode(set, inode)) != NULL) {
+		link[len] = '\0';
+		key.inode = strtoull(link + 8, NULL, 10);
+		if ((w = bsearch(&key, want, n, sizeof *want,
+		    ports_want_cmp)) == NULL)
+			continue;
+		e = &set->e[w->i];
+		if (e->pid == 0) {
 			e->pid = pid;
-			e->resolved = 1;
 			(*left)--;
 		}
 	}
 	closedir(dir);
-	return (0);
 }
 
 /*
- * Find the pid and session of each socket not resolved yet: one walk of
- * /proc/PID/fd over the processes, stopping once all are found.  A socket
- * no process of this pid namespace holds keeps pid 0.
+ * Find the pids and sessions of the sockets not resolved yet.  The pids
+ * that hold sockets already are looked at first (a server that opens one
+ * more port, a test opening a thousand); then every process of /proc,
+ * stopping once all are found.  A socket no process of this pid namespace
+ * holds keeps pid 0 and is not looked for again.
  */
 static void
 ports_resolve(struct ports_set *set)
 {
+	struct ports_want	*want;
 	struct ports_entry	*e;
 	struct dirent		*d;
-	size_t			 i, left = 0;
+	pid_t			 known[PORTS_KNOWN_PIDS];
+	size_t			 i, k, n = 0, nknown = 0, left;
 	char			*end;
 	long			 pid;
 	DIR			*proc;
 	struct session		*s;
 
 	for (i = 0; i < set->n; i++)
-		left += !set->e[i].resolved;
-	if (left == 0)
+		n += !set->e[i].resolved;
+	if (n == 0)
 		return;
-	ports_fd_scans++;
-	if ((proc = opendir("/proc")) != NULL) {
+	want = xcalloc(n, sizeof *want);
+	for (i = 0, k = 0; i < set->n; i++) {
+		e = &set->e[i];
+		if (!e->resolved) {
+			want[k].inode = e->inode;
+			want[k++].i = i;
+		} else if (e->pid > 0 && nknown < PORTS_KNOWN_PIDS &&
+		    !ports_pid_in(known, nknown, e->pid))
+			known[nknown++] = e->pid;
+	}
+	qsort(want, n, sizeof *want, ports_want_cmp);
+	left = n;
+	for (i = 0; i < nknown && left > 0; i++)
+		ports_scan_fds(known[i], set, want, n, &left);
+	if (left > 0 && (proc = opendir("/proc")) != NULL) {
+		ports_fd_scans++;
 		while (left > 0 && (d = readdir(proc)) != NULL) {
 			pid = strtol(d->d_name, &end, 10);
-			if (*end != '\0' || pid <= 0)
-				continue;
-			ports_scan_fds((pid_t)pid, set, &left);
+			if (*end == '\0' && pid > 0 &&
+			    !ports_pid_in(known, nknown, (pid_t)pid))
+				ports_scan_fds((pid_t)pid, set, want, n, &left);
 		}
 		closedir(proc);
 	}
-	for (i = 0; i < set->n; i++) {
-		e = &set->e[i];
-		if (!e->resolved) {
-			e->resolved = 1;	/* not ours: do not look again */
-			continue;
-		}
-		if (e->pid > 0 && e->session[0] == '\0' &&
-		    (s = session_of_pid(e->pid)) != NULL)
+	/* Found or not, a socket is looked for once. */
+	for (k = 0; k < n; k++) {
+		e = &set->e[want[k].i];
+		e->resolved = 1;
+		if (e->pid > 0 && (s = session_of_pid(e->pid)) != NULL)
 			snprintf(e->session, sizeof e->session, "%s",
 			    session_id(s));
 	}
+	free(want);
 }
 
 /*
