@@ -25,6 +25,7 @@
 
 #include <event2/event.h>
 
+#include "kmod.h"
 #include "log.h"
 #include "ports.h"
 #include "proto.h"
@@ -36,6 +37,7 @@
 #define PORTS_KNOWN_PIDS	64	/* holders of sockets looked at first */
 
 static int	ports_dump(int family, int proto, struct ports_set *);
+static int	ports_dump_all(struct ports_set *);
 static void	ports_carry(int, struct ports_entry *, size_t, void *);
 static void	ports_post(int, struct ports_entry *, size_t, void *);
 static void	ports_resolve(struct ports_set *);
@@ -62,6 +64,9 @@ static void			(*ports_changed)(void);
 static uint64_t			 ports_refreshes;	/* for /metrics */
 static uint64_t			 ports_refresh_us;	/* all of them */
 static uint64_t			 ports_fd_scans;	/* /proc scans */
+static int			 ports_load_modules;	/* PID 1: may load
+							   sock_diag's modules */
+static unsigned			 ports_missing;		/* dumps that failed */
 
 static const char *const ports_names[] = { "tcp", "tcp6", "udp", "udp6" };
 
@@ -211,12 +216,13 @@ ports_set_free(struct ports_set *set)
 
 /* Open the netlink socket. */
 int
-ports_init(struct event_base *base, int64_t interval_ms)
+ports_init(struct event_base *base, int64_t interval_ms, int load_modules)
 {
 	struct sockaddr_nl	sa;
 	struct timeval		tv = { 1, 0 };
 
 	ports_base = base;
+	ports_load_modules = load_modules;
 	ports_interval_ms = interval_ms > 0 ? interval_ms : 1;
 	if ((ports_ev = evtimer_new(base, ports_timer, NULL)) == NULL)
 		fatal("%s: out of memory", __func__);
@@ -472,6 +478,47 @@ ports_post(int opened, struct ports_entry *e, size_t i, void *arg)
 	    e->session[0] != '\0' ? e->session : "-");
 }
 
+/*
+ * The four dumps into set.  Without tcp_diag (a module, and no modprobe in
+ * a bare VM) PID 1 loads inet_diag, tcp_diag and udp_diag itself, once;
+ * then a kernel without udp_diag or IPv6 still lists the rest (said once
+ * in the log).  0, or -errno when even the IPv4 TCP dump fails.
+ */
+static int
+ports_dump_all(struct ports_set *set)
+{
+	static const char *const	 mods[] = {
+		"inet_diag", "tcp_diag", "udp_diag", NULL
+	};
+	static const struct {
+		int	 family, proto;
+	} dumps[] = {
+		{ AF_INET, IPPROTO_TCP }, { AF_INET6, IPPROTO_TCP },
+		{ AF_INET, IPPROTO_UDP }, { AF_INET6, IPPROTO_UDP },
+	};
+	size_t	i;
+	int	error;
+
+	for (i = 0; i < sizeof dumps / sizeof dumps[0]; i++) {
+		error = ports_dump(dumps[i].family, dumps[i].proto, set);
+		if (error == -ENOENT && ports_load_modules) {
+			ports_load_modules = 0;
+			kmod_load_names(NULL, mods);
+			error = ports_dump(dumps[i].family, dumps[i].proto, set);
+		}
+		if (error == 0)
+			continue;
+		if (i == 0)
+			return (error);
+		if (!(ports_missing & (1u << i)))
+			log_warn("%s: sock_diag of %s: %s; not listed", __func__,
+			    ports_names[(dumps[i].proto == IPPROTO_UDP ? 2 : 0) +
+			    (dumps[i].family == AF_INET6)], strerror(-error));
+		ports_missing |= 1u << i;
+	}
+	return (0);
+}
+
 /* Read the list now (see ports.h). */
 int
 ports_refresh(void)
@@ -482,10 +529,7 @@ ports_refresh(void)
 
 	if (ports_fd == -1)
 		return (ports_init_error != 0 ? ports_init_error : -EBADF);
-	if ((error = ports_dump(AF_INET, IPPROTO_TCP, &now)) != 0 ||
-	    (error = ports_dump(AF_INET6, IPPROTO_TCP, &now)) != 0 ||
-	    (error = ports_dump(AF_INET, IPPROTO_UDP, &now)) != 0 ||
-	    (error = ports_dump(AF_INET6, IPPROTO_UDP, &now)) != 0) {
+	if ((error = ports_dump_all(&now)) != 0) {
 		log_warn("%s: sock_diag: %s", __func__, strerror(-error));
 		ports_set_free(&now);
 		return (error);

@@ -89,10 +89,13 @@ void	 ports_set_free(struct ports_set *);
 
 /*
  * Open the netlink socket and keep base for the timer; interval_ms is
- * --ports-interval.  Returns 0 or -errno (the kernel has no sock_diag:
- * then every refresh fails the same way, and GET /v1/ports says so).
+ * --ports-interval; load_modules (PID 1): when sock_diag answers ENOENT,
+ * load its modules (kmod.h) and ask again, once.  Returns 0 or -errno (no
+ * netlink: then every refresh fails the same way, and GET /v1/ports says
+ * so).
  */
-int	 ports_init(struct event_base *, int64_t interval_ms);
+int	 ports_init(struct event_base *, int64_t interval_ms,
+	    int load_modules);
 /* Close and free everything. */
 void	 ports_free(void);
 

@@ -49,7 +49,8 @@ ports_api_start(void)
 {
 	if (!ports_started) {
 		ports_started = 1;
-		ports_init(agentd_base, agentd_cfg->ports_interval_ms);
+		ports_init(agentd_base, agentd_cfg->ports_interval_ms,
+		    agentd_cfg->pid1);
 		ports_set_changed(ports_api_changed);
 	}
 }

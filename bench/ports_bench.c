@@ -130,7 +130,7 @@ main(int argc, char **argv)
 	getrlimit(RLIMIT_NOFILE, &rl);
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_NOFILE, &rl);
-	if (base == NULL || ports_init(base, 250) != 0) {
+	if (base == NULL || ports_init(base, 250, 0) != 0) {
 		fprintf(stderr, "no sock_diag\n");
 		return (1);
 	}

@@ -265,7 +265,7 @@ START_TEST(refresh_real)
 	uint16_t			 tport, uport;
 
 	ck_assert_ptr_nonnull(base);
-	ck_assert_int_eq(ports_init(base, 250), 0);
+	ck_assert_int_eq(ports_init(base, 250, 0), 0);
 	memset(&sin, 0, sizeof sin);
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
