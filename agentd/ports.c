@@ -67,6 +67,8 @@ static uint64_t			 ports_fd_scans;	/* /proc scans */
 static int			 ports_load_modules;	/* PID 1: may load
 							   sock_diag's modules */
 static unsigned			 ports_missing;		/* dumps that failed */
+static int			*ports_fds;			/* a scan's fd numbers */
+static size_t			 ports_fds_cap;
 
 static const char *const ports_names[] = { "tcp", "tcp6", "udp", "udp6" };
 
@@ -258,6 +260,9 @@ ports_free(void)
 		event_free(ports_ev);
 	ports_ev = NULL;
 	ports_set_free(&ports_now);
+	free(ports_fds);
+	ports_fds = NULL;
+	ports_fds_cap = 0;
 	ports_watchers = 0;
 }
 
@@ -360,8 +365,6 @@ static void
 ports_scan_fds(pid_t pid, struct ports_set *set, struct ports_want *want,
     size_t n, size_t *left)
 {
-	static int		*fds;
-	static size_t		 fds_cap;
 	char			 path[64], link[64];
 	struct ports_want	 key, *w;
 	struct dirent		*d;
@@ -377,16 +380,16 @@ ports_scan_fds(pid_t pid, struct ports_set *set, struct ports_want *want,
 	while ((d = readdir(dir)) != NULL) {
 		if (d->d_name[0] == '.')
 			continue;
-		if (nfds == fds_cap) {
-			fds_cap = fds_cap == 0 ? 256 : fds_cap * 2;
-			fds = xrealloc(fds, fds_cap * sizeof *fds);
+		if (nfds == ports_fds_cap) {
+			ports_fds_cap = ports_fds_cap == 0 ? 256 : ports_fds_cap * 2;
+			ports_fds = xrealloc(ports_fds, ports_fds_cap * sizeof *ports_fds);
 		}
-		fds[nfds++] = atoi(d->d_name);
+		ports_fds[nfds++] = atoi(d->d_name);
 	}
-	qsort(fds, nfds, sizeof *fds, ports_fd_cmp);
+	qsort(ports_fds, nfds, sizeof *ports_fds, ports_fd_cmp);
 	dfd = dirfd(dir);
 	for (i = 0; i < nfds && *left > 0; i++) {
-		snprintf(path, sizeof path, "%d", fds[i]);
+		snprintf(path, sizeof path, "%d", ports_fds[i]);
 		len = readlinkat(dfd, path, link, sizeof link - 1);
 		if (len < 9 || memcmp(link, "socket:[", 8) != 0)
 			continue;
