@@ -195,6 +195,11 @@ class PortsTest(AgentdTestCase):
         self.assertError(self.req('POST', '/v1/ports', {}), 405,
                          'method_not_allowed')
         self.assertError(self.req('GET', '/v1/ports/x'), 404, 'not_found')
+        self.assertError(self.req('GET', '/v1/ports', auth=False), 401,
+                         'unauthorized')
+        r = self.req('HEAD', '/v1/ports')
+        self.expect(r, 200)
+        self.assertEqual(r.body, b'')
         r = self.req('GET', '/metrics')
         self.assertIn('agentd_ports ', r.body.decode())
 
