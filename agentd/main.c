@@ -171,6 +171,7 @@ agentd_shutdown(const char *why)
 	 * (503 shutting_down) and /healthz says so, also on new connections.
 	 */
 	companion_stop();
+	ports_api_stop();	/* a wait for a port ends: 503 */
 	/*
 	 * SIGTERM (and SIGCONT, for stopped ones) first, to every session;
 	 * SIGHUP to the tty ones a little later: delivered together, SIGHUP

@@ -83,6 +83,11 @@ ports_route(struct http_req *hr)
 		return;
 	}
 	if (q.port > 0 && q.wait_ms > 0 && !ports_api_held(q.port)) {
+		if (agentd_stopping()) {
+			http_fail(hr->req, 503, "shutting_down",
+			    "agentd is shutting down");
+			return;
+		}
 		w = xcalloc(1, sizeof *w);
 		w->req = hr->req;
 		w->port = q.port;
@@ -185,6 +190,19 @@ static void
 ports_api_gone(void *arg)
 {
 	ports_api_done(arg, 0);
+}
+
+/* The shutdown began: end every wait with 503 shutting_down. */
+void
+ports_api_stop(void)
+{
+	struct ports_waiter	*w;
+
+	while ((w = TAILQ_FIRST(&ports_waiters)) != NULL) {
+		http_fail(w->req, 503, "shutting_down",
+		    "agentd is shutting down");
+		ports_api_done(w, 0);
+	}
 }
 
 /* Answer every waiter and close the netlink socket. */

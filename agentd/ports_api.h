@@ -11,7 +11,9 @@ struct http_req;
 /* Answer a request for /v1/ports (any method, any path under it). */
 void	ports_route(struct http_req *);
 
-/* Answer every waiter now and free the list (shutdown). */
+/* The shutdown began: every wait ends with 503 shutting_down. */
+void	ports_api_stop(void);
+/* Answer every waiter now and free the list (after the loop). */
 void	ports_api_free(void);
 
 #endif /* AGENTD_PORTS_API_H */

@@ -3,6 +3,7 @@
 
 import json
 import os
+import signal
 import socket
 import threading
 import time
@@ -160,6 +161,29 @@ class PortsTest(AgentdTestCase):
             self.assertLess(elapsed, 2)
         finally:
             t.close()
+
+    def test_shutdown_ends_a_wait(self):
+        # A session that ignores SIGTERM keeps the shutdown in its grace.
+        self.create(cmd="trap '' TERM; sleep 60")
+        got = {}
+
+        def wait():
+            c = self.agentd.tcp_client()
+            try:
+                r = c.request('GET', '/v1/ports' + query(port=free_port(),
+                                                         wait_ms=30000))
+                got['status'], got['body'] = r.status, r.json
+            finally:
+                c.close()
+        th = threading.Thread(target=wait)
+        th.start()
+        time.sleep(0.5)
+        self.agentd.proc.send_signal(signal.SIGTERM)
+        th.join(10)
+        self.assertFalse(th.is_alive(), 'the wait outlived the shutdown')
+        self.assertEqual(got['status'], 503, got)
+        self.assertEqual(got['body']['error']['code'], 'shutting_down')
+        self.stop_agentd()
 
     def test_wait_client_gone_frees_the_wait(self):
         port = free_port()
