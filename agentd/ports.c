@@ -294,13 +294,16 @@ ports_dump(int family, int proto, struct ports_set *set)
 	    sizeof sa) == -1)
 		return (-errno);
 	for (;;) {
-		n = recv(ports_fd, buf, sizeof buf, 0);
+		/* MSG_TRUNC: the whole length, so a cut message is seen. */
+		n = recv(ports_fd, buf, sizeof buf, MSG_TRUNC);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1)
 			return (-errno);
 		if (n == 0)
 			return (-EPROTO);
+		if ((size_t)n > sizeof buf)
+			return (-EMSGSIZE);
 		r = ports_parse(buf, (size_t)n, ports_seq,
 		    proto == IPPROTO_UDP, set);
 		if (r != 0)
@@ -410,7 +413,8 @@ ports_scan_fds(pid_t pid, struct ports_set *set, struct ports_want *want,
 /*
  * Find the pids and sessions of the sockets not resolved yet.  The pids
  * that hold sockets already are looked at first (a server that opens one
- * more port, a test opening a thousand); then every process of /proc,
+ * more port, a test opening a thousand), but agentd's own (its thousands
+ * of connections, and its listeners do not change); then every process,
  * stopping once all are found.  A socket no process of this pid namespace
  * holds keeps pid 0 and is not looked for again.
  */
@@ -425,7 +429,8 @@ ports_resolve(struct ports_set *set)
 	char			*end;
 	long			 pid;
 	DIR			*proc;
-	struct session		*s;
+	struct session		*s = NULL;
+	pid_t			 self = getpid(), last = 0;
 
 	for (i = 0; i < set->n; i++)
 		n += !set->e[i].resolved;
@@ -437,7 +442,8 @@ ports_resolve(struct ports_set *set)
 		if (!e->resolved) {
 			want[k].inode = e->inode;
 			want[k++].i = i;
-		} else if (e->pid > 0 && nknown < PORTS_KNOWN_PIDS &&
+		} else if (e->pid > 0 && e->pid != self &&
+		    nknown < PORTS_KNOWN_PIDS &&
 		    !ports_pid_in(known, nknown, e->pid))
 			known[nknown++] = e->pid;
 	}
@@ -459,7 +465,13 @@ ports_resolve(struct ports_set *set)
 	for (k = 0; k < n; k++) {
 		e = &set->e[want[k].i];
 		e->resolved = 1;
-		if (e->pid > 0 && (s = session_of_pid(e->pid)) != NULL)
+		if (e->pid <= 0)
+			continue;
+		if (e->pid != last) {	/* a server's sockets: one walk */
+			last = e->pid;
+			s = session_of_pid(e->pid);
+		}
+		if (s != NULL)
 			snprintf(e->session, sizeof e->session, "%s",
 			    session_id(s));
 	}

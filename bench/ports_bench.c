@@ -1,6 +1,7 @@
 /*
  * ports_bench.c -- the cost of one GET /v1/ports refresh (ports.c) with N
- * listening TCP sockets (default 1,000) held by this process: the first
+ * listening TCP sockets (default 1,000) held by a child process (a server;
+ * agentd's own fds are not looked at first): the first
  * refresh (every inode new: the dumps and one /proc/PID/fd scan), a steady
  * one (the dumps only), one after a single new socket; and, beside them,
  * reading /proc/net/tcp and tcp6 whole, the way sock_diag replaces.
@@ -12,6 +13,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -118,6 +120,28 @@ dcmp(const void *a, const void *b)
 	return (x < y ? -1 : x > y);
 }
 
+/*
+ * The server: n listeners, then one more per byte read from cmd, each
+ * acknowledged on ack; ends at EOF.
+ */
+static void
+server(int n, int cmd, int ack)
+{
+	char	c;
+	int	i;
+
+	for (i = 0; i < n; i++)
+		listener();
+	if (write(ack, "r", 1) != 1)
+		_exit(1);
+	while (read(cmd, &c, 1) == 1) {
+		listener();
+		if (write(ack, "o", 1) != 1)
+			_exit(1);
+	}
+	_exit(0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -125,6 +149,9 @@ main(int argc, char **argv)
 	struct rlimit		 rl;
 	double			 t, first, ones[ONE_RUNS], us[RUNS], net[RUNS];
 	int			 n = argc > 1 ? atoi(argv[1]) : 1000, i;
+	int			 cmd[2], ack[2];
+	pid_t			 child;
+	char			 c;
 	size_t			 listed;
 
 	getrlimit(RLIMIT_NOFILE, &rl);
@@ -134,8 +161,17 @@ main(int argc, char **argv)
 		fprintf(stderr, "no sock_diag\n");
 		return (1);
 	}
-	for (i = 0; i < n; i++)
-		listener();
+	if (pipe(cmd) == -1 || pipe(ack) == -1)
+		return (1);
+	if ((child = fork()) == 0) {
+		close(cmd[1]);
+		close(ack[0]);
+		server(n, cmd[0], ack[1]);
+	}
+	close(cmd[0]);
+	close(ack[1]);
+	if (read(ack[0], &c, 1) != 1)
+		return (1);
 	t = now_us();
 	ports_refresh();
 	first = now_us() - t;
@@ -146,7 +182,8 @@ main(int argc, char **argv)
 		us[i] = now_us() - t;
 	}
 	for (i = 0; i < ONE_RUNS; i++) {
-		listener();
+		if (write(cmd[1], "n", 1) != 1 || read(ack[0], &c, 1) != 1)
+			return (1);
 		t = now_us();
 		ports_refresh();
 		ones[i] = now_us() - t;
@@ -159,7 +196,9 @@ main(int argc, char **argv)
 	}
 	qsort(us, RUNS, sizeof *us, dcmp);
 	qsort(net, RUNS, sizeof *net, dcmp);
-	printf("sockets listed %zu (%d of this process)\n", listed, n);
+	close(cmd[1]);
+	waitpid(child, NULL, 0);
+	printf("sockets listed %zu (%d of the server process)\n", listed, n);
 	printf("first refresh (all new, /proc fd scan)  %8.0f us\n", first);
 	printf("steady refresh median / p99            %8.0f / %.0f us\n",
 	    us[RUNS / 2], us[RUNS * 99 / 100]);
