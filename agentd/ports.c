@@ -11,11 +11,9 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +50,6 @@ static void	ports_arm(void);
 static int	ports_qcmp(const void *, const void *);
 static int64_t	ports_now_us(void);
 
-static struct event_base	*ports_base;
 static struct event		*ports_ev;
 static int64_t			 ports_interval_ms;	/* --ports-interval */
 static int			 ports_fd = -1;
@@ -67,7 +64,7 @@ static uint64_t			 ports_fd_scans;	/* /proc scans */
 static int			 ports_load_modules;	/* PID 1: may load
 							   sock_diag's modules */
 static unsigned			 ports_missing;		/* dumps that failed */
-static int			*ports_fds;			/* a scan's fd numbers */
+static int			*ports_fds;		/* a scan's fd numbers */
 static size_t			 ports_fds_cap;
 
 static const char *const ports_names[] = { "tcp", "tcp6", "udp", "udp6" };
@@ -110,7 +107,8 @@ ports_parse(const void *buf, size_t len, uint32_t seq, int udp,
 	const struct inet_diag_msg	*m;
 	const struct nlmsgerr		*err;
 	struct ports_entry		*e;
-	size_t				 left = len;
+	long				 left = (long)len; /* signed: NLMSG_NEXT
+							      may pass the end */
 	int				 v6;
 
 	for (h = buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
@@ -144,7 +142,7 @@ ports_parse(const void *buf, size_t len, uint32_t seq, int udp,
 			return (-EBADMSG);
 	}
 	/* A partial message at the end: the kernel never splits one. */
-	return (left == 0 ? 0 : -EBADMSG);
+	return (left > 0 ? -EBADMSG : 0);
 }
 
 /* Compare two entries: port, protocol, address, inode. */
@@ -223,7 +221,6 @@ ports_init(struct event_base *base, int64_t interval_ms, int load_modules)
 	struct sockaddr_nl	sa;
 	struct timeval		tv = { 1, 0 };
 
-	ports_base = base;
 	ports_load_modules = load_modules;
 	ports_interval_ms = interval_ms > 0 ? interval_ms : 1;
 	if ((ports_ev = evtimer_new(base, ports_timer, NULL)) == NULL)
@@ -479,8 +476,9 @@ ports_resolve(struct ports_set *set)
 }
 
 /*
- * The hook of the event feed: a socket opened (1) or closed (0).
- * ports_diff() callback.
+ * The hook of the event feed: a socket opened (1) or closed (0), as
+ * port.opened / port.closed with port, address, protocol, pid and the
+ * session.  ports_diff() callback.
  */
 static void
 ports_post(int opened, struct ports_entry *e, size_t i, void *arg)

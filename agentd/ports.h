@@ -11,8 +11,9 @@
  * session from session_of_pid().
  *
  * ports_refresh() reads it now; ports_watch() keeps it fresh on a timer of
- * --ports-interval while someone needs it, and every refresh that finds a
- * socket opened or closed posts port.opened / port.closed (ports_post()).
+ * --ports-interval while someone needs it.  Each refresh hands the sockets
+ * that opened or closed since the last one to ports_post() in ports.c, the
+ * event feed's hook (port.opened, port.closed).
  *
  * The parsing and the diff are pure functions, for the unit tests.
  * Event loop thread only.

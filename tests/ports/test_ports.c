@@ -164,6 +164,13 @@ START_TEST(parse_errors)
 	ck_assert_int_eq(ports_parse(m.buf, NLMSG_SPACE(8), SEQ, 0, &set),
 	    -EBADMSG);
 	ck_assert_uint_eq(set.n, 0);
+
+	/* A last message without its padding is whole: no read past it. */
+	m.len = 0;
+	add_sock(&m, SEQ, AF_INET, 10, "127.0.0.1", 8000, 101);
+	((struct nlmsghdr *)m.buf)->nlmsg_len += 2;
+	ck_assert_int_eq(ports_parse(m.buf, m.len + 2, SEQ, 0, &set), 0);
+	ck_assert_uint_eq(set.n, 1);
 	ports_set_free(&set);
 }
 END_TEST
