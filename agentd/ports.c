@@ -22,7 +22,9 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <jansson.h>
 
+#include "events.h"
 #include "kmod.h"
 #include "log.h"
 #include "ports.h"
@@ -52,6 +54,8 @@ static int64_t	ports_now_us(void);
 
 static struct event		*ports_ev;
 static int64_t			 ports_interval_ms;	/* --ports-interval */
+static int64_t			 ports_feed_ms;		/* --ports-feed-interval */
+static int			 ports_primed;		/* a list was read */
 static int			 ports_fd = -1;
 static int			 ports_init_error;	/* -errno of ports_init() */
 static uint32_t			 ports_seq;
@@ -261,6 +265,8 @@ ports_free(void)
 	ports_fds = NULL;
 	ports_fds_cap = 0;
 	ports_watchers = 0;
+	ports_feed_ms = 0;
+	ports_primed = 0;
 }
 
 /* One sock_diag dump of family and protocol into set.  0 or -errno. */
@@ -483,12 +489,21 @@ ports_resolve(struct ports_set *set)
 static void
 ports_post(int opened, struct ports_entry *e, size_t i, void *arg)
 {
+	json_t	*fields;
+
 	if (opened == -1)
 		return;
 	log_debug("%s: port.%s %s %s:%u pid %ld session %s", __func__,
 	    opened ? "opened" : "closed", ports_proto_name(e->proto),
 	    e->address, (unsigned)e->port, (long)e->pid,
 	    e->session[0] != '\0' ? e->session : "-");
+	fields = json_pack("{s:i, s:s, s:s, s:o}", "port", (int)e->port,
+	    "address", e->address, "protocol", ports_proto_name(e->proto),
+	    "pid", e->pid > 0 ? json_integer(e->pid) : json_null());
+	if (fields == NULL)
+		fatal("%s: out of memory", __func__);
+	events_post(opened ? "port.opened" : "port.closed",
+	    e->session[0] != '\0' ? e->session : NULL, fields);
 }
 
 /*
@@ -550,7 +565,10 @@ ports_refresh(void)
 	ports_sort(&now);
 	ports_diff(&ports_now, &now, ports_carry, &now);
 	ports_resolve(&now);
-	ports_diff(&ports_now, &now, ports_post, NULL);
+	/* The first list is the baseline: what was there before, not news. */
+	if (ports_primed)
+		ports_diff(&ports_now, &now, ports_post, NULL);
+	ports_primed = 1;
 	ports_set_free(&ports_now);
 	ports_now = now;
 	ports_refreshes++;
@@ -584,29 +602,42 @@ ports_timer(evutil_socket_t fd, short events, void *arg)
 	ports_arm();
 }
 
-/* Arm the timer while watched. */
+/*
+ * (Re)arm the timer: every ports_interval_ms while watched, else every
+ * ports_feed_ms for the event feed (0: not at all).
+ */
 static void
 ports_arm(void)
 {
 	struct timeval	tv;
+	int64_t		ms;
 
-	if (ports_ev != NULL && ports_watchers > 0 &&
-	    !evtimer_pending(ports_ev, NULL))
-		evtimer_add(ports_ev, timeval_ms(&tv, ports_interval_ms));
+	if (ports_ev == NULL)
+		return;
+	ms = ports_watchers > 0 ? ports_interval_ms : ports_feed_ms;
+	if (ms > 0)
+		evtimer_add(ports_ev, timeval_ms(&tv, ms));
+	else
+		evtimer_del(ports_ev);
 }
 
 /* A reader starts or stops needing a fresh list. */
 void
 ports_watch(int on)
 {
-	if (on)
-		ports_watchers++;
-	else if (ports_watchers > 0)
-		ports_watchers--;
-	if (ports_watchers > 0)
+	if (on && ports_watchers++ == 0)
+		ports_arm();	/* the feed's pace, if any, becomes the watch's */
+	else if (!on && ports_watchers > 0 && --ports_watchers == 0)
 		ports_arm();
-	else if (ports_ev != NULL)
-		evtimer_del(ports_ev);
+}
+
+/* Refresh in the background for the event feed (see ports.h). */
+void
+ports_feed(int64_t interval_ms)
+{
+	ports_feed_ms = interval_ms;
+	if (ports_watchers == 0)
+		ports_arm();
 }
 
 /* Set the callback run after each refresh. */

@@ -11,9 +11,11 @@
  * session from session_of_pid().
  *
  * ports_refresh() reads it now; ports_watch() keeps it fresh on a timer of
- * --ports-interval while someone needs it.  Each refresh hands the sockets
- * that opened or closed since the last one to ports_post() in ports.c, the
- * event feed's hook (port.opened, port.closed).
+ * --ports-interval while someone waits, ports_feed() on a slower one for
+ * the event feed.  Each refresh posts the sockets that opened or closed
+ * since the last one (events.h: port.opened, port.closed, with port,
+ * address, protocol, pid and the session); the first one is the baseline
+ * and posts nothing.
  *
  * The parsing and the diff are pure functions, for the unit tests.
  * Event loop thread only.
@@ -117,6 +119,11 @@ const char	*ports_session(const struct ports_entry *);
  * does, the list is refreshed every interval_ms.
  */
 void	 ports_watch(int on);
+/*
+ * Refresh every interval_ms while nobody watches, so that the event feed
+ * hears of ports opening and closing (0: only when asked or watched).
+ */
+void	 ports_feed(int64_t interval_ms);
 /* Called after each successful refresh (the API's waiters), or NULL. */
 void	 ports_set_changed(void (*fn)(void));
 

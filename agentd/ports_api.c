@@ -28,7 +28,6 @@ static TAILQ_HEAD(, ports_waiter) ports_waiters =
     TAILQ_HEAD_INITIALIZER(ports_waiters);
 static int	ports_started;		/* ports_init() done */
 
-static void	ports_api_start(void);
 static int	ports_api_held(int port);
 static void	ports_api_answer(struct evhttp_request *, int port);
 static void	ports_api_done(struct ports_waiter *, int answer);
@@ -41,17 +40,21 @@ static const struct hold_ops	ports_hold_ops = {
 };
 
 /*
- * Open the netlink socket on first use (a failure is kept: each refresh
- * reports it).
+ * Open the netlink socket (a failure is kept: each refresh reports it),
+ * read the baseline and start the event feed's refreshes.
  */
-static void
-ports_api_start(void)
+void
+ports_api_init(void)
 {
-	if (!ports_started) {
-		ports_started = 1;
-		ports_init(agentd_base, agentd_cfg->ports_interval_ms,
-		    agentd_cfg->pid1);
-		ports_set_changed(ports_api_changed);
+	if (ports_started)
+		return;
+	ports_started = 1;
+	ports_init(agentd_base, agentd_cfg->ports_interval_ms,
+	    agentd_cfg->pid1);
+	ports_set_changed(ports_api_changed);
+	if (agentd_cfg->ports_feed_interval_ms > 0) {
+		ports_refresh();
+		ports_feed(agentd_cfg->ports_feed_interval_ms);
 	}
 }
 
@@ -75,7 +78,7 @@ ports_route(struct http_req *hr)
 		http_reply_error(hr->req, &err, NULL);
 		return;
 	}
-	ports_api_start();
+	ports_api_init();
 	if ((error = ports_refresh()) != 0) {
 		http_fail(hr->req, 503, "ports_unavailable", "reading the "
 		    "sockets with sock_diag netlink failed: %s",

@@ -8,6 +8,11 @@
 
 struct http_req;
 
+/*
+ * Start: the baseline list, and the event feed's refreshes every
+ * --ports-feed-interval (agentd_start(); the first request does it too).
+ */
+void	ports_api_init(void);
 /* Answer a request for /v1/ports (any method, any path under it). */
 void	ports_route(struct http_req *);
 

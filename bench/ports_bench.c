@@ -27,6 +27,7 @@
 
 #include <event2/event.h>
 
+#include "events.h"
 #include "ports.h"
 #include "session.h"
 #include "util.h"
@@ -42,6 +43,14 @@ session_of_pid(pid_t pid)
 
 	proc_stat(pid, buf, sizeof buf);
 	return (NULL);
+}
+
+/* The event feed: the events are dropped. */
+uint64_t
+events_post(const char *type, const char *session, json_t *fields)
+{
+	json_decref(fields);
+	return (0);
 }
 
 /* Never called: no entry has a session. */

@@ -95,6 +95,40 @@ class PortsTest(AgentdTestCase):
         self.assertEqual(tcp6[0]['address'], '::1')
         self.assertEqual(tcp6[0]['pid'], udp[0]['pid'])
 
+    def test_port_events(self):
+        """port.opened and port.closed reach the event feed without anyone
+        asking /v1/ports (the feed's refresh, --ports-feed-interval)."""
+        port = free_port()
+        r = self.req('GET', '/v1/events' + query(types='port.opened,port.closed'))
+        self.expect(r, 200)
+        cursor = r.json['cursor']
+        s = self.create(cmd='exec python3 -m http.server %d --bind 127.0.0.1' % port)
+
+        def next_event(cursor):
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                r = self.req('GET', '/v1/events' + query(
+                    cursor=cursor, wait_ms=10000,
+                    types='port.opened,port.closed'))
+                self.expect(r, 200)
+                mine = [e for e in r.json['events'] if e['port'] == port]
+                cursor = r.json['cursor']
+                if mine:
+                    return mine[0], cursor
+            self.fail('no port event for %d' % port)
+
+        e, cursor = next_event(cursor)
+        self.assertEqual(e['type'], 'port.opened')
+        self.assertEqual(e['session'], s['id'])
+        self.assertEqual(e['address'], '127.0.0.1')
+        self.assertEqual(e['protocol'], 'tcp')
+        self.assertIsInstance(e['pid'], int)
+        self.expect(self.req('DELETE', '/v1/sessions/' + s['id']), 200)
+        e, cursor = next_event(cursor)
+        self.assertEqual(e['type'], 'port.closed')
+        self.assertEqual(e['session'], s['id'])
+        self.assertEqual(e['port'], port)
+
     def test_socket_outside_any_session(self):
         t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -186,6 +220,9 @@ class PortsTest(AgentdTestCase):
         self.stop_agentd()
 
     def test_wait_client_gone_frees_the_wait(self):
+        # Without the event feed's refreshes, only waits run the timer.
+        self.stop_agentd()
+        self.start_agentd(['--ports-feed-interval', '0'])
         port = free_port()
         for _ in range(20):
             c = socket.create_connection(('127.0.0.1', self.agentd.port))

@@ -23,6 +23,7 @@
 #include <check.h>
 #include <event2/event.h>
 
+#include "events.h"
 #include "ports.h"
 #include "session.h"
 
@@ -51,6 +52,32 @@ const char *
 session_id(const struct session *s)
 {
 	return ("s7");
+}
+
+/*
+ * The events posted (events.h faked) about one port: other sockets of the
+ * machine come and go meanwhile.
+ */
+static int	 posted_port;		/* the port looked at */
+static char	 posted_type[32];	/* its last event */
+static json_t	*posted;
+static int	 nposted;		/* its events */
+
+/* The fake feed: keep the last event of posted_port. */
+uint64_t
+events_post(const char *type, const char *session, json_t *fields)
+{
+	if (json_integer_value(json_object_get(fields, "port")) !=
+	    posted_port) {
+		json_decref(fields);
+		return (0);
+	}
+	snprintf(posted_type, sizeof posted_type, "%s", type);
+	json_decref(posted);
+	posted = fields;
+	json_object_set_new(posted, "session", session != NULL ?
+	    json_string(session) : json_null());
+	return (++nposted);
 }
 
 /* A buffer of netlink messages being built. */
@@ -287,8 +314,11 @@ START_TEST(refresh_real)
 	ck_assert_int_eq(getsockname(u, (struct sockaddr *)&sin, &len), 0);
 	uport = ntohs(sin.sin_port);
 
+	/* The first list is the baseline: no event. */
+	posted_port = tport;
 	fake_session_pid = getpid();
 	ck_assert_int_eq(ports_refresh(), 0);
+	ck_assert_int_eq(nposted, 0);
 	ck_assert_ptr_nonnull(e = find(PORTS_TCP, tport));
 	ck_assert_str_eq(e->address, "127.0.0.1");
 	ck_assert_int_eq(e->pid, getpid());
@@ -297,14 +327,45 @@ START_TEST(refresh_real)
 	ck_assert_ptr_nonnull(e = find(PORTS_UDP, uport));
 	ck_assert_int_eq(e->pid, getpid());
 
-	/* Closed: gone at the next refresh; the other is carried over. */
+	/* Closed: gone at the next refresh, posted with what was known of
+	   it; the other is carried over. */
 	close(t);
 	fake_session_pid = 0;
 	ck_assert_int_eq(ports_refresh(), 0);
 	ck_assert_ptr_null(find(PORTS_TCP, tport));
+	ck_assert_int_eq(nposted, 1);
+	ck_assert_str_eq(posted_type, "port.closed");
+	ck_assert_int_eq(json_integer_value(json_object_get(posted, "port")),
+	    tport);
+	ck_assert_str_eq(json_string_value(json_object_get(posted, "address")),
+	    "127.0.0.1");
+	ck_assert_str_eq(json_string_value(json_object_get(posted,
+	    "protocol")), "tcp");
+	ck_assert_int_eq(json_integer_value(json_object_get(posted, "pid")),
+	    getpid());
+	ck_assert_str_eq(json_string_value(json_object_get(posted,
+	    "session")), "s7");
+
+	/* Opened: posted once. */
+	ck_assert_int_ne(t = socket(AF_INET, SOCK_STREAM, 0), -1);
+	sin.sin_port = 0;
+	ck_assert_int_eq(bind(t, (struct sockaddr *)&sin, sizeof sin), 0);
+	ck_assert_int_eq(listen(t, 1), 0);
+	ck_assert_int_eq(getsockname(t, (struct sockaddr *)&sin, &len), 0);
+	posted_port = ntohs(sin.sin_port);
+	nposted = 1;
+	ck_assert_int_eq(ports_refresh(), 0);
+	ck_assert_int_eq(nposted, 2);
+	ck_assert_str_eq(posted_type, "port.opened");
+	ck_assert(json_is_null(json_object_get(posted, "session")));
+	ck_assert_int_eq(ports_refresh(), 0);
+	ck_assert_int_eq(nposted, 2);
+	close(t);
 	ck_assert_ptr_nonnull(e = find(PORTS_UDP, uport));
 	ck_assert_str_eq(e->session, "s7");
 	close(u);
+	json_decref(posted);
+	posted = NULL;
 	ports_free();
 	event_base_free(base);
 }
