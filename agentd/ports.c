@@ -38,6 +38,7 @@
 
 static int	ports_dump(int family, int proto, struct ports_set *);
 static int	ports_dump_all(struct ports_set *);
+static int	ports_read(int);
 static void	ports_carry(int, struct ports_entry *, size_t, void *);
 static void	ports_post(int, struct ports_entry *, size_t, void *);
 static void	ports_resolve(struct ports_set *);
@@ -547,9 +548,12 @@ ports_dump_all(struct ports_set *set)
 	return (0);
 }
 
-/* Read the list now (see ports.h). */
-int
-ports_refresh(void)
+/*
+ * Read the list, looking up the pids and sessions of new sockets if
+ * resolve (else they are looked up by the next read that does).
+ */
+static int
+ports_read(int resolve)
 {
 	struct ports_set	 now = { 0 };
 	int64_t			 t0 = ports_now_us();
@@ -564,7 +568,8 @@ ports_refresh(void)
 	}
 	ports_sort(&now);
 	ports_diff(&ports_now, &now, ports_carry, &now);
-	ports_resolve(&now);
+	if (resolve)
+		ports_resolve(&now);
 	/* The first list is the baseline: what was there before, not news. */
 	if (ports_primed)
 		ports_diff(&ports_now, &now, ports_post, NULL);
@@ -576,6 +581,20 @@ ports_refresh(void)
 	if (ports_changed != NULL)
 		ports_changed();
 	return (0);
+}
+
+/* Read the list now (see ports.h). */
+int
+ports_refresh(void)
+{
+	return (ports_read(1));
+}
+
+/* Read the baseline, without the pids (see ports.h). */
+int
+ports_baseline(void)
+{
+	return (ports_read(0));
 }
 
 /* The list of the last refresh. */

@@ -109,6 +109,13 @@ void	 ports_free(void);
  * is then unchanged).
  */
 int	 ports_refresh(void);
+/*
+ * The first read, at agentd's start: the sockets only (four dumps, tens of
+ * microseconds), their pids looked up by the next refresh, so that the
+ * start does not wait for a look through every process's fds.  Returns 0
+ * or -errno.
+ */
+int	 ports_baseline(void);
 /* The list of the last refresh (valid until the next one). */
 const struct ports_set *ports_current(void);
 /* Whether the entry's session still exists (else render null). */

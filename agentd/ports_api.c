@@ -53,7 +53,7 @@ ports_api_init(void)
 	    agentd_cfg->pid1);
 	ports_set_changed(ports_api_changed);
 	if (agentd_cfg->ports_feed_interval_ms > 0) {
-		ports_refresh();
+		ports_baseline();
 		ports_feed(agentd_cfg->ports_feed_interval_ms);
 	}
 }

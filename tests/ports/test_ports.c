@@ -371,6 +371,41 @@ START_TEST(refresh_real)
 }
 END_TEST
 
+START_TEST(baseline_then_pids)
+{
+	struct event_base		*base = event_base_new();
+	struct sockaddr_in		 sin;
+	socklen_t			 len = sizeof sin;
+	const struct ports_entry	*e;
+	int				 t;
+
+	ck_assert_ptr_nonnull(base);
+	ck_assert_int_eq(ports_init(base, 250, 0), 0);
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_ne(t = socket(AF_INET, SOCK_STREAM, 0), -1);
+	ck_assert_int_eq(bind(t, (struct sockaddr *)&sin, sizeof sin), 0);
+	ck_assert_int_eq(listen(t, 1), 0);
+	ck_assert_int_eq(getsockname(t, (struct sockaddr *)&sin, &len), 0);
+	posted_port = ntohs(sin.sin_port);
+	nposted = 0;
+
+	/* The baseline: the socket, no pid yet, no event. */
+	ck_assert_int_eq(ports_baseline(), 0);
+	ck_assert_ptr_nonnull(e = find(PORTS_TCP, posted_port));
+	ck_assert_int_eq(e->pid, 0);
+	/* The next refresh looks it up, and posts nothing: it is not new. */
+	ck_assert_int_eq(ports_refresh(), 0);
+	ck_assert_ptr_nonnull(e = find(PORTS_TCP, posted_port));
+	ck_assert_int_eq(e->pid, getpid());
+	ck_assert_int_eq(nposted, 0);
+	close(t);
+	ports_free();
+	event_base_free(base);
+}
+END_TEST
+
 /* The suite. */
 static Suite *
 ports_suite(void)
@@ -383,6 +418,7 @@ ports_suite(void)
 	tcase_add_test(tc, parse_errors);
 	tcase_add_test(tc, diff);
 	tcase_add_test(tc, refresh_real);
+	tcase_add_test(tc, baseline_then_pids);
 	suite_add_tcase(s, tc);
 	return (s);
 }
