@@ -210,6 +210,99 @@ cmd_ls(int argc, char **argv)
 	return (CTL_EXIT_OK);
 }
 
+/*
+ * ports [-p PORT [--wait MS]] [--json]: the listening sockets; with -p
+ * those of PORT, exit 1 when there are none (after waiting up to MS for
+ * one, in long-polls of CTL_POLL_WAIT_MS).
+ */
+int
+cmd_ports(int argc, char **argv)
+{
+	static const struct option	 longopts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "wait", required_argument, NULL, 'w' },
+		{ "json", no_argument, NULL, 'j' },
+		CTL_COMMON_OPTIONS
+	};
+	struct client	*c;
+	json_t		*j = NULL, *list, *e, *pid, *sess;
+	char		 path[96], *end;
+	long		 port = 0, wait = 0, chunk;
+	long long	 deadline;
+	struct timespec	 ts;
+	size_t		 i;
+	int		 ch, json = 0, status;
+
+	while ((ch = ctl_getopt(argc, argv, "p:w:j", longopts)) != -1) {
+		if (ch == 'p') {
+			port = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || port < 1 ||
+			    port > 65535)
+				ctl_usage(argv[0], "bad --port '%s' (want "
+				    "1..65535)", optarg);
+		} else if (ch == 'w') {
+			wait = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || wait < 0)
+				ctl_usage(argv[0], "bad --wait '%s' (want "
+				    "milliseconds)", optarg);
+		} else if (ch == 'j')
+			json = 1;
+	}
+	if (optind != argc)
+		ctl_usage(argv[0], "unexpected argument '%s'", argv[optind]);
+	if (wait > 0 && port == 0)
+		ctl_usage(argv[0], "--wait needs --port");
+	c = ctl_connect();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + wait;
+	for (;;) {
+		chunk = wait > CTL_POLL_WAIT_MS ? CTL_POLL_WAIT_MS : wait;
+		if (port > 0)
+			snprintf(path, sizeof path, "/v1/ports?port=%ld&"
+			    "wait_ms=%ld", port, chunk);
+		else
+			snprintf(path, sizeof path, "/v1/ports");
+		json_decref(j);
+		status = ctl_api(c, "GET", path, NULL, NULL, 0,
+		    (int)chunk + CTL_POLL_SLACK_MS, &j);
+		if (status != 200)
+			ctl_api_fail(status, j);
+		list = json_object_get(j, "ports");
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		wait = deadline - ((long long)ts.tv_sec * 1000 +
+		    ts.tv_nsec / 1000000);
+		if (port == 0 || json_array_size(list) > 0 || wait <= 0)
+			break;
+	}
+	if (json)
+		cmds_print_json(j);
+	else {
+		printf("%-5s  %-39s  %5s  %7s  %s\n", "PROTO", "ADDRESS",
+		    "PORT", "PID", "SESSION");
+		json_array_foreach(list, i, e) {
+			pid = json_object_get(e, "pid");
+			sess = json_object_get(e, "session");
+			printf("%-5s  %-39s  %5lld  ", ctl_json_str(e,
+			    "protocol", "?"), ctl_json_str(e, "address", "?"),
+			    ctl_json_int(e, "port", 0));
+			if (json_is_integer(pid))
+				printf("%7lld  ", (long long)
+				    json_integer_value(pid));
+			else
+				printf("%7s  ", "-");
+			printf("%s\n", json_is_string(sess) ?
+			    json_string_value(sess) : "-");
+		}
+	}
+	status = port > 0 && json_array_size(list) == 0 ? CTL_EXIT_ERROR :
+	    CTL_EXIT_OK;
+	if (status != CTL_EXIT_OK)
+		ctl_warn("nothing listens on port %ld", port);
+	json_decref(j);
+	client_free(c);
+	return (status);
+}
+
 /* inspect ID */
 int
 cmd_inspect(int argc, char **argv)

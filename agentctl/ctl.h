@@ -65,6 +65,7 @@ int	cmd_stat(int, char **);
 int	cmd_logs(int, char **);
 int	cmd_inspect(int, char **);
 int	cmd_events(int, char **);
+int	cmd_ports(int, char **);
 
 /* Print "agentctl: ..." on stderr. */
 void	ctl_warn(const char *, ...) __attribute__((format(printf, 1, 2)));

@@ -34,6 +34,7 @@ static const struct ctl_command ctl_commands[] = {
 	{ "rm",		cmd_rm },
 	{ "tail",	cmd_tail },
 	{ "inspect",	cmd_inspect },
+	{ "ports",	cmd_ports },
 	{ "stat",	cmd_stat },
 	{ "logs",	cmd_logs },
 	{ "events",	cmd_events },
@@ -101,6 +102,11 @@ static const char ctl_help[] =
 "        stdout and stderr go to their own streams (-f: the default).\n"
 "  inspect ID\n"
 "        Print the session object (JSON).\n"
+"  ports [-p PORT [--wait MS]] [--json]\n"
+"        The listening TCP and bound UDP sockets: PROTO ADDRESS PORT PID\n"
+"        SESSION ('-': none).  -p: only PORT's, and exit 1 when nothing is\n"
+"        on it; --wait MS: wait up to MS for something to listen there\n"
+"        (`agentctl ports -p 8000 --wait 30000 && curl localhost:8000`).\n"
 "  stat [--json]\n"
 "        agentd's figures: pid, uptime, open fds, RSS, event-loop lag,\n"
 "        companion restarts, connections, and per session its output ring\n"

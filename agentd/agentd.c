@@ -14,6 +14,7 @@
 #include "events.h"
 #include "http.h"
 #include "log.h"
+#include "ports_api.h"
 #include "session.h"
 #include "sse.h"
 #include "util.h"
@@ -60,6 +61,7 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.workdir = cfg->workdir;
 	limits.env = cfg->env_defaults;
 	events_init(cfg->max_events, cfg->events_bytes);
+	ports_api_init();	/* the baseline, the feed's port events */
 	sse_init(cfg->sse_buffer, cfg->sse_keepalive_ms, cfg->idle_timeout_ms);
 	agentd_observer = observer;
 	session_init(agentd_base, &limits, agentd_session_event);

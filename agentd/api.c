@@ -28,8 +28,11 @@
 #include "debug.h"
 #include "events.h"
 #include "evmem.h"
+#include "hold.h"
 #include "http.h"
 #include "log.h"
+#include "ports.h"
+#include "ports_api.h"
 #include "proto.h"
 #include "restore.h"
 #include "ringbuf.h"
@@ -41,8 +44,6 @@
 #define API_DELETE_GRACE_MS	2000	/* DELETE's default grace_ms */
 #define API_DELETE_SLACK_MS	5000	/* DELETE answers at most this after the grace */
 #define API_SCRATCH_KEEP	(4u << 20) /* bytes of read buffer kept between reads */
-#define API_WATCH_AFTER_MS	10	/* a waiter watches its client's close
-					   from this long on (see api_wait()) */
 #define API_CLOSE_EXIT_MS	100	/* a long-poll that saw the output close
 					   waits this long at most for the exit */
 #define API_OBJECT_BYTES	4096	/* bytes of a session object around its
@@ -69,11 +70,8 @@ struct waiter {
 	int			 head_tail;
 	int64_t			 written;	/* stdin: bytes written, else -1 */
 	int64_t			 idle_ms;
-	int64_t			 deadline_ms;	/* monotonic: answer by then */
-	struct event		*timer;		/* the deadline, or the watch */
+	struct hold		*hold;		/* the deadline, the client */
 	struct event		*idle;		/* WAIT_IDLE: quiet for idle_ms */
-	struct event		*closed;	/* the client went away, or NULL
-						   before API_WATCH_AFTER_MS */
 };
 TAILQ_HEAD(waiters, waiter);
 
@@ -110,8 +108,8 @@ static void	api_waiter_idle(evutil_socket_t, short, void *);
 static void	api_wait(struct evhttp_request *, struct session *, int flags,
 		    int64_t ms, const struct api_answer *, int delete);
 static int	api_waiter_done(struct waiter *, int answer);
-static void	api_waiter_timeout(evutil_socket_t, short, void *);
-static void	api_waiter_closed(evutil_socket_t, short, void *);
+static void	api_waiter_deadline(void *);
+static void	api_waiter_gone(void *);
 static int	api_ready(struct session *, uint64_t cursor);
 static void	api_healthz(struct http_req *);
 static void	api_metrics(struct http_req *);
@@ -126,6 +124,10 @@ static void	api_sessions_route(struct http_req *, const char *);
 static int	api_path_id(const char *, size_t, char [PROTO_ID_MAX + 1]);
 
 static const struct proto_limits	*api_limits(void);
+
+static const struct hold_ops	api_hold_ops = {
+	api_waiter_deadline, api_waiter_gone
+};
 
 /* A growing read buffer and chunk arrays, reused by every window. */
 static uint8_t			*scratch;
@@ -176,6 +178,8 @@ api_route(struct http_req *hr)
 		sandbox_route(hr);
 	else if (strncmp(p, "/v1/events", 10) == 0)
 		events_route(hr);
+	else if (strncmp(p, "/v1/ports", 9) == 0)
+		ports_route(hr);
 	else if (hr->unix_peer && strncmp(p, "/debug/", 7) == 0)
 		debug_route(hr);	/* the unix socket only */
 	else
@@ -354,6 +358,7 @@ api_metrics(struct http_req *hr)
 	    "agentd_fetch_bytes_max %" PRIu64 "\n",
 	    calls, agentd_cfg->max_file_jobs, fetches, FILES_FETCH_MAX,
 	    agentd_cfg->max_fetch_bytes);
+	ports_metrics(&b);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)
@@ -704,12 +709,7 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 	if (flags == WAIT_OUTPUT && session_output_closed(s) &&
 	    ms > API_CLOSE_EXIT_MS)
 		ms = API_CLOSE_EXIT_MS;
-	w->deadline_ms = clock_mono_ms() + ms;
-	w->timer = evtimer_new(agentd_base, api_waiter_timeout, w);
-	if (w->timer == NULL)
-		fatal("%s: out of memory", __func__);
-	evtimer_add(w->timer, timeval_ms(&tv, ms < API_WATCH_AFTER_MS ? ms :
-	    API_WATCH_AFTER_MS));
+	w->hold = hold_new(req, ms, &api_hold_ops, w);
 	if (flags & WAIT_IDLE) {
 		if ((w->idle = evtimer_new(agentd_base, api_waiter_idle,
 		    w)) == NULL)
@@ -717,13 +717,7 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 		idle = a->idle_left_ms > 0 ? a->idle_left_ms : w->idle_ms;
 		evtimer_add(w->idle, timeval_ms(&tv, idle));
 	}
-
-	/*
-	 * evhttp stops reading while a request is out, so the close is
-	 * watched for by an event of our own, added once the wait has lasted
-	 * API_WATCH_AFTER_MS (api_waiter_timeout()): most waits (a keystroke's
-	 * echo, a short command) end before, and skip its two epoll_ctl().
-	 */
+	/* The client's close is watched by the hold (hold.h). */
 	TAILQ_INSERT_TAIL(api_waiters(s), w, entry);
 	if (flags & (WAIT_OUTPUT | WAIT_IDLE))
 		session_watch(s, 1);
@@ -742,11 +736,9 @@ api_waiter_done(struct waiter *w, int answer)
 	TAILQ_REMOVE(api_waiters(w->s), w, entry);
 	if (w->flags & (WAIT_OUTPUT | WAIT_IDLE))
 		session_watch(w->s, 0);
-	event_free(w->timer);
+	hold_free(w->hold);
 	if (w->idle != NULL)
 		event_free(w->idle);
-	if (w->closed != NULL)
-		event_free(w->closed);
 	if (answer) {
 		a.status = w->status;
 		a.window = w->window;
@@ -761,24 +753,12 @@ api_waiter_done(struct waiter *w, int answer)
 	return (delete);
 }
 
-/*
- * A waiter's timer: API_WATCH_AFTER_MS into the wait, watch for its client's
- * close and wait on; at the deadline, answer.
- */
+/* A waiter's deadline: answer it (a DELETE removes its session then). */
 static void
-api_waiter_timeout(evutil_socket_t fd, short events, void *arg)
+api_waiter_deadline(void *arg)
 {
 	struct waiter	*w = arg;
 	struct session	*s = w->s;
-	struct timeval	 tv;
-	int64_t		 left;
-
-	left = w->deadline_ms - clock_mono_ms();
-	if (w->closed == NULL && left > 0) {
-		w->closed = http_watch_client(w->req, api_waiter_closed, w);
-		evtimer_add(w->timer, timeval_ms(&tv, left));
-		return;
-	}
 
 	if (w->delete)
 		log_warn("%s: session %s did not end in time; removing it",
@@ -798,23 +778,18 @@ api_waiter_idle(evutil_socket_t fd, short events, void *arg)
 	api_waiter_done(w, 1);
 }
 
-/* A waiter's client closed its connection: free both at once. */
+/* A waiter's client went away: free it (the hold frees the connection). */
 static void
-api_waiter_closed(evutil_socket_t fd, short events, void *arg)
+api_waiter_gone(void *arg)
 {
-	struct waiter			*w = arg;
-	struct evhttp_connection	*evcon;
+	struct waiter	*w = arg;
 
-	if (!http_client_gone(fd, events))
-		return;		/* a pipelined request, not a close */
-	evcon = evhttp_request_get_connection(w->req);
-	log_debug("%s: session %s: client fd %d went away", __func__,
-	    session_id(w->s), (int)fd);
+	log_debug("%s: session %s: client went away", __func__,
+	    session_id(w->s));
 	/* A DELETE still happens: the session is removed when it ends. */
 	if (w->delete)
 		session_set_remove_on_exit(w->s);
 	api_waiter_done(w, 0);
-	evhttp_connection_free(evcon);
 }
 
 /* The session observer: wake the waiters that what happened concerns. */
@@ -824,7 +799,6 @@ api_session_event(struct session *s, int events)
 	struct waiters	**slot = (struct waiters **)session_user(s);
 	struct waiter	 *w, *next;
 	struct timeval	  tv;
-	int64_t		  now;
 	int		  remove = 0;
 
 	if (*slot == NULL)
@@ -845,12 +819,8 @@ api_session_event(struct session *s, int events)
 			 * answer then carries it.  The close is still an
 			 * answer (API.md), API_CLOSE_EXIT_MS later at most.
 			 */
-			now = clock_mono_ms();
-			if (w->deadline_ms > now + API_CLOSE_EXIT_MS) {
-				w->deadline_ms = now + API_CLOSE_EXIT_MS;
-				evtimer_add(w->timer, timeval_ms(&tv,
-				    API_CLOSE_EXIT_MS));
-			}
+			if (hold_left_ms(w->hold) > API_CLOSE_EXIT_MS)
+				hold_set_deadline(w->hold, API_CLOSE_EXIT_MS);
 		} else if ((w->flags & WAIT_IDLE) &&
 		    (events & SESSION_EV_OUTPUT)) {
 			/* quiet from now on */

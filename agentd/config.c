@@ -95,6 +95,12 @@ static const struct opt opts[] = {
 	  "also listen on the other family's twin of a wildcard or loopback "
 	  "--listen ([::] for 0.0.0.0, [::1] for 127.0.0.1), and refuse to "
 	  "start when it is taken (default 1)" },
+	{ "ports-interval", OPT_MILLIS, OFF(ports_interval_ms), 20, 60000, "MS",
+	  "refresh the listening sockets this often while a GET /v1/ports "
+	  "waits for a port (default 250; units ms/s)" },
+	{ "ports-feed-interval", OPT_MILLIS, OFF(ports_feed_interval_ms), 0,
+	  60000, "MS", "otherwise this often, for the port.opened and "
+	  "port.closed events (default 1000; 0: only while asked)" },
 	{ "max-file-jobs", OPT_COUNT, OFF(max_file_jobs), 1, 100000, "N",
 	  "GET, PUT and stat calls of /v1/files running at once, each on a "
 	  "thread; one more gets 429 (default 64)" },
@@ -187,6 +193,8 @@ config_defaults(struct config *cfg)
 	cfg->preauth_timeout_ms = CONFIG_PREAUTH_TIMEOUT_DEFAULT;
 	cfg->max_peer_unproven = CONFIG_MAX_PEER_UNPROVEN_DEFAULT;
 	cfg->max_file_jobs = CONFIG_MAX_FILE_JOBS_DEFAULT;
+	cfg->ports_interval_ms = CONFIG_PORTS_INTERVAL_DEFAULT;
+	cfg->ports_feed_interval_ms = CONFIG_PORTS_FEED_INTERVAL_DEFAULT;
 	cfg->max_fetch_bytes = CONFIG_MAX_FETCH_BYTES_DEFAULT;
 	cfg->restore_window_ms = CONFIG_RESTORE_WINDOW_DEFAULT;
 	cfg->rtc_interval_ms = CONFIG_RTC_INTERVAL_DEFAULT;

@@ -39,6 +39,8 @@
 #define CONFIG_EVENTS_BYTES_DEFAULT	(4u << 20)	/* bytes */
 #define CONFIG_SSE_BUFFER_DEFAULT	(256u << 10)	/* bytes */
 #define CONFIG_SSE_KEEPALIVE_DEFAULT	15000	/* ms */
+#define CONFIG_PORTS_INTERVAL_DEFAULT	250		/* ms */
+#define CONFIG_PORTS_FEED_INTERVAL_DEFAULT 1000		/* ms */
 
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
@@ -77,6 +79,8 @@ struct config {
 	uint64_t	  events_bytes;
 	uint64_t	  sse_buffer;		/* bytes unsent per stream */
 	int64_t		  sse_keepalive_ms;
+	int64_t		  ports_interval_ms;	/* GET /v1/ports' refresh */
+	int64_t		  ports_feed_interval_ms; /* the event feed's */
 	char		 *hostname;		/* PID 1: set this hostname */
 	char		**env;			/* --env K=V, NULL-terminated */
 	char		 *env_file;		/* --env-file PATH */

@@ -80,6 +80,7 @@ static struct kmod *kmod_by_name(struct kmod_set *, const char *);
 static int	kmod_load_one(struct kmod_set *, struct kmod *);
 static int	kmod_finit(const char *, const char *);
 static int	kmod_coldplug_round(struct kmod_set *);
+static const char *kmod_root(const char *, char *, size_t);
 static void	kmod_coldplug_dev(struct kmod_set *, const char *);
 
 /* A whole file, NUL-terminated, malloc'd; NULL with errno. */
@@ -365,24 +366,62 @@ kmod_coldplug_round(struct kmod_set *mm)
 	return (mm->loaded - before);
 }
 
+/* modroot, or /lib/modules/$(uname -r) into buf when NULL; NULL if none. */
+static const char *
+kmod_root(const char *modroot, char *buf, size_t len)
+{
+	struct utsname	u;
+	struct stat	st;
+
+	if (modroot == NULL) {
+		if (uname(&u) == -1)
+			return (NULL);
+		snprintf(buf, len, "/lib/modules/%s", u.release);
+		modroot = buf;
+	}
+	if (stat(modroot, &st) == -1 || !S_ISDIR(st.st_mode))
+		return (NULL);
+	return (modroot);
+}
+
+/* Load named modules; see kmod.h. */
+int
+kmod_load_names(const char *modroot, const char *const *names)
+{
+	struct kmod_set	 mm;
+	struct kmod	*mod;
+	char		 root[512];
+	int		 error;
+
+	if ((modroot = kmod_root(modroot, root, sizeof root)) == NULL)
+		return (-ENOENT);
+	memset(&mm, 0, sizeof mm);
+	mm.root = modroot;
+	if ((error = kmod_parse_dep(&mm)) != 0) {
+		kmod_set_free(&mm);
+		return (error);
+	}
+	for (; *names != NULL; names++) {
+		if ((mod = kmod_by_name(&mm, *names)) != NULL)
+			kmod_load_one(&mm, mod);
+	}
+	log_info("%s: %d modules loaded from %s", __func__, mm.loaded,
+	    modroot);
+	error = mm.loaded;
+	kmod_set_free(&mm);
+	return (error);
+}
+
 /* Load the modules the machine's devices need; see kmod.h. */
 int
 kmod_load(const char *modroot)
 {
 	struct kmod_set		 mm;
-	struct utsname		 u;
-	struct stat		 st;
 	char			 root[512];
 	size_t			 i;
 	int			 round, error;
 
-	if (modroot == NULL) {
-		if (uname(&u) == -1)
-			return (0);
-		snprintf(root, sizeof root, "/lib/modules/%s", u.release);
-		modroot = root;
-	}
-	if (stat(modroot, &st) == -1 || !S_ISDIR(st.st_mode))
+	if ((modroot = kmod_root(modroot, root, sizeof root)) == NULL)
 		return (0);
 	memset(&mm, 0, sizeof mm);
 	mm.root = modroot;

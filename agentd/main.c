@@ -34,6 +34,7 @@
 #include "http.h"
 #include "log.h"
 #include "pid1.h"
+#include "ports_api.h"
 #include "restore.h"
 #include "session.h"
 #include "util.h"
@@ -170,6 +171,7 @@ agentd_shutdown(const char *why)
 	 * (503 shutting_down) and /healthz says so, also on new connections.
 	 */
 	companion_stop();
+	ports_api_stop();	/* a wait for a port ends: 503 */
 	/*
 	 * SIGTERM (and SIGCONT, for stopped ones) first, to every session;
 	 * SIGHUP to the tty ones a little later: delivered together, SIGHUP
@@ -374,6 +376,7 @@ main(int argc, char **argv)
 
 	/* The loop ended: the shutdown is over, or it broke on its own. */
 	api_flush_waiters();
+	ports_api_free();
 	session_signal_all(SIGKILL, 0);
 	session_remove_all();
 	events_free();	/* after the sessions' last events */

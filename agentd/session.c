@@ -1709,3 +1709,33 @@ session_sweep_cb(evutil_socket_t fd, short events, void *arg)
 	else if ((sweep_ms *= 2) > SESSION_SWEEP_MAX_MS)
 		sweep_ms = SESSION_SWEEP_MAX_MS;
 }
+
+/*
+ * The session a process belongs to: the first of pid and its ancestors (up
+ * to SESSION_PARENTS_MAX) whose session id (setsid) is a session's leader,
+ * while that leader is unreleased (its pid cannot be anyone else's).  So a
+ * process that left with setsid is still found through its parent, unless
+ * that parent ended and it was reparented to agentd or init.
+ */
+struct session *
+session_of_pid(pid_t pid)
+{
+	struct session	*s;
+	const char	*f;
+	char		 buf[512];
+	long		 ppid, sid;
+	int		 depth;
+
+	for (depth = 0; pid > 1 && depth < SESSION_PARENTS_MAX; depth++) {
+		/* state ppid pgrp session */
+		if ((f = proc_stat(pid, buf, sizeof buf)) == NULL ||
+		    sscanf(f, "%*c %ld %*d %ld", &ppid, &sid) != 2)
+			return (NULL);
+		TAILQ_FOREACH(s, &sessions, entry) {
+			if (s->pid == (pid_t)sid && !s->released)
+				return (s);
+		}
+		pid = (pid_t)ppid;
+	}
+	return (NULL);
+}

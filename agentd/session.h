@@ -36,6 +36,7 @@
 						loop turn, beyond which each
 						fd gets SESSION_READ_MAX */
 #define SESSION_WINDOW_CHUNKS	4096	/* chunks in one output window at most */
+#define SESSION_PARENTS_MAX	64	/* ancestors session_of_pid() looks at */
 
 struct session;
 struct ring;
@@ -79,6 +80,15 @@ int	 session_create(const struct proto_create *, struct session **out,
 	    struct proto_err *err);
 
 struct session	*session_find(const char *id);
+/*
+ * The session whose processes include pid: by the session id (setsid) of
+ * pid or of its nearest ancestor that has a session's, up to
+ * SESSION_PARENTS_MAX parents; NULL when none (agentd's own, a process
+ * reparented after its parent ended).  Reads /proc/PID/stat per step.
+ * With a cgroup per session, /proc/PID/cgroup is the exact answer (a
+ * reparented daemon too): this is the one place to ask it.
+ */
+struct session	*session_of_pid(pid_t pid);
 /* Iterate: the first session, then the next one (NULL at the end). */
 struct session	*session_first(void);
 struct session	*session_next(struct session *);

@@ -12,7 +12,8 @@
 #                      first by build-aux/static.sh)
 #   OUT                default build-static/initramfs.cpio.gz
 #   MODULES            kernel modules to ship, dependencies added (default
-#                      virtio_pci,virtio_net: qemu's virtio-net-pci)
+#                      virtio_pci,virtio_net: qemu's virtio-net-pci; and
+#                      inet_diag,tcp_diag,udp_diag: sock_diag for GET /v1/ports)
 #   SOURCE_DATE_EPOCH  the mtime of every entry (default 0)
 #   NO_DEPS=1          do not run build-aux/deps.sh / static.sh (the caller did)
 set -euo pipefail
@@ -38,4 +39,4 @@ fi
 
 mkdir -p "$(dirname "$OUT")"
 exec /usr/bin/python3 "$here/mkinitramfs.py" --agentd "$AGENTD" --kver "$KVER" \
-	--busybox /bin/busybox --modules "${MODULES-virtio_pci,virtio_net}" --out "$OUT"
+	--busybox /bin/busybox --modules "${MODULES-virtio_pci,virtio_net,inet_diag,tcp_diag,udp_diag}" --out "$OUT"

@@ -225,6 +225,7 @@ struct proto_query {
 	int		 eof;		/* eof=true|1 */
 	int64_t		 idle_ms;	/* default 0, clamped */
 	int		 head_tail;	/* head_tail=true|1 */
+	int		 port;		/* GET /v1/ports; default -1: not given */
 };
 /*
  * Parse a raw query string (no '?'; NULL or "" gives the defaults).  Keys
@@ -236,7 +237,8 @@ struct proto_query {
  * else 400 invalid_request naming the key; values beyond 64 bits saturate,
  * then wait_ms, yield_ms and idle_ms are clamped to PROTO_WAIT_MAX_MS and
  * max_bytes to PROTO_MAX_BYTES_MAX; a grace_ms above PROTO_GRACE_MAX_MS is
- * 400 invalid_request.  A value of ours longer than 32 bytes (decoded) is
+ * 400 invalid_request; port: 1..65535, else 400 invalid_request.  A
+ * value of ours longer than 32 bytes (decoded) is
  * refused like a non-number.  eof: true, false, 1 or 0; a bare "eof" is
  * true.
  */

@@ -87,7 +87,7 @@ static int
 proto_query_pair(const char *key, size_t klen, const char *val, size_t vlen,
     int has_value, struct proto_query *q, struct proto_err *err)
 {
-	uint64_t	n;
+	uint64_t	n = 0;
 	int		r, *flag;
 
 #define KEY_IS(s) (klen == sizeof(s) - 1 && memcmp(key, s, klen) == 0)
@@ -106,7 +106,8 @@ proto_query_pair(const char *key, size_t klen, const char *val, size_t vlen,
 		return (0);
 	}
 	if (!KEY_IS("cursor") && !KEY_IS("wait_ms") && !KEY_IS("yield_ms") &&
-	    !KEY_IS("max_bytes") && !KEY_IS("grace_ms") && !KEY_IS("idle_ms"))
+	    !KEY_IS("max_bytes") && !KEY_IS("grace_ms") && !KEY_IS("idle_ms") &&
+	    !KEY_IS("port"))
 		return (0);
 	r = vlen > PROTO_QUERY_VAL_MAX ? -1 : proto_digits(val, vlen, &n);
 	if (KEY_IS("cursor")) {
@@ -116,6 +117,14 @@ proto_query_pair(const char *key, size_t klen, const char *val, size_t vlen,
 			    " decimal integer in 0..%llu",
 			    (unsigned long long)UINT64_MAX));
 		q->cursor = n;
+		return (0);
+	}
+	if (KEY_IS("port")) {
+		if (r != 0 || n < 1 || n > 65535)
+			return (proto_fail(err, 400, "invalid_request",
+			    "query parameter 'port' must be a port number,"
+			    " 1..65535"));
+		q->port = (int)n;
 		return (0);
 	}
 	if (r < 0)
@@ -155,6 +164,7 @@ proto_parse_query(const char *query, struct proto_query *q,
 	memset(q, 0, sizeof *q);
 	q->max_bytes = PROTO_MAX_BYTES_DEFAULT;
 	q->grace_ms = -1;
+	q->port = -1;
 	if (query == NULL)
 		return (0);
 	end = query + strlen(query);

@@ -321,6 +321,18 @@ def checks(agent):
           st == 201 and "virtio_net" in text and "10.0.2.15/24" in text
           and re.search(r"default via 10\.0\.2\.2 dev eth0", text), repr(text))
 
+    # Listening ports: sock_diag answers in the VM (agentd loads inet_diag,
+    # tcp_diag and udp_diag itself: no modprobe here), and the listener is
+    # named by its session.
+    st, doc = agent.run({"cmd": "exec busybox nc -l -p 8000", "id": "listener"})
+    st2, _, ports = agent.request("GET", "/v1/ports?port=8000&wait_ms=20000", timeout=60)
+    entries = ports.get("ports") if isinstance(ports, dict) else None
+    check("ports: the session's listener on 8000, named by its session",
+          st == 201 and st2 == 200 and bool(entries)
+          and entries[0].get("session") == "listener"
+          and entries[0].get("protocol") in ("tcp", "tcp6"), f"{st} {st2} {ports}")
+    agent.request("DELETE", "/v1/sessions/listener?grace_ms=0")
+
     # Who is PID 1, and what a session sees of the token.
     st, doc = agent.run({"cmd": "cat /proc/1/comm; cat /proc/cmdline; env", "yield_ms": 20000})
     text = doc.get("text", "")

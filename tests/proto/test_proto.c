@@ -777,6 +777,32 @@ START_TEST(query_defaults_and_all)
 }
 END_TEST
 
+START_TEST(query_port)
+{
+	struct proto_query	q;
+	struct proto_err	e;
+	const char		*bad[] = { "port=0", "port=65536", "port=x",
+				    "port=", "port", "port=-1", "port=8%30x",
+				    "port=99999999999999999999999" };
+	size_t			 i;
+
+	ck_assert_int_eq(proto_parse_query(NULL, &q, &e), 0);
+	ck_assert_int_eq(q.port, -1);
+	ck_assert_int_eq(proto_parse_query("port=8000&wait_ms=99999", &q, &e),
+	    0);
+	ck_assert_int_eq(q.port, 8000);
+	ck_assert_int_eq(q.wait_ms, PROTO_WAIT_MAX_MS);
+	ck_assert_int_eq(proto_parse_query("port=1&port=65535", &q, &e), 0);
+	ck_assert_int_eq(q.port, 65535);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		ck_assert_int_eq(proto_parse_query(bad[i], &q, &e), -1);
+		ck_assert_int_eq(e.status, 400);
+		ck_assert_str_eq(e.code, "invalid_request");
+		ck_assert_ptr_nonnull(strstr(e.message, "'port'"));
+	}
+}
+END_TEST
+
 START_TEST(query_decoding)
 {
 	struct proto_query	q;
@@ -1885,6 +1911,7 @@ proto_suite(void)
 	t = tcase_create("query");
 	tcase_add_test(t, query_defaults_and_all);
 	tcase_add_test(t, query_decoding);
+	tcase_add_test(t, query_port);
 	tcase_add_test(t, query_clamps);
 	tcase_add_test(t, query_errors);
 	tcase_add_test(t, files_user);

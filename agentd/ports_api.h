@@ -1,0 +1,24 @@
+/*
+ * ports_api.h -- GET /v1/ports: the listening sockets (ports.h), and
+ * ?port=P&wait_ms=W, a long-poll answered when something listens on P.
+ * Event loop thread only.
+ */
+#ifndef AGENTD_PORTS_API_H
+#define AGENTD_PORTS_API_H
+
+struct http_req;
+
+/*
+ * Start: the baseline list, and the event feed's refreshes every
+ * --ports-feed-interval (agentd_start(); the first request does it too).
+ */
+void	ports_api_init(void);
+/* Answer a request for /v1/ports (any method, any path under it). */
+void	ports_route(struct http_req *);
+
+/* The shutdown began: every wait ends with 503 shutting_down. */
+void	ports_api_stop(void);
+/* Answer every waiter now and free the list (after the loop). */
+void	ports_api_free(void);
+
+#endif /* AGENTD_PORTS_API_H */

@@ -1,0 +1,269 @@
+"""GET /v1/ports: listening TCP and bound UDP sockets, their pid and session;
+?port=P&wait_ms=W answering when something listens there or at the deadline."""
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+import unittest
+
+from harness import AgentdTestCase, free_port, query
+
+
+def free_udp_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class PortsTest(AgentdTestCase):
+
+    def ports(self, **params):
+        r = self.req('GET', '/v1/ports' + (query(**params) if params else ''))
+        self.expect(r, 200)
+        body = r.json
+        self.assertEqual(list(body), ['ports'])
+        for e in body['ports']:
+            self.assertEqual(sorted(e), ['address', 'pid', 'port', 'protocol', 'session'])
+            self.assertIn(e['protocol'], ('tcp', 'tcp6', 'udp', 'udp6'))
+        return body['ports'], r.elapsed
+
+    def on(self, entries, port, protocol=None):
+        return [e for e in entries if e['port'] == port and
+                (protocol is None or e['protocol'] == protocol)]
+
+    def cmdline(self, pid):
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            return f.read().replace(b'\0', b' ').decode()
+
+    def test_http_server_named_by_its_session(self):
+        port = free_port()
+        s = self.create(cmd='exec python3 -m http.server %d --bind 127.0.0.1' % port)
+        entries, _ = self.ports(port=port, wait_ms=20000)
+        self.assertEqual(len(entries), 1, entries)
+        e = entries[0]
+        self.assertEqual(e['address'], '127.0.0.1')
+        self.assertEqual(e['protocol'], 'tcp')
+        self.assertEqual(e['session'], s['id'])
+        self.assertIn('http.server', self.cmdline(e['pid']))
+        # The whole list has it too, and agentd's own listener (no session).
+        entries, _ = self.ports()
+        self.assertEqual(self.on(entries, port), [e])
+        own = self.on(entries, self.agentd.port, 'tcp')
+        self.assertEqual(len(own), 1, entries)
+        self.assertEqual(own[0]['pid'], self.agentd.proc.pid)
+        self.assertIsNone(own[0]['session'])
+        # Gone once its session is.
+        self.expect(self.req('DELETE', '/v1/sessions/' + s['id']), 200)
+        deadline = time.monotonic() + 10
+        while self.on(self.ports()[0], port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.on(self.ports()[0], port), [])
+
+    def test_setsid_child_found_through_its_parent(self):
+        port = free_port()
+        s = self.create(cmd='setsid python3 -m http.server %d --bind 127.0.0.1 '
+                        '& wait' % port)
+        entries, _ = self.ports(port=port, wait_ms=20000)
+        self.assertEqual(len(entries), 1, entries)
+        self.assertEqual(entries[0]['session'], s['id'])
+        pid = entries[0]['pid']
+        self.assertNotEqual(os.getsid(pid), s['pid'], 'setsid did not happen')
+
+    def test_udp_and_ipv6(self):
+        port = free_udp_port()
+        prog = ('import socket, time\n'
+                'u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n'
+                'u.bind(("127.0.0.1", %d))\n'
+                't = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)\n'
+                't.bind(("::1", %d)); t.listen(1)\n'
+                'print("up", flush=True); time.sleep(60)\n' % (port, port))
+        s = self.create(argv=['python3', '-c', prog], wait_ms=10000)
+        entries, _ = self.ports(port=port, wait_ms=10000)
+        if not self.on(entries, port, 'tcp6') or not self.on(entries, port, 'udp'):
+            entries, _ = self.ports(port=port)
+        udp = self.on(entries, port, 'udp')
+        tcp6 = self.on(entries, port, 'tcp6')
+        self.assertEqual(len(udp), 1, entries)
+        self.assertEqual(udp[0]['address'], '127.0.0.1')
+        self.assertEqual(udp[0]['session'], s['id'])
+        self.assertEqual(len(tcp6), 1, entries)
+        self.assertEqual(tcp6[0]['address'], '::1')
+        self.assertEqual(tcp6[0]['pid'], udp[0]['pid'])
+
+    def test_port_events(self):
+        """port.opened and port.closed reach the event feed without anyone
+        asking /v1/ports (the feed's refresh, --ports-feed-interval)."""
+        port = free_port()
+        r = self.req('GET', '/v1/events' + query(types='port.opened,port.closed'))
+        self.expect(r, 200)
+        cursor = r.json['cursor']
+        s = self.create(cmd='exec python3 -m http.server %d --bind 127.0.0.1' % port)
+
+        def next_event(cursor):
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                r = self.req('GET', '/v1/events' + query(
+                    cursor=cursor, wait_ms=10000,
+                    types='port.opened,port.closed'))
+                self.expect(r, 200)
+                mine = [e for e in r.json['events'] if e['port'] == port]
+                cursor = r.json['cursor']
+                if mine:
+                    return mine[0], cursor
+            self.fail('no port event for %d' % port)
+
+        e, cursor = next_event(cursor)
+        self.assertEqual(e['type'], 'port.opened')
+        self.assertEqual(e['session'], s['id'])
+        self.assertEqual(e['address'], '127.0.0.1')
+        self.assertEqual(e['protocol'], 'tcp')
+        self.assertIsInstance(e['pid'], int)
+        self.expect(self.req('DELETE', '/v1/sessions/' + s['id']), 200)
+        e, cursor = next_event(cursor)
+        self.assertEqual(e['type'], 'port.closed')
+        self.assertEqual(e['session'], s['id'])
+        self.assertEqual(e['port'], port)
+
+    def test_socket_outside_any_session(self):
+        t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            t.bind(('127.0.0.1', 0))
+            t.listen(1)
+            u.bind(('127.0.0.1', 0))
+            entries, _ = self.ports()
+            e = self.on(entries, t.getsockname()[1], 'tcp')
+            self.assertEqual(len(e), 1, entries)
+            self.assertIsNone(e[0]['session'])
+            self.assertEqual(e[0]['pid'], os.getpid())
+            e = self.on(entries, u.getsockname()[1], 'udp')
+            self.assertEqual(len(e), 1, entries)
+            self.assertIsNone(e[0]['session'])
+        finally:
+            t.close()
+            u.close()
+
+    def test_wait_answers_when_the_port_opens(self):
+        port = free_port()
+        got = {}
+
+        def wait():
+            c = self.agentd.tcp_client()
+            try:
+                r = c.request('GET', '/v1/ports' + query(port=port, wait_ms=20000))
+                got['status'], got['body'] = r.status, r.json
+                got['at'] = time.monotonic()
+            finally:
+                c.close()
+        th = threading.Thread(target=wait)
+        th.start()
+        time.sleep(0.8)
+        self.assertTrue(th.is_alive(), 'answered before anything listened: %r' % got)
+        t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            t.bind(('127.0.0.1', port))
+            t.listen(1)
+            opened = time.monotonic()
+            th.join(15)
+            self.assertFalse(th.is_alive())
+            self.assertEqual(got['status'], 200)
+            self.assertEqual(len(got['body']['ports']), 1, got)
+            self.assertEqual(got['body']['ports'][0]['port'], port)
+            # The refresh runs every --ports-interval (250 ms) while waiting.
+            self.assertLess(got['at'] - opened, 2.0)
+        finally:
+            t.close()
+
+    def test_wait_ends_at_the_deadline_empty(self):
+        port = free_port()
+        entries, elapsed = self.ports(port=port, wait_ms=700)
+        self.assertEqual(entries, [])
+        self.assertGreaterEqual(elapsed, 0.65)
+        self.assertLess(elapsed, 5)
+        # Listening already: at once.
+        t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            t.bind(('127.0.0.1', port))
+            t.listen(1)
+            entries, elapsed = self.ports(port=port, wait_ms=20000)
+            self.assertEqual(len(entries), 1)
+            self.assertLess(elapsed, 2)
+        finally:
+            t.close()
+
+    def test_shutdown_ends_a_wait(self):
+        # A session that ignores SIGTERM keeps the shutdown in its grace.
+        self.create(cmd="trap '' TERM; sleep 60")
+        got = {}
+
+        def wait():
+            c = self.agentd.tcp_client()
+            try:
+                r = c.request('GET', '/v1/ports' + query(port=free_port(),
+                                                         wait_ms=30000))
+                got['status'], got['body'] = r.status, r.json
+            finally:
+                c.close()
+        th = threading.Thread(target=wait)
+        th.start()
+        time.sleep(0.5)
+        self.agentd.proc.send_signal(signal.SIGTERM)
+        th.join(10)
+        self.assertFalse(th.is_alive(), 'the wait outlived the shutdown')
+        self.assertEqual(got['status'], 503, got)
+        self.assertEqual(got['body']['error']['code'], 'shutting_down')
+        self.stop_agentd()
+
+    def test_wait_client_gone_frees_the_wait(self):
+        # Without the event feed's refreshes, only waits run the timer.
+        self.stop_agentd()
+        self.start_agentd(['--ports-feed-interval', '0'])
+        port = free_port()
+        for _ in range(20):
+            c = socket.create_connection(('127.0.0.1', self.agentd.port))
+            c.sendall(('GET /v1/ports?port=%d&wait_ms=60000 HTTP/1.1\r\n'
+                       'Host: localhost\r\n%s\r\n' % (port, ''.join(
+                           '%s: %s\r\n' % kv for kv in
+                           self.agentd.auth_headers().items()))).encode())
+            time.sleep(0.05)
+            c.close()
+        time.sleep(0.5)
+        # The waits are gone: the refresh timer (250 ms) has stopped.
+        before = self.refreshes()
+        time.sleep(0.8)
+        self.assertEqual(self.refreshes(), before)
+        entries, _ = self.ports(port=port)
+        self.assertEqual(entries, [])
+
+    def refreshes(self):
+        for line in self.req('GET', '/metrics').body.decode().splitlines():
+            if line.startswith('agentd_ports_refreshes_total '):
+                return int(line.split()[1])
+        self.fail('no agentd_ports_refreshes_total')
+
+    def test_bad_requests(self):
+        for q in ('port=0', 'port=65536', 'port=x', 'port=', 'port=-1'):
+            self.assertError(self.req('GET', '/v1/ports?' + q), 400,
+                             'invalid_request', 'port')
+        for q in ('port=80&wait_ms=x', 'wait_ms=-5'):
+            self.assertError(self.req('GET', '/v1/ports?' + q), 400,
+                             'invalid_request', 'wait_ms')
+        self.assertError(self.req('POST', '/v1/ports', {}), 405,
+                         'method_not_allowed')
+        self.assertError(self.req('GET', '/v1/ports/x'), 404, 'not_found')
+        self.assertError(self.req('GET', '/v1/ports', auth=False), 401,
+                         'unauthorized')
+        r = self.req('HEAD', '/v1/ports')
+        self.expect(r, 200)
+        self.assertEqual(r.body, b'')
+        r = self.req('GET', '/metrics')
+        self.assertIn('agentd_ports ', r.body.decode())
+
+
+if __name__ == '__main__':
+    unittest.main()
