@@ -74,6 +74,8 @@ struct waiter {
 	struct event		*idle;		/* WAIT_IDLE: quiet for idle_ms */
 	struct event		*closed;	/* the client went away, or NULL
 						   before API_WATCH_AFTER_MS */
+	api_wait_fn		 fn;		/* answers instead of api_answer() */
+	void			*arg;		/* fn's */
 };
 TAILQ_HEAD(waiters, waiter);
 
@@ -92,8 +94,6 @@ struct api_answer {
 static struct waiters	*api_waiters(struct session *);
 static void	api_answer(struct evhttp_request *, struct session *,
 		    const struct api_answer *);
-static int	api_window(struct session *, uint64_t, size_t, int,
-		    struct proto_window *, struct proto_err *);
 static int	api_window_into(struct session *, uint64_t, size_t,
 		    struct proto_buf *, struct proto_window *,
 		    struct proto_err *);
@@ -107,8 +107,9 @@ static size_t	api_window_bytes(const struct proto_window *);
 static int	api_wait_flags(int64_t wait_ms, int64_t yield_ms,
 		    int64_t idle_ms, int64_t *ms);
 static void	api_waiter_idle(evutil_socket_t, short, void *);
-static void	api_wait(struct evhttp_request *, struct session *, int flags,
-		    int64_t ms, const struct api_answer *, int delete);
+static struct waiter *api_wait(struct evhttp_request *, struct session *,
+		    int flags, int64_t ms, const struct api_answer *,
+		    int delete);
 static int	api_waiter_done(struct waiter *, int answer);
 static void	api_waiter_timeout(evutil_socket_t, short, void *);
 static void	api_waiter_closed(evutil_socket_t, short, void *);
@@ -384,7 +385,7 @@ api_window_need(struct ring *r, size_t max_bytes, int head_tail, size_t *lim)
  * Read the window of chunks after cursor into w (pointing into the shared
  * scratch buffers, valid until the next window).  Returns 0, or -1 with err.
  */
-static int
+int
 api_window(struct session *s, uint64_t cursor, size_t max_bytes,
     int head_tail, struct proto_window *w, struct proto_err *err)
 {
@@ -676,7 +677,7 @@ api_waiters(struct session *s)
 }
 
 /* Park a request on a session until flags happen or ms pass. */
-static void
+static struct waiter *
 api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
     const struct api_answer *a, int delete)
 {
@@ -727,6 +728,23 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 	TAILQ_INSERT_TAIL(api_waiters(s), w, entry);
 	if (flags & (WAIT_OUTPUT | WAIT_IDLE))
 		session_watch(s, 1);
+	return (w);
+}
+
+/*
+ * Park req on s for another front end until s exits or ms pass; then fn
+ * answers it (see api.h).
+ */
+void
+api_wait_call(struct evhttp_request *req, struct session *s, int64_t ms,
+    int delete, api_wait_fn fn, void *arg)
+{
+	struct api_answer	a = { .written = -1 };
+	struct waiter		*w;
+
+	w = api_wait(req, s, WAIT_EXIT, ms, &a, delete);
+	w->fn = fn;
+	w->arg = arg;
 }
 
 /*
@@ -747,7 +765,9 @@ api_waiter_done(struct waiter *w, int answer)
 		event_free(w->idle);
 	if (w->closed != NULL)
 		event_free(w->closed);
-	if (answer) {
+	if (w->fn != NULL)
+		w->fn(answer ? w->req : NULL, w->s, w->arg);
+	else if (answer) {
 		a.status = w->status;
 		a.window = w->window;
 		a.cursor = w->cursor;
