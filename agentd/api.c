@@ -30,6 +30,7 @@
 #include "evmem.h"
 #include "http.h"
 #include "log.h"
+#include "mcp.h"
 #include "proto.h"
 #include "restore.h"
 #include "ringbuf.h"
@@ -177,6 +178,8 @@ api_route(struct http_req *hr)
 		sandbox_route(hr);
 	else if (strncmp(p, "/v1/events", 10) == 0)
 		events_route(hr);
+	else if (strcmp(p, "/mcp") == 0)
+		mcp_route(hr);
 	else if (hr->unix_peer && strncmp(p, "/debug/", 7) == 0)
 		debug_route(hr);	/* the unix socket only */
 	else
@@ -341,6 +344,7 @@ api_metrics(struct http_req *hr)
 	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */
 	proto_buf_printf(&b, "# TYPE agentd_evmem_kept_bytes gauge\n"
 	    "agentd_evmem_kept_bytes %zu\n", evmem_kept());
+	mcp_metrics(&b);
 	files_running(&calls, &fetches);
 	proto_buf_printf(&b,
 	    "# TYPE agentd_file_calls gauge\n"
