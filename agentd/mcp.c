@@ -1059,7 +1059,7 @@ mcp_wait(struct mcp_call *c, struct session *s, int64_t ms, int delete)
 /*
  * Answer the waiting tool call with s: its id, its state, and its output
  * since the MCP session's last result, cut to c->max_bytes (head and
- * tail).
+ * tail); in the text, a line says where the cut is.
  */
 static void
 mcp_answer(struct mcp_call *c, struct session *s)
@@ -1067,11 +1067,13 @@ mcp_answer(struct mcp_call *c, struct session *s)
 	struct proto_session	 v;
 	struct proto_window	 w;
 	struct proto_err	 err;
-	struct proto_buf	 t = { 0 };
+	struct proto_buf	 t = { 0 }, o = { 0 };
 	struct mcp_mark		*m = mcp_mark(c, s);
 	uint64_t		 end, omitted = 0;
-	size_t			 i, head, got = 0;
+	size_t			 i, cut = 0, got = 0;
 
+	if (m->cursor > ring_newest(session_ring(s)))
+		m->cursor = m->offset = 0;	/* another session of that id */
 	if (api_window(s, m->cursor, c->max_bytes, 1, &w, &err) != 0) {
 		mcp_tool_error(c, "%s: %s", err.code, err.message);
 		return;
@@ -1094,9 +1096,24 @@ mcp_answer(struct mcp_call *c, struct session *s)
 	m->cursor = w.cursor;
 	if (omitted > 0)
 		proto_buf_printf(&t, "%" PRIu64 " bytes omitted\n", omitted);
-	head = t.len;
-	for (i = 0; i < w.n; i++)
-		proto_buf_append(&t, w.chunks[i].data, w.chunks[i].len);
+	/* The text marks the cut between the head and the tail. */
+	for (i = 0; i < w.n; i++) {
+		if (i == w.truncated_at)
+			cut = o.len;
+		proto_buf_append(&o, w.chunks[i].data, w.chunks[i].len);
+	}
+	if (w.truncated_bytes == 0 || w.truncated_at >= w.n)
+		cut = o.len;
+	if (cut > 0)
+		proto_buf_append(&t, o.data, cut);
+	if (w.truncated_bytes > 0) {
+		if (cut > 0 && o.data[cut - 1] != '\n')
+			MCP_PUT(&t, "\n");
+		proto_buf_printf(&t, "[... %" PRIu64 " bytes omitted ...]\n",
+		    w.truncated_bytes);
+	}
+	if (o.len > cut)
+		proto_buf_append(&t, o.data + cut, o.len - cut);
 
 	mcp_begin(c, c->id);
 	MCP_PUT(&c->out, ", \"result\": {\"content\": [{\"type\": "
@@ -1113,9 +1130,10 @@ mcp_answer(struct mcp_call *c, struct session *s)
 		    "true");
 	proto_buf_printf(&c->out, ", \"omitted_bytes\": %" PRIu64 ", "
 	    "\"output\": ", omitted);
-	proto_buf_json_string(&c->out, t.data + head, t.len - head);
+	proto_buf_json_string(&c->out, o.len > 0 ? o.data : "", o.len);
 	MCP_PUT(&c->out, "}, \"isError\": false}}");
 	proto_buf_free(&t);
+	proto_buf_free(&o);
 }
 
 /* list_sessions: a line per session, and the same as structuredContent. */

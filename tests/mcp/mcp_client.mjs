@@ -111,6 +111,7 @@ await check('head and tail kept, the rest omitted', async () => {
   assert.ok(sc.output.endsWith('99999\n100000\n'));
   assert.equal(sc.omitted_bytes, 588895 - 400);
   assert.match(r.content[0].text, /^session \S+\nexit code 0\n588495 bytes omitted\n1\n2\n/);
+  assert.ok(r.content[0].text.includes('\n69\n70\n[... 588495 bytes omitted ...]\n'));
 });
 
 await check('unknown session', async () => {
