@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -74,13 +75,13 @@ class McpSdkTest(AgentdTestCase):
 class McpProtocolTest(AgentdTestCase):
     """JSON-RPC and the transport's rules, by hand."""
 
-    def post(self, body, sid=None, headers=None, raw=False):
+    def post(self, body, sid=None, headers=None, raw=False, client=None):
         h = {'Content-Type': 'application/json', 'Accept': ACCEPT}
         if sid is not None:
             h['Mcp-Session-Id'] = sid
         h.update(headers or {})
         data = body if raw else json.dumps(body)
-        return self.req('POST', '/mcp', data, headers=h)
+        return self.req('POST', '/mcp', data, headers=h, client=client)
 
     def session(self, version='2025-03-26'):
         init = dict(INIT, params=dict(INIT['params'], protocolVersion=version))
@@ -265,7 +266,6 @@ class McpProtocolTest(AgentdTestCase):
 
     def test_yield_does_not_block_the_loop(self):
         sid = self.session()
-        import threading
         box = {}
 
         def slow():
@@ -319,6 +319,47 @@ class McpProtocolTest(AgentdTestCase):
                 time.sleep(0.05)
         self.assertTrue(all(s['state'] == 'running'
                             for s in self.list_sessions()))
+
+    def test_shutdown_with_a_waiting_batch(self):
+        """A stop is not held up by it, nor does it crash or leak (the
+        answer may go out or not, as for the API's long-polls)."""
+        sid = self.session('2025-03-26')
+        box = {}
+        c = self.agentd.tcp_client()
+
+        def post():
+            try:
+                box['r'] = self.post(
+                [{'jsonrpc': '2.0', 'id': 1, 'method': 'tools/call',
+                  'params': {'name': 'exec_command',
+                             'arguments': {'cmd': "trap '' TERM; sleep 60",
+                                           'yield_time_ms': 30000}}},
+                 {'jsonrpc': '2.0', 'id': 2, 'method': 'tools/call',
+                  'params': {'name': 'exec_command',
+                             'arguments': {'cmd': 'echo late'}}}], sid,
+                    client=c)
+            except AssertionError as e:
+                box['e'] = e    # the connection closed at the stop
+        t = threading.Thread(target=post)
+        t.start()
+        deadline = time.monotonic() + 10 * SLOW
+        while sum(self.readers().values()) != 1:
+            self.assertLess(time.monotonic(), deadline, 'no wait')
+            time.sleep(0.05)
+        time.sleep(0.3)         # the trap is set
+        self.stop_agentd()      # fails unless agentd exits 0 in time
+        t.join(30 * SLOW)
+        self.assertFalse(t.is_alive())
+        if 'r' not in box:
+            return
+        r = box['r']
+        self.expect(r, 200)
+        first, second = r.json
+        self.assertIn(first['result']['structuredContent']['exit_code'],
+                      (137, 143))   # SIGKILL after the grace
+        self.assertTrue(second['result']['isError'])
+        self.assertEqual(second['result']['content'][0]['text'],
+                         'shutting_down: agentd is shutting down')
 
     def test_invalid_utf8_output(self):
         sid = self.session()
