@@ -447,8 +447,8 @@ mcp_post(struct http_req *hr)
 		if (one == NULL || json_array_append_new(one, msgs) != 0)
 			fatal("%s: out of memory", __func__);
 		msgs = one;
-		(void)json_unpack(json_array_get(msgs, 0), "{s:s}", "method",
-		    &method);
+		method = json_string_value(json_object_get(json_array_get(msgs,
+		    0), "method"));
 	}
 
 	/* Every message but an initialize belongs to an MCP session. */
@@ -656,19 +656,17 @@ mcp_waited(struct evhttp_request *req, struct session *s, void *arg)
 static void
 mcp_begin(struct mcp_call *c, json_t *id)
 {
-	char	*s;
-
 	if (c->nanswers++ > 0)
 		MCP_PUT(&c->out, ", ");
 	MCP_PUT(&c->out, "{\"jsonrpc\": \"2.0\", \"id\": ");
-	if (id == NULL)
+	if (json_is_string(id))
+		proto_buf_json_string(&c->out, json_string_value(id),
+		    json_string_length(id));
+	else if (json_is_integer(id))
+		proto_buf_printf(&c->out, "%" JSON_INTEGER_FORMAT,
+		    json_integer_value(id));
+	else
 		MCP_PUT(&c->out, "null");
-	else {
-		if ((s = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT)) == NULL)
-			fatal("%s: out of memory", __func__);
-		proto_buf_append(&c->out, s, strlen(s));
-		free(s);
-	}
 }
 
 /* Answer id with a result, JSON text. */
@@ -724,13 +722,13 @@ mcp_initialize(struct mcp_call *c, json_t *id, json_t *params)
 {
 	struct mcp_session	*ms;
 	const char		*want;
-	json_t			*caps, *info;
 	char			*result;
 	int			 v;
 
-	if (json_unpack(params, "{s:s, s:o, s:o}", "protocolVersion", &want,
-	    "capabilities", &caps, "clientInfo", &info) != 0 ||
-	    !json_is_object(caps) || !json_is_object(info)) {
+	want = json_string_value(json_object_get(params, "protocolVersion"));
+	if (want == NULL ||
+	    !json_is_object(json_object_get(params, "capabilities")) ||
+	    !json_is_object(json_object_get(params, "clientInfo"))) {
 		mcp_error(c, id, RPC_INVALID_PARAMS, "initialize takes "
 		    "'protocolVersion' (a string), 'capabilities' and "
 		    "'clientInfo' (objects)");
@@ -764,10 +762,11 @@ static int
 mcp_tools_call(struct mcp_call *c, json_t *id, json_t *params)
 {
 	const char	*name;
-	json_t		*args = NULL;
+	json_t		*args;
 
-	if (json_unpack(params, "{s:s, s?o}", "name", &name, "arguments",
-	    &args) != 0 || (args != NULL && !json_is_object(args) &&
+	name = json_string_value(json_object_get(params, "name"));
+	args = json_object_get(params, "arguments");
+	if (name == NULL || (args != NULL && !json_is_object(args) &&
 	    !json_is_null(args))) {
 		mcp_error(c, id, RPC_INVALID_PARAMS, "tools/call takes 'name' "
 		    "(a string) and 'arguments' (an object)");
@@ -923,10 +922,10 @@ mcp_exec(struct mcp_call *c, json_t *args)
 	struct proto_err	 err;
 	struct session		*s;
 	const char		*cmd, *workdir, *shell;
-	char			 why[PROTO_MESSAGE_MAX], *body;
-	int			 tty, login;
+	struct proto_buf	 body = { 0 };
+	char			 why[PROTO_MESSAGE_MAX];
+	int			 tty, login, error;
 	int64_t			 ms;
-	json_t			*create;
 
 	if (mcp_args(c, args, names, why, sizeof why) != 0 ||
 	    mcp_arg_str(args, "cmd", 0, &cmd, why, sizeof why) != 0 ||
@@ -944,21 +943,31 @@ mcp_exec(struct mcp_call *c, json_t *args)
 		return (0);
 	}
 
-	create = json_pack("{s:s, s:b, s:b, s:s*, s:s*}", "cmd", cmd, "tty",
-	    tty, "login", login, "shell", shell, "cwd", workdir);
-	if (create == NULL ||
-	    (body = json_dumps(create, JSON_COMPACT)) == NULL)
+	/* The API's create body, parsed as a POST's. */
+	MCP_PUT(&body, "{\"cmd\": ");
+	proto_buf_json_string(&body, cmd, strlen(cmd));
+	proto_buf_printf(&body, ", \"tty\": %s, \"login\": %s",
+	    tty ? "true" : "false", login ? "true" : "false");
+	if (shell != NULL) {
+		MCP_PUT(&body, ", \"shell\": ");
+		proto_buf_json_string(&body, shell, strlen(shell));
+	}
+	if (workdir != NULL) {
+		MCP_PUT(&body, ", \"cwd\": ");
+		proto_buf_json_string(&body, workdir, strlen(workdir));
+	}
+	MCP_PUT(&body, "}");
+	if (body.oom)
 		fatal("%s: out of memory", __func__);
-	json_decref(create);
 	lim.ring_bytes_default = agentd_cfg->ring_bytes;
 	lim.ring_bytes_min = RING_CAPACITY_MIN;
 	lim.ring_bytes_max = agentd_cfg->max_ring_bytes;
-	if (proto_parse_create(body, strlen(body), &lim, &pc, &err) != 0) {
-		free(body);
+	error = proto_parse_create(body.data, body.len, &lim, &pc, &err);
+	proto_buf_free(&body);
+	if (error != 0) {
 		mcp_tool_error(c, "%s: %s", err.code, err.message);
 		return (0);
 	}
-	free(body);
 	if (session_create(&pc, &s, &err) != 0) {
 		proto_create_free(&pc);
 		mcp_tool_error(c, "%s: %s", err.code, err.message);
