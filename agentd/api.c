@@ -31,6 +31,7 @@
 #include "hold.h"
 #include "http.h"
 #include "log.h"
+#include "mcp.h"
 #include "ports.h"
 #include "ports_api.h"
 #include "proto.h"
@@ -72,6 +73,8 @@ struct waiter {
 	int64_t			 idle_ms;
 	struct hold		*hold;		/* the deadline, the client */
 	struct event		*idle;		/* WAIT_IDLE: quiet for idle_ms */
+	api_wait_fn		 fn;		/* answers instead of api_answer() */
+	void			*arg;		/* fn's */
 };
 TAILQ_HEAD(waiters, waiter);
 
@@ -90,8 +93,6 @@ struct api_answer {
 static struct waiters	*api_waiters(struct session *);
 static void	api_answer(struct evhttp_request *, struct session *,
 		    const struct api_answer *);
-static int	api_window(struct session *, uint64_t, size_t, int,
-		    struct proto_window *, struct proto_err *);
 static int	api_window_into(struct session *, uint64_t, size_t,
 		    struct proto_buf *, struct proto_window *,
 		    struct proto_err *);
@@ -105,8 +106,9 @@ static size_t	api_window_bytes(const struct proto_window *);
 static int	api_wait_flags(int64_t wait_ms, int64_t yield_ms,
 		    int64_t idle_ms, int64_t *ms);
 static void	api_waiter_idle(evutil_socket_t, short, void *);
-static void	api_wait(struct evhttp_request *, struct session *, int flags,
-		    int64_t ms, const struct api_answer *, int delete);
+static struct waiter *api_wait(struct evhttp_request *, struct session *,
+		    int flags, int64_t ms, const struct api_answer *,
+		    int delete);
 static int	api_waiter_done(struct waiter *, int answer);
 static void	api_waiter_deadline(void *);
 static void	api_waiter_gone(void *);
@@ -180,6 +182,8 @@ api_route(struct http_req *hr)
 		events_route(hr);
 	else if (strncmp(p, "/v1/ports", 9) == 0)
 		ports_route(hr);
+	else if (strcmp(p, "/mcp") == 0)
+		mcp_route(hr);
 	else if (hr->unix_peer && strncmp(p, "/debug/", 7) == 0)
 		debug_route(hr);	/* the unix socket only */
 	else
@@ -344,6 +348,7 @@ api_metrics(struct http_req *hr)
 	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */
 	proto_buf_printf(&b, "# TYPE agentd_evmem_kept_bytes gauge\n"
 	    "agentd_evmem_kept_bytes %zu\n", evmem_kept());
+	mcp_metrics(&b);
 	files_running(&calls, &fetches);
 	proto_buf_printf(&b,
 	    "# TYPE agentd_file_calls gauge\n"
@@ -389,7 +394,7 @@ api_window_need(struct ring *r, size_t max_bytes, int head_tail, size_t *lim)
  * Read the window of chunks after cursor into w (pointing into the shared
  * scratch buffers, valid until the next window).  Returns 0, or -1 with err.
  */
-static int
+int
 api_window(struct session *s, uint64_t cursor, size_t max_bytes,
     int head_tail, struct proto_window *w, struct proto_err *err)
 {
@@ -681,7 +686,7 @@ api_waiters(struct session *s)
 }
 
 /* Park a request on a session until flags happen or ms pass. */
-static void
+static struct waiter *
 api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
     const struct api_answer *a, int delete)
 {
@@ -721,6 +726,23 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 	TAILQ_INSERT_TAIL(api_waiters(s), w, entry);
 	if (flags & (WAIT_OUTPUT | WAIT_IDLE))
 		session_watch(s, 1);
+	return (w);
+}
+
+/*
+ * Park req on s for another front end until s exits or ms pass; then fn
+ * answers it (see api.h).
+ */
+void
+api_wait_call(struct evhttp_request *req, struct session *s, int64_t ms,
+    int delete, api_wait_fn fn, void *arg)
+{
+	struct api_answer	a = { .written = -1 };
+	struct waiter		*w;
+
+	w = api_wait(req, s, WAIT_EXIT, ms, &a, delete);
+	w->fn = fn;
+	w->arg = arg;
 }
 
 /*
@@ -739,7 +761,9 @@ api_waiter_done(struct waiter *w, int answer)
 	hold_free(w->hold);
 	if (w->idle != NULL)
 		event_free(w->idle);
-	if (answer) {
+	if (w->fn != NULL)
+		w->fn(answer ? w->req : NULL, w->s, w->arg);
+	else if (answer) {
 		a.status = w->status;
 		a.window = w->window;
 		a.cursor = w->cursor;

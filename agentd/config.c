@@ -104,6 +104,9 @@ static const struct opt opts[] = {
 	{ "max-file-jobs", OPT_COUNT, OFF(max_file_jobs), 1, 100000, "N",
 	  "GET, PUT and stat calls of /v1/files running at once, each on a "
 	  "thread; one more gets 429 (default 64)" },
+	{ "mcp-sessions", OPT_COUNT, OFF(mcp_sessions), 1, 100000, "N",
+	  "MCP sessions (Mcp-Session-Id of /mcp) kept; one more ends the "
+	  "least recently used (default 64)" },
 	{ "max-fetch-bytes", OPT_SIZE, OFF(max_fetch_bytes), 1, 1ull << 50,
 	  "BYTES", "largest download of /v1/files/fetch (default 4GiB)" },
 	{ "restore-window", OPT_MILLIS, OFF(restore_window_ms), 0, 3600000,
@@ -205,6 +208,7 @@ config_defaults(struct config *cfg)
 	cfg->events_bytes = CONFIG_EVENTS_BYTES_DEFAULT;
 	cfg->sse_buffer = CONFIG_SSE_BUFFER_DEFAULT;
 	cfg->sse_keepalive_ms = CONFIG_SSE_KEEPALIVE_DEFAULT;
+	cfg->mcp_sessions = CONFIG_MCP_SESSIONS_DEFAULT;
 }
 
 /* "max-sessions" -> "AGENTD_MAX_SESSIONS". */

@@ -30,6 +30,7 @@
 #define CONFIG_PREAUTH_TIMEOUT_DEFAULT	(5 * 1000)	/* ms */
 #define CONFIG_MAX_PEER_UNPROVEN_DEFAULT 256	/* connections of one peer */
 #define CONFIG_MAX_FILE_JOBS_DEFAULT	64	/* files calls running */
+#define CONFIG_MCP_SESSIONS_DEFAULT	64	/* MCP sessions kept */
 #define CONFIG_MAX_FETCH_BYTES_DEFAULT	(4ull << 30)	/* bytes */
 #define CONFIG_RESTORE_WINDOW_DEFAULT	(10 * 1000)	/* ms of running time */
 #define CONFIG_RTC_INTERVAL_DEFAULT	1000		/* ms */
@@ -81,6 +82,7 @@ struct config {
 	int64_t		  sse_keepalive_ms;
 	int64_t		  ports_interval_ms;	/* GET /v1/ports' refresh */
 	int64_t		  ports_feed_interval_ms; /* the event feed's */
+	uint64_t	  mcp_sessions;		/* MCP sessions kept */
 	char		 *hostname;		/* PID 1: set this hostname */
 	char		**env;			/* --env K=V, NULL-terminated */
 	char		 *env_file;		/* --env-file PATH */

@@ -33,6 +33,7 @@
 #include "evmem.h"
 #include "http.h"
 #include "log.h"
+#include "mcp.h"
 #include "pid1.h"
 #include "ports_api.h"
 #include "restore.h"
@@ -377,6 +378,7 @@ main(int argc, char **argv)
 	/* The loop ended: the shutdown is over, or it broke on its own. */
 	api_flush_waiters();
 	ports_api_free();
+	mcp_free();
 	session_signal_all(SIGKILL, 0);
 	session_remove_all();
 	events_free();	/* after the sessions' last events */
