@@ -827,7 +827,7 @@ session_usage_read(struct session *s, int force)
 	if (s->usage.oom_kills > 0 && !s->oom_killed) {
 		s->oom_killed = 1;
 		agentd_stats.sessions_oom_killed++;
-		/* The hook of the events lane: session.oom_killed. */
+		/* session.exited's oom_killed tells the event feed. */
 		log_info("%s: session %s: OOM kill in its cgroup (%lld)",
 		    __func__, s->id, (long long)s->usage.oom_kills);
 	}

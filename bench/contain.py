@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/contain.py -- scenario 10 (issue 21, point 5): agentd stays responsive
+"""bench/contain.py -- scenario 11 (issue 21, point 5): agentd stays responsive
 while a session misbehaves inside its cgroup.
 
 Boots the e2e VM once (tests/e2e/e2e.py's initramfs of the static build, qemu
@@ -175,7 +175,7 @@ def main():
         tsv.append(f"{name}\t{h:.3f}\t{e:.3f}\t{rh:.3f}\t{re_:.3f}\t{int(met)}")
     os.makedirs(args.outdir, exist_ok=True)
     with open(os.path.join(args.outdir, "contain.md"), "w") as f:
-        f.write(f"Scenario 10, containment: {n} samples per condition, "
+        f.write(f"Scenario 11, containment: {n} samples per condition, "
                 f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n\n")
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(args.outdir, "contain.tsv"), "w") as f:

@@ -13,7 +13,7 @@
 #   --quick    every scenario tiny (< 60 s): the smoke test of `make test`;
 #              results go to a temporary directory, numbers are not judged
 #   --only L   only these scenarios (numbers of the issue, e.g. 1,2,9;
-#              10 is containment in the qemu VM, bench/contain.py, skipped
+#              11 is containment in the qemu VM, bench/contain.py, skipped
 #              without qemu)
 #   --no-deps  do not install packages (what is missing is skipped)
 #   --outdir D where bench.md, bench.tsv and bench.png go
@@ -205,19 +205,19 @@ args=(--agentd "$STATIC_BIN" --agentd-dev "$dev_bin" --ring-bench "$ring_bench"
 	${ssh_args[@]+"${ssh_args[@]}"} ${tmux_args[@]+"${tmux_args[@]}"})
 [ "$quick" = 1 ] && args+=(--quick)
 [ -n "$only" ] && args+=(--only "$only")
-# Scenario 10 is bench/contain.py's alone (the client reads "10" as 1 and 0).
-[ "$only" = 10 ] || "$client" "${args[@]}"
+# Scenario 11 is bench/contain.py's alone (the client reads "11" as 1).
+[ "$only" = 11 ] || "$client" "${args[@]}"
 
-# ---- scenario 10: containment, in the VM (bench/contain.py) -----------------
-if [ -z "$only" ] || [[ ",$only," == *,10,* ]]; then
+# ---- scenario 11: containment, in the VM (bench/contain.py) -----------------
+if [ -z "$only" ] || [[ ",$only," == *,11,* ]]; then
 	cargs=(--outdir "$outdir")
 	[ "$quick" = 1 ] && cargs+=(--quick)
 	rc=0
 	STATIC_BIN=$STATIC_BIN python3 "$here/contain.py" "${cargs[@]}" || rc=$?
 	case $rc in
 	0) [ -f "$outdir/bench.md" ] && { echo; cat "$outdir/contain.md"; } >>"$outdir/bench.md" ;;
-	77) log "scenario 10 skipped (no qemu, kernel or static build)" ;;
-	*) log "scenario 10 failed ($rc)"; exit 1 ;;
+	77) log "scenario 11 skipped (no qemu, kernel or static build)" ;;
+	*) log "scenario 11 failed ($rc)"; exit 1 ;;
 	esac
 fi
 

@@ -489,6 +489,10 @@ def cgroup_checks(agent):
           f"{st} {b} {st2} {h}")
     check("oom: agentd_sessions_oom_killed_total counts it",
           oom0 is not None and metric(agent, "agentd_sessions_oom_killed_total") == oom0 + 1)
+    st, _, ev = agent.request("GET", f"/v1/events?session={doc.get('id')}&types=session.exited")
+    evs = (ev or {}).get("events") or [{}]
+    check("oom: the session.exited event says oom_killed",
+          st == 200 and evs[-1].get("oom_killed") is True, f"{st} {ev}")
     agent.request("DELETE", "/v1/sessions/bystander?grace_ms=0")
 
     # A fork bomb held by pids: /healthz keeps answering throughout.
