@@ -194,16 +194,13 @@ def output_text(doc):
 
 # ---- the VM -------------------------------------------------------------------
 
-def boot(kernel, initrd, port, token, workdir, monitor, extra=()):
+def boot(kernel, initrd, port, token, workdir, monitor, extra=(), append_extra=""):
     console = os.path.join(workdir, "console.log")
     for p in (console, monitor):
         if os.path.exists(p):
             os.unlink(p)
     qemu = os.environ.get("QEMU", "qemu-system-x86_64")
-    # A short TTL for the containment checks (an exited session's
-    # leftovers are killed when its TTL ends).
-    append = (f"console=ttyS0 panic=-1 agentd.token={token} {IP_ARG} "
-              f"agentd.exited-ttl={TTL_S}s")
+    append = f"console=ttyS0 panic=-1 agentd.token={token} {IP_ARG} {append_extra}".rstrip()
     cmd = [qemu, "-nodefaults", "-no-user-config",
            "-machine", "pc,accel=tcg", "-m", "512", "-smp", "1",
            "-display", "none", "-serial", f"file:{console}",
@@ -562,7 +559,10 @@ def main():
     if len(monitor) > 100:
         sockdir = tempfile.mkdtemp(prefix="agentd-e2e-")
         monitor = os.path.join(sockdir, "monitor.sock")
-    proc, console = boot(kernel, initrd, port, token, workdir, monitor)
+    # A short TTL for the containment checks (an exited session's
+    # leftovers are killed when its TTL ends).
+    proc, console = boot(kernel, initrd, port, token, workdir, monitor,
+                         append_extra=f"agentd.exited-ttl={TTL_S}s")
     try:
         health, secs = wait_healthz(agent, proc, float(os.environ.get("E2E_BOOT_TIMEOUT", "240")))
         ok = check("healthz: 200, status ok, pid 1",
