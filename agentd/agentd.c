@@ -58,6 +58,10 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.stdin_buffer = cfg->stdin_buffer;
 	limits.pipe_bytes = cfg->pipe_bytes;
 	limits.exited_ttl_ms = cfg->exited_ttl_ms;
+	limits.memory_bytes = cfg->session_memory;
+	limits.pids = cfg->session_pids;
+	limits.cpu_percent = cfg->session_cpu;
+	limits.oom_score_adj = cfg->session_oom_score_adj;
 	limits.workdir = cfg->workdir;
 	limits.env = cfg->env_defaults;
 	events_init(cfg->max_events, cfg->events_bytes);

@@ -22,6 +22,7 @@
 
 #include "agentd.h"
 #include "api.h"
+#include "cgroup.h"
 #include "config.h"
 #include "conn.h"
 #include "files.h"
@@ -56,6 +57,7 @@
 #define WAIT_OUTPUT	0x1	/* a chunk after cursor, exit, or output close */
 #define WAIT_EXIT	0x2	/* the session exits */
 #define WAIT_IDLE	0x4	/* no new output for idle_ms, or exit */
+#define WAIT_GONE	0x8	/* a DELETE: exited, no process left */
 
 /* A request waiting on a session. */
 struct waiter {
@@ -286,6 +288,9 @@ api_healthz(struct http_req *hr)
 	proto_buf_u64(&b, (uint64_t)getpid());
 	proto_buf_append(&b, ", \"generation\": ", 16);
 	proto_buf_u64(&b, restore_generation());
+	proto_buf_append(&b, ", \"containment\": \"", 18);
+	proto_buf_append(&b, cgroup_containment(), strlen(cgroup_containment()));
+	proto_buf_append(&b, "\"", 1);
 	if (stopping)
 		proto_buf_append(&b, error, sizeof error - 1);
 	proto_buf_append(&b, "}", 1);
@@ -332,6 +337,10 @@ api_metrics(struct http_req *hr)
 	    "agentd_zombies_reaped_total %" PRIu64 "\n"
 	    "# TYPE agentd_session_leaders_unreaped gauge\n"
 	    "agentd_session_leaders_unreaped %zu\n"
+	    "# TYPE agentd_sessions_oom_killed_total counter\n"
+	    "agentd_sessions_oom_killed_total %" PRIu64 "\n"
+	    "# TYPE agentd_cgroup_kills_total counter\n"
+	    "agentd_cgroup_kills_total %" PRIu64 "\n"
 	    "# TYPE agentd_uptime_seconds gauge\n"
 	    "agentd_uptime_seconds %.3f\n",
 	    session_count_running(), session_count(),
@@ -340,6 +349,7 @@ api_metrics(struct http_req *hr)
 	    session_ring_bytes_total(), session_pipe_bytes(),
 	    agentd_stats.zombies_reaped,
 	    session_count_unreaped(),
+	    agentd_stats.sessions_oom_killed, agentd_stats.cgroup_kills,
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
 	conn_metrics(&b);
 	restore_metrics(&b);
@@ -830,7 +840,9 @@ api_session_event(struct session *s, int events)
 	for (w = TAILQ_FIRST(*slot); w != NULL; w = next) {
 		next = TAILQ_NEXT(w, entry);
 		if ((events & SESSION_EV_REMOVED) ||
-		    ((events & SESSION_EV_EXITED) && w->flags != 0) ||
+		    ((events & SESSION_EV_EXITED) &&
+		    (w->flags & ~WAIT_GONE) != 0) ||
+		    ((events & SESSION_EV_GONE) && (w->flags & WAIT_GONE)) ||
 		    ((w->flags & WAIT_OUTPUT) && api_ready(s, w->cursor))) {
 			if (events & SESSION_EV_REMOVED)
 				w->delete = 0;
@@ -1208,14 +1220,17 @@ api_delete(struct http_req *hr, struct session *s)
 		return;
 	}
 	grace = q.grace_ms >= 0 ? q.grace_ms : API_DELETE_GRACE_MS;
-	if (session_exited(s)) {
-		/* Leftovers in its group still get SIGTERM and the grace. */
-		session_terminate(s, grace);
+	/*
+	 * The answer waits until nothing of the session is left and its
+	 * leader is reaped (SESSION_EV_GONE): leftovers of an exited one get
+	 * SIGTERM and the grace too.
+	 */
+	session_terminate(s, grace);
+	if (session_gone(s)) {
 		api_answer(hr->req, s, &a);
 		session_remove(s);
 		return;
 	}
-	session_terminate(s, grace);
-	api_wait(hr->req, s, WAIT_EXIT, grace + SESSION_DRAIN_CAP_MS +
+	api_wait(hr->req, s, WAIT_GONE, grace + SESSION_DRAIN_CAP_MS +
 	    API_DELETE_SLACK_MS, &a, 1);
 }

@@ -76,6 +76,7 @@ companion_spawn(void)
 	spec.argv = argv_;
 	spec.envp = environ;
 	spec.stdin_null = 1;
+	spec.cgroup = -1;
 	if (pty_spawn(&spec, &proc, cause, sizeof cause) != 0) {
 		log_error("%s: %s; retrying in %lld ms", __func__, cause,
 		    (long long)backoff_ms);

@@ -22,6 +22,7 @@ enum opt_kind {
 	OPT_SECONDS,	/* int64_t ms; a plain number is seconds */
 	OPT_MILLIS,	/* int64_t ms; a plain number is milliseconds */
 	OPT_SHUTDOWN,	/* int: poweroff|reboot */
+	OPT_ADJ,	/* int: an oom_score_adj, -1000..1000 */
 };
 
 struct opt {
@@ -64,6 +65,21 @@ static const struct opt opts[] = {
 	  "kernel buffer of a pipe session's stdout and stderr, applied with "
 	  "CAP_SYS_RESOURCE or CAP_SYS_ADMIN only (default 1MiB; 0 keeps the "
 	  "kernel's 64KiB)" },
+	{ "session-memory", OPT_SIZE, OFF(session_memory), 0, 1ull << 50,
+	  "BYTES", "memory.max of each session's cgroup, no swap (default 0: "
+	  "none); a request's limits.memory_bytes replaces it" },
+	{ "session-pids", OPT_COUNT, OFF(session_pids), 0, 4194304, "N",
+	  "pids.max of each session's cgroup (default 0: none)" },
+	{ "session-cpu", OPT_COUNT, OFF(session_cpu), 0, 100000, "PERCENT",
+	  "cpu.max of each session's cgroup, 100 is one CPU (default 0: none)" },
+	{ "session-oom-score-adj", OPT_ADJ, OFF(session_oom_score_adj), 0, 0,
+	  "N", "oom_score_adj of each session's process, -1000..1000 (default "
+	  "0; agentd's own is -1000)" },
+	{ "self-memory-min", OPT_SIZE, OFF(self_memory_min), 0, 1ull << 40,
+	  "BYTES", "memory.min of agentd's own cgroup (default 16MiB)" },
+	{ "self-cpu-weight", OPT_COUNT, OFF(self_cpu_weight), 1, 10000, "N",
+	  "cpu.weight of agentd's own cgroup; the sessions' parent has 100 "
+	  "(default 1000)" },
 	{ "shutdown-grace", OPT_MILLIS, OFF(shutdown_grace_ms), 0, 3600000, "MS",
 	  "SIGTERM to SIGKILL on shutdown (default 5000; units ms/s/m)" },
 	{ "shutdown", OPT_SHUTDOWN, OFF(shutdown_reboot), 0, 0, "poweroff|reboot",
@@ -209,6 +225,8 @@ config_defaults(struct config *cfg)
 	cfg->sse_buffer = CONFIG_SSE_BUFFER_DEFAULT;
 	cfg->sse_keepalive_ms = CONFIG_SSE_KEEPALIVE_DEFAULT;
 	cfg->mcp_sessions = CONFIG_MCP_SESSIONS_DEFAULT;
+	cfg->self_memory_min = CONFIG_SELF_MEMORY_MIN_DEFAULT;
+	cfg->self_cpu_weight = CONFIG_SELF_CPU_WEIGHT_DEFAULT;
 }
 
 /* "max-sessions" -> "AGENTD_MAX_SESSIONS". */
@@ -231,8 +249,9 @@ config_set(struct config *cfg, const struct opt *o, const char *value,
 	void		*field = (char *)cfg + o->off;
 	uint64_t	 u;
 	int64_t		 ms;
+	long		 adj;
 	size_t		 n;
-	char		***list;
+	char		***list, *end;
 
 	if (*seen > src)
 		return (0);
@@ -278,6 +297,17 @@ config_set(struct config *cfg, const struct opt *o, const char *value,
 			return (-1);
 		}
 		*(int64_t *)field = ms;
+		break;
+	case OPT_ADJ:
+		errno = 0;
+		adj = strtol(value, &end, 10);
+		if (end == value || *end != '\0' || errno != 0 ||
+		    adj < -1000 || adj > 1000) {
+			fprintf(stderr, "agentd: --%s: '%s' is not a number in "
+			    "-1000..1000\n", o->name, value);
+			return (-1);
+		}
+		*(int *)field = (int)adj;
 		break;
 	case OPT_SHUTDOWN:
 		if (strcmp(value, "poweroff") == 0)

@@ -42,6 +42,8 @@
 #define CONFIG_SSE_KEEPALIVE_DEFAULT	15000	/* ms */
 #define CONFIG_PORTS_INTERVAL_DEFAULT	250		/* ms */
 #define CONFIG_PORTS_FEED_INTERVAL_DEFAULT 1000		/* ms */
+#define CONFIG_SELF_MEMORY_MIN_DEFAULT	(16u << 20)	/* bytes */
+#define CONFIG_SELF_CPU_WEIGHT_DEFAULT	1000	/* sessions' parent: 100 */
 
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
@@ -83,6 +85,12 @@ struct config {
 	int64_t		  ports_interval_ms;	/* GET /v1/ports' refresh */
 	int64_t		  ports_feed_interval_ms; /* the event feed's */
 	uint64_t	  mcp_sessions;		/* MCP sessions kept */
+	uint64_t	  session_memory;	/* bytes, memory.max; 0: none */
+	uint64_t	  session_pids;		/* pids.max; 0: none */
+	uint64_t	  session_cpu;		/* percent of a CPU; 0: none */
+	int		  session_oom_score_adj;
+	uint64_t	  self_memory_min;	/* bytes, agentd's memory.min */
+	uint64_t	  self_cpu_weight;	/* agentd's cpu.weight */
 	char		 *hostname;		/* PID 1: set this hostname */
 	char		**env;			/* --env K=V, NULL-terminated */
 	char		 *env_file;		/* --env-file PATH */

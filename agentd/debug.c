@@ -18,6 +18,7 @@
 
 #include "agentd.h"
 #include "api.h"
+#include "cgroup.h"
 #include "companion.h"
 #include "debug.h"
 #include "http.h"
@@ -228,6 +229,8 @@ debug_stat(struct http_req *hr)
 	    DEBUG_LAG_INTERVAL_MS, lag.last_us / 1000.0, lag.max_us / 1000.0,
 	    lag.samples > 0 ? lag.sum_us / 1000.0 / lag.samples : 0.0,
 	    lag.samples, now - lag.since_ms);
+	proto_buf_printf(&b, "\"containment\": \"%s\", ",
+	    cgroup_containment());
 	proto_buf_printf(&b, "\"companion\": {\"running\": %s, "
 	    "\"restarts\": %u}, ",
 	    companion_running() ? "true" : "false", companion_restarts());

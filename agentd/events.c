@@ -162,10 +162,11 @@ events_session_event(struct session *s, int events)
 	if (events & SESSION_EV_EXITED) {
 		session_view(s, &v);
 		sig = v.signo > 0 ? proto_signal_name(v.signo) : NULL;
-		events_post("session.exited", v.id, json_pack("{sisosb}",
+		events_post("session.exited", v.id, json_pack("{sisosbsb}",
 		    "exit_code", v.exit_code, "signal", v.signo == 0 ?
 		    json_null() : sig != NULL ? json_string(sig) :
-		    json_sprintf("SIG%d", v.signo), "timed_out", v.timed_out));
+		    json_sprintf("SIG%d", v.signo), "timed_out", v.timed_out,
+		    "oom_killed", v.oom_killed));
 	}
 	if (events & SESSION_EV_REMOVED)
 		events_post("session.removed", session_id(s), NULL);

@@ -26,6 +26,7 @@
 
 #include "agentd.h"
 #include "api.h"
+#include "cgroup.h"
 #include "companion.h"
 #include "config.h"
 #include "debug.h"
@@ -357,6 +358,10 @@ main(int argc, char **argv)
 	else if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
 		log_warn("%s: PR_SET_CHILD_SUBREAPER: %s", __func__,
 		    strerror(errno));
+
+	cgroup_init(&(struct cgroup_config){ .mount = CGROUP_MOUNT,
+	    .self_memory_min = config.self_memory_min,
+	    .self_cpu_weight = config.self_cpu_weight });
 
 	event_set_fatal_callback(agentd_libevent_fatal);
 	event_set_log_callback(agentd_libevent_log);

@@ -73,6 +73,9 @@ static const struct pid1_mount pid1_mounts[] = {
 	{ "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 01777 },
 	{ "tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755", 0755 },
 	{ "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 01777 },
+	/* After /sys: cgroup.c's hierarchy (its sessions' cgroups). */
+	{ "cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV |
+	  MS_NOEXEC, "nsdelegate", 0555 },
 };
 
 /* Which of pid1_mounts agentd mounted itself (to unmount at the end). */

@@ -27,6 +27,7 @@
 #include <event2/event.h>
 
 #include "agentd.h"
+#include "cgroup.h"
 #include "log.h"
 #include "pty.h"
 #include "ringbuf.h"
@@ -49,6 +50,8 @@
 					   wants, in place of FIONREAD */
 #define SESSION_TTY_FULL	4095	/* bytes of a PTY read that emptied a
 					   full n_tty buffer (4 KiB - 1) */
+#define SESSION_USAGE_MS	50	/* a view rereads the cgroup's usage
+					   at most this often */
 
 /* One output fd of a session: the PTY master, or stdout or stderr. */
 struct session_out {
@@ -111,6 +114,13 @@ struct session {
 	struct event	*drain_ev;	/* the 250 ms exit cap */
 	struct event	*ttl_ev;	/* removal of an exited session */
 
+	struct cgroup	*cg;		/* its cgroup, or NULL (process_group);
+					   freed once released */
+	struct cgroup_usage usage;	/* last read; final once released */
+	int64_t		 usage_ms;	/* monotonic: when usage was read */
+	int		 oom_killed;	/* its cgroup saw an OOM kill */
+	int		 gone;		/* SESSION_EV_GONE was sent */
+
 	void		*user_data;	/* the observer's */
 };
 
@@ -125,6 +135,7 @@ struct session_corpse {
 	int		 killed;	/* the SIGKILL went out */
 	int		 wide;		/* SIGKILL every group of the session */
 	int		 fds[2];	/* output kept open, unread, or -1 */
+	struct cgroup	*cg;		/* the session's cgroup, or NULL */
 	struct event	*kill_ev;
 };
 
@@ -197,6 +208,12 @@ static void	session_sweep_soon(int fresh);
 static void	session_sweep_cb(evutil_socket_t, short, void *);
 static int	session_proc_live(pid_t);
 static int	session_pid_cmp(const void *, const void *);
+static int	session_cgroup(const struct proto_create *, struct cgroup **,
+		    struct proto_err *);
+static void	session_usage_read(struct session *, int force);
+static void	session_release(struct session *);
+static void	session_check_gone(struct session *);
+static int	session_corpse_done(struct session_corpse *);
 
 /*
  * Set the limits and the observer, and start the spawner thread.
@@ -228,6 +245,10 @@ session_init(struct event_base *base, const struct session_limits *l,
 		    (unsigned long long)limits.pipe_bytes);
 		limits.pipe_bytes = 0;
 	}
+	if (!cgroup_enabled() && (limits.memory_bytes > 0 ||
+	    limits.pids > 0 || limits.cpu_percent > 0))
+		log_warn("%s: --session-memory, --session-pids and --session-cpu "
+		    "not applied: containment is process_group", __func__);
 	sweep_ev = evtimer_new(session_base, session_sweep_cb, NULL);
 	turn_ev = event_new(session_base, -1, 0, session_turn_cb, NULL);
 	if (sweep_ev == NULL || turn_ev == NULL)
@@ -448,6 +469,7 @@ session_create(const struct proto_create *pc, struct session **out,
 	struct pty_proc	 proc;
 	struct pty_user	 u;
 	struct session	*s;
+	struct cgroup	*cg;
 	char		 cause[PTY_CAUSE_MAX], **env;
 	char		*cwd;
 	size_t		 i;
@@ -476,6 +498,8 @@ session_create(const struct proto_create *pc, struct session **out,
 		agentd_stats.sessions_spawn_failed++;
 		return (proto_fail(err, 422, "spawn_failed", "%s", cause));
 	}
+	if (session_cgroup(pc, &cg, err) != 0)
+		return (-1);
 	cwd = session_cwd(pc->cwd);
 	env = session_environ(pc, &u);
 
@@ -488,12 +512,15 @@ session_create(const struct proto_create *pc, struct session **out,
 	spec.rows = pc->rows;
 	spec.cols = pc->cols;
 	spec.stdin_null = !pc->stdin_open;
+	spec.cgroup = cg != NULL ? cgroup_session_fd(cg) : -1;
+	spec.oom_score_adj = limits.oom_score_adj;
 
 	s = xcalloc(1, sizeof *s);
 	if ((s->ring = ring_create(pc->ring_bytes, 1)) == NULL) {
 		free(s);
 		free(cwd);
 		session_strv_free(env);
+		cgroup_session_free(cg);
 		return (proto_fail(err, 429, "ring_budget_exceeded",
 		    "cannot allocate a ring of %zu bytes", pc->ring_bytes));
 	}
@@ -503,6 +530,7 @@ session_create(const struct proto_create *pc, struct session **out,
 		ring_free(s->ring);
 		free(s);
 		free(cwd);
+		cgroup_session_free(cg);
 		agentd_stats.sessions_spawn_failed++;
 		log_info("%s: spawn failed: %s", __func__, cause);
 		return (proto_fail(err, 422, "spawn_failed", "%s", cause));
@@ -527,6 +555,9 @@ session_create(const struct proto_create *pc, struct session **out,
 	s->output_ms = clock_mono_ms();
 	s->ended_ms = -1;
 	s->ring_bytes = pc->ring_bytes;
+	s->cg = cg;
+	s->usage.cpu_ms = s->usage.memory_peak_bytes = s->usage.pids_peak =
+	    s->usage.oom_kills = -1;
 
 	for (i = 0; i < 2; i++) {
 		s->out[i].s = s;
@@ -573,8 +604,9 @@ session_create(const struct proto_create *pc, struct session **out,
 	nrunning++;
 	ring_total += s->ring_bytes;
 	agentd_stats.sessions_started++;
-	log_info("%s: session %s pid %ld %s", __func__, s->id, (long)s->pid,
-	    s->tty ? "tty" : "pipes");
+	log_info("%s: session %s pid %ld %s%s%s", __func__, s->id,
+	    (long)s->pid, s->tty ? "tty" : "pipes", cg != NULL ? " cgroup " :
+	    "", cg != NULL ? cgroup_session_name(cg) : "");
 	*out = s;
 	session_notify(s, SESSION_EV_CREATED);
 	return (0);
@@ -714,6 +746,91 @@ session_view(struct session *s, struct proto_session *v)
 	v->ended_ms = s->exited ? s->ended_ms : -1;
 	v->last_chunk = st.newest;
 	v->bytes_out = st.bytes_total;
+	session_usage_read(s, 0);
+	v->oom_killed = s->oom_killed;
+	v->cpu_ms = s->usage.cpu_ms;
+	v->memory_peak_bytes = s->usage.memory_peak_bytes;
+	v->pids_peak = s->usage.pids_peak;
+}
+
+/* Whether the session exited and none of its processes is left. */
+int
+session_gone(const struct session *s)
+{
+	return (s->exited && s->released);
+}
+
+/*
+ * The cgroup of a new session, with the request's limits or the defaults;
+ * NULL without containment "cgroup".  A limit the request asks for that
+ * cannot be applied is 422 limits_unavailable; a default that cannot be
+ * was logged by session_init() (no controller) and is left out.
+ */
+static int
+session_cgroup(const struct proto_create *pc, struct cgroup **out,
+    struct proto_err *err)
+{
+	struct cgroup_limits	 l;
+	const char		*name;
+	char			 cause[PTY_CAUSE_MAX];
+	unsigned		 ctrl = cgroup_controllers();
+
+	*out = NULL;
+	l.memory_bytes = pc->limit_memory;
+	l.pids = pc->limit_pids;
+	l.cpu_percent = pc->limit_cpu;
+	if (!cgroup_enabled()) {
+		name = l.memory_bytes > 0 ? "memory_bytes" : l.pids > 0 ?
+		    "pids" : l.cpu_percent > 0 ? "cpu_percent" : NULL;
+		if (name != NULL)
+			return (proto_fail(err, 422, "limits_unavailable",
+			    "limit '%s' needs a writable cgroup v2 hierarchy "
+			    "(containment is process_group)", name));
+		return (0);
+	}
+	if ((name = cgroup_limit_unavailable(&l)) != NULL)
+		return (proto_fail(err, 422, "limits_unavailable",
+		    "limit '%s': its cgroup controller is not enabled here",
+		    name));
+	if (l.memory_bytes == 0 && (ctrl & CGROUP_CTRL_MEMORY))
+		l.memory_bytes = limits.memory_bytes;
+	if (l.pids == 0 && (ctrl & CGROUP_CTRL_PIDS))
+		l.pids = limits.pids;
+	if (l.cpu_percent == 0 && (ctrl & CGROUP_CTRL_CPU))
+		l.cpu_percent = limits.cpu_percent;
+	if (cgroup_session_new(&l, out, &name, cause, sizeof cause) != 0) {
+		agentd_stats.sessions_spawn_failed++;
+		if (name != NULL)
+			return (proto_fail(err, 422, "limits_unavailable",
+			    "limit '%s': %s", name, cause));
+		return (proto_fail(err, 422, "spawn_failed", "%s", cause));
+	}
+	return (0);
+}
+
+/*
+ * Read the cgroup's usage, at most every SESSION_USAGE_MS unless forced;
+ * the first OOM kill seen is counted and logged.
+ */
+static void
+session_usage_read(struct session *s, int force)
+{
+	int64_t	now;
+
+	if (s->cg == NULL)
+		return;
+	now = clock_mono_ms();
+	if (!force && s->usage_ms != 0 && now - s->usage_ms < SESSION_USAGE_MS)
+		return;
+	cgroup_session_usage(s->cg, &s->usage);
+	s->usage_ms = now;
+	if (s->usage.oom_kills > 0 && !s->oom_killed) {
+		s->oom_killed = 1;
+		agentd_stats.sessions_oom_killed++;
+		/* session.exited's oom_killed tells the event feed. */
+		log_info("%s: session %s: OOM kill in its cgroup (%lld)",
+		    __func__, s->id, (long long)s->usage.oom_kills);
+	}
 }
 
 /*
@@ -1057,8 +1174,10 @@ session_check_exit(struct session *s, int capped)
 	nrunning--;
 	event_del(s->drain_ev);
 	event_del(s->timeout_ev);
-	if (s->nopen == 0)
+	/* A timeout's SIGKILL still reaches what the leader left behind. */
+	if (s->nopen == 0 && !s->timed_out)
 		event_del(s->kill_ev);
+	session_usage_read(s, 1);
 	if (!s->tty)
 		session_close_stdin(s);
 	session_timer_add(s->ttl_ev, limits.exited_ttl_ms);
@@ -1067,6 +1186,42 @@ session_check_exit(struct session *s, int capped)
 	session_notify(s, SESSION_EV_EXITED);
 	if (s->remove_on_exit)
 		session_remove(s);	/* the observer may have asked for it */
+	else
+		session_check_gone(s);
+}
+
+/*
+ * Tell the observer once the session has exited and none of its processes
+ * is left; remove it then if the observer asked.
+ */
+static void
+session_check_gone(struct session *s)
+{
+	if (s->gone || !session_gone(s))
+		return;
+	s->gone = 1;
+	session_notify(s, SESSION_EV_GONE);
+	if (s->remove_on_exit)
+		session_remove(s);
+}
+
+/*
+ * Nothing of the session is left to signal: take its final usage, remove
+ * its cgroup, reap the leader (a zombie), then tell who waits.
+ */
+static void
+session_release(struct session *s)
+{
+	log_debug("%s: session %s: releasing pid %ld", __func__, s->id,
+	    (long)s->pid);
+	if (s->cg != NULL) {
+		session_usage_read(s, 1);
+		cgroup_session_free(s->cg);
+		s->cg = NULL;
+	}
+	waitpid(s->pid, NULL, WNOHANG);
+	s->released = 1;
+	session_check_gone(s);
 }
 
 /* Remove the session once it has exited and the observer has seen it. */
@@ -1163,7 +1318,7 @@ session_collect(void)
 			continue;
 		c->reaped = 1;
 		fresh = 1;
-		if (c->killed)
+		if (session_corpse_done(c))
 			session_corpse_free(c, 1);
 	}
 	session_sweep_soon(fresh);
@@ -1190,7 +1345,15 @@ session_kill(struct session *s, int sig)
 	 */
 	if (s->released)
 		return;
-	if (pty_kill_sessions(&s->pid, 1, sig) == 0)
+	if (s->cg != NULL) {
+		/* The cgroup holds all it started, setsid or not. */
+		if (cgroup_session_signal(s->cg, sig) > 0) {
+			log_debug("%s: session %s: cgroup signal %d", __func__,
+			    s->id, sig);
+			if (sig == SIGKILL)
+				agentd_stats.cgroup_kills++;
+		}
+	} else if (pty_kill_sessions(&s->pid, 1, sig) == 0)
 		log_debug("%s: session %s: signal %d", __func__, s->id, sig);
 	if (sig == SIGKILL)
 		s->killed = 1;
@@ -1388,6 +1551,7 @@ session_terminate(struct session *s, int64_t grace_ms)
 		event_del(s->kill_ev);
 		session_timer_add(s->kill_ev, grace_ms);
 	}
+	session_sweep_soon(1);	/* it may be empty already */
 }
 
 /* Free a session, killing what remains of its group. */
@@ -1452,12 +1616,21 @@ session_signal_all(int sig, int tty_only)
 		return;
 	sids = xcalloc(cap, sizeof *sids);
 	TAILQ_FOREACH(s, &sessions, entry) {
-		if (!s->released && (!tty_only || s->tty))
+		if (s->released || (tty_only && !s->tty))
+			continue;
+		if (s->cg != NULL && !tty_only)
+			session_kill(s, sig);	/* the whole cgroup */
+		else
 			sids[n++] = s->pid;
 	}
 	if (!tty_only) {
-		LIST_FOREACH(c, &corpses, entry)
-			sids[n++] = c->pid;
+		LIST_FOREACH(c, &corpses, entry) {
+			if (c->cg == NULL)
+				sids[n++] = c->pid;
+			else if (cgroup_session_signal(c->cg, sig) > 0 &&
+			    sig == SIGKILL)
+				agentd_stats.cgroup_kills++;
+		}
 	}
 	pty_kill_sessions(sids, n, sig);
 	free(sids);
@@ -1474,7 +1647,9 @@ session_remove_all(void)
 	while ((s = TAILQ_FIRST(&sessions)) != NULL)
 		session_remove(s);
 	while ((c = LIST_FIRST(&corpses)) != NULL) {
-		if (!c->killed)
+		if (!c->killed && c->cg != NULL)
+			cgroup_session_signal(c->cg, SIGKILL);
+		else if (!c->killed)
 			pty_kill_group(c->pid, SIGKILL);
 		session_corpse_free(c, 1);
 	}
@@ -1499,6 +1674,8 @@ session_bury(struct session *s, int64_t ms)
 	c->reaped = s->reaped;
 	/* The session's own SIGKILL reached all its groups already. */
 	c->wide = !s->killed;
+	c->cg = s->cg;
+	s->cg = NULL;
 	for (i = 0; i < 2; i++) {
 		c->fds[i] = ms > 0 ? s->out[i].fd : -1;
 		if (c->fds[i] == -1)
@@ -1527,7 +1704,10 @@ session_corpse_cb(evutil_socket_t fd, short events, void *arg)
 	size_t			 i;
 
 	/* At the end of session_remove_all() the SIGKILL went out already. */
-	if (c->wide && !removing_all)
+	if (c->cg != NULL) {
+		if (cgroup_session_signal(c->cg, SIGKILL) > 0)
+			agentd_stats.cgroup_kills++;
+	} else if (c->wide && !removing_all)
 		pty_kill_sessions(&c->pid, 1, SIGKILL);
 	else
 		pty_kill_group(c->pid, SIGKILL);
@@ -1537,9 +1717,18 @@ session_corpse_cb(evutil_socket_t fd, short events, void *arg)
 			close(c->fds[i]);
 		c->fds[i] = -1;
 	}
-	if (c->reaped)
+	if (session_corpse_done(c))
 		session_corpse_free(c, 1);
-	/* Else the leader is dying: session_collect() reaps it. */
+	/* Else the leader is dying: session_collect() reaps it; a
+	   cgroup's last processes: the sweep. */
+}
+
+/* Whether a corpse is over: killed, reaped, its cgroup (if any) empty. */
+static int
+session_corpse_done(struct session_corpse *c)
+{
+	return (c->killed && c->reaped &&
+	    (c->cg == NULL || cgroup_session_populated(c->cg) <= 0));
 }
 
 /* Forget a corpse; reap its leader (a zombie by now) if asked. */
@@ -1550,6 +1739,14 @@ session_corpse_free(struct session_corpse *c, int reap)
 
 	if (reap && c->reaped)
 		waitpid(c->pid, NULL, WNOHANG);
+	if (c->cg != NULL) {
+		/* At shutdown, wait a little for cgroup.kill to finish. */
+		if (removing_all &&
+		    cgroup_session_wait_empty(c->cg, CGROUP_WAIT_EMPTY_MS) != 0)
+			log_warn("%s: cgroup %s not empty", __func__,
+			    cgroup_session_name(c->cg));
+		cgroup_session_free(c->cg);
+	}
 	for (i = 0; i < 2; i++) {
 		if (c->fds[i] != -1)
 			close(c->fds[i]);
@@ -1569,20 +1766,23 @@ static void
 session_sweep_soon(int fresh)
 {
 	struct session	*s;
+	int		 pending = !LIST_EMPTY(&corpses);
 
 	if (sweep_ev == NULL)
 		return;
+	TAILQ_FOREACH(s, &sessions, entry) {
+		if (!s->reaped || s->released)
+			continue;
+		pending = 1;
+		/* A DELETE waits for the release: no back-off. */
+		if (s->terminating)
+			fresh = 1;
+	}
 	if (fresh && sweep_ms > SESSION_SWEEP_MS) {
 		sweep_ms = SESSION_SWEEP_MS;
 		event_del(sweep_ev);
 	}
-	if (evtimer_pending(sweep_ev, NULL))
-		return;
-	TAILQ_FOREACH(s, &sessions, entry) {
-		if (s->reaped && !s->released)
-			break;
-	}
-	if (s != NULL || !LIST_EMPTY(&corpses))
+	if (pending && !evtimer_pending(sweep_ev, NULL))
 		session_timer_add(sweep_ev, sweep_ms);
 }
 
@@ -1633,28 +1833,61 @@ session_proc_live(pid_t pid)
 static void
 session_sweep_cb(evutil_socket_t fd, short events, void *arg)
 {
-	struct session		*s;
+	struct session		*s, *snext;
 	struct session_corpse	*c, *cnext;
 	struct dirent		*d;
-	DIR			*proc;
+	DIR			*proc = NULL;
 	pid_t			*want, *busy = NULL, pid, sid;
 	size_t			 nwant = 0, nbusy = 0, cap = 0, i, released = 0;
 
+	/* A cgroup says itself whether a process of it is left. */
+	for (s = TAILQ_FIRST(&sessions); s != NULL; s = snext) {
+		snext = TAILQ_NEXT(s, entry);
+		if (s->cg != NULL && s->reaped && !s->released &&
+		    cgroup_session_populated(s->cg) <= 0) {
+			session_release(s);
+			released++;
+		}
+	}
+	for (c = LIST_FIRST(&corpses); c != NULL; c = cnext) {
+		cnext = LIST_NEXT(c, entry);
+		if (c->cg != NULL && session_corpse_done(c)) {
+			session_corpse_free(c, 1);
+			released++;
+		}
+	}
+
 	TAILQ_FOREACH(s, &sessions, entry)
-		nwant += s->reaped && !s->released;
+		nwant += s->cg == NULL && s->reaped && !s->released;
 	LIST_FOREACH(c, &corpses, entry)
-		nwant += c->reaped;
-	if (nwant == 0 || !pty_proc_own() ||
-	    (proc = opendir("/proc")) == NULL)
-		return;
+		nwant += c->cg == NULL && c->reaped;
+	if (nwant > 0 && !pty_proc_own()) {
+		/*
+		 * No /proc to look into: a DELETE's session gets its group's
+		 * SIGKILL now, so that its leader can be reaped before the
+		 * answer; the others wait for their removal.
+		 */
+		for (s = TAILQ_FIRST(&sessions); s != NULL; s = snext) {
+			snext = TAILQ_NEXT(s, entry);
+			if (s->cg == NULL && s->reaped && !s->released &&
+			    s->terminating) {
+				pty_kill_group(s->pid, SIGKILL);
+				session_release(s);
+				released++;
+			}
+		}
+		goto out;
+	}
+	if (nwant == 0 || (proc = opendir("/proc")) == NULL)
+		goto out;
 	want = xcalloc(nwant, sizeof *want);
 	nwant = 0;
 	TAILQ_FOREACH(s, &sessions, entry) {
-		if (s->reaped && !s->released)
+		if (s->cg == NULL && s->reaped && !s->released)
 			want[nwant++] = s->pid;
 	}
 	LIST_FOREACH(c, &corpses, entry) {
-		if (c->reaped)
+		if (c->cg == NULL && c->reaped)
 			want[nwant++] = c->pid;
 	}
 	qsort(want, nwant, sizeof *want, session_pid_cmp);
@@ -1681,21 +1914,21 @@ session_sweep_cb(evutil_socket_t fd, short events, void *arg)
 	closedir(proc);
 	free(want);
 
-	TAILQ_FOREACH(s, &sessions, entry) {
-		if (!s->reaped || s->released)
+	for (s = TAILQ_FIRST(&sessions); s != NULL; s = snext) {
+		snext = TAILQ_NEXT(s, entry);
+		if (s->cg != NULL || !s->reaped || s->released)
 			continue;
 		for (i = 0; i < nbusy && busy[i] != s->pid; i++)
 			;
 		if (i < nbusy)
 			continue;
-		log_debug("%s: session %s: releasing pid %ld", __func__, s->id,
-		    (long)s->pid);
-		waitpid(s->pid, NULL, WNOHANG);
-		s->released = 1;
+		session_release(s);
 		released++;
 	}
 	for (c = LIST_FIRST(&corpses); c != NULL; c = cnext) {
 		cnext = LIST_NEXT(c, entry);
+		if (c->cg != NULL)
+			continue;
 		for (i = 0; i < nbusy && busy[i] != c->pid; i++)
 			;
 		if (c->reaped && i == nbusy) {
@@ -1704,6 +1937,7 @@ session_sweep_cb(evutil_socket_t fd, short events, void *arg)
 		}
 	}
 	free(busy);
+out:
 	if (released > 0)
 		sweep_ms = SESSION_SWEEP_MS;
 	else if ((sweep_ms *= 2) > SESSION_SWEEP_MAX_MS)

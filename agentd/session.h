@@ -10,6 +10,11 @@
  * open; in that case whatever is readable is captured first, and later
  * output is still captured until the output closes (eof).
  *
+ * With containment "cgroup" (cgroup.h) each session runs in a cgroup of its
+ * own: every signal of a DELETE, a timeout, the TTL or the shutdown goes to
+ * each of its processes, SIGKILL through cgroup.kill, and its leader is
+ * kept until the cgroup is empty.
+ *
  * A session's leader stays unreaped (alive, then a zombie) for as long as
  * agentd may signal its process group, whose id is the leader's pid: until
  * the session is removed, or until no live process is left in its session
@@ -48,6 +53,9 @@ struct event_base;
 #define SESSION_EV_CLOSED	0x4	/* output closed (eof possible) */
 #define SESSION_EV_REMOVED	0x8	/* about to be freed */
 #define SESSION_EV_CREATED	0x10	/* started (session_create()) */
+#define SESSION_EV_GONE		0x20	/* exited, and no process of it is
+					   left: its leader reaped, its cgroup
+					   empty and removed */
 
 /* Called on each event; the session is valid during the call. */
 typedef void (*session_observer_fn)(struct session *, int events);
@@ -59,6 +67,10 @@ struct session_limits {
 	uint64_t	 stdin_buffer;		/* bytes queued per session */
 	uint64_t	 pipe_bytes;		/* output pipes' buffer, 0: keep */
 	int64_t		 exited_ttl_ms;
+	uint64_t	 memory_bytes;		/* default limits of a session's */
+	uint64_t	 pids;			/* cgroup (cgroup.h); 0: none */
+	uint64_t	 cpu_percent;
+	int		 oom_score_adj;		/* of each session's process */
 	const char	*workdir;		/* default cwd, or NULL */
 	char *const	*env;			/* "K=V" under each request's env, or NULL */
 };
@@ -107,6 +119,12 @@ const char	*session_id(const struct session *);
 /* The ring, with every byte captured so far published in it. */
 struct ring	*session_ring(struct session *);
 int	 session_exited(const struct session *);
+/*
+ * Exited, and none of its processes is left (SESSION_EV_GONE): with a
+ * cgroup, the cgroup was empty; else no live process was in its session.
+ * Its leader is reaped then, so its pid names no process.
+ */
+int	 session_gone(const struct session *);
 /* Output closed and every chunk published: nothing more will come. */
 int	 session_output_closed(const struct session *);
 /* The observer's per-session slot (the waiters of the API layer). */
@@ -153,7 +171,8 @@ void	 session_terminate(struct session *, int64_t grace_ms);
 /*
  * Remove the session right after the observer has seen it exit: a DELETE
  * whose client went away, or one answered from the observer.  Call it only
- * before the session exits, or from the observer during SESSION_EV_EXITED.
+ * before the session exits, or from the observer during SESSION_EV_EXITED
+ * or SESSION_EV_GONE.
  */
 void	 session_set_remove_on_exit(struct session *);
 /*

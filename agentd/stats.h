@@ -17,6 +17,8 @@ struct agentd_stats {
 	uint64_t	 connections_open;
 	uint64_t	 connections_total;
 	uint64_t	 zombies_reaped;
+	uint64_t	 sessions_oom_killed;	/* sessions whose cgroup OOM-killed */
+	uint64_t	 cgroup_kills;		/* cgroup.kill of a session's cgroup */
 };
 extern struct agentd_stats	 agentd_stats;
 

@@ -12,7 +12,9 @@
 #
 #   --quick    every scenario tiny (< 60 s): the smoke test of `make test`;
 #              results go to a temporary directory, numbers are not judged
-#   --only L   only these scenarios (numbers of the issue, e.g. 1,2,9)
+#   --only L   only these scenarios (numbers of the issue, e.g. 1,2,9;
+#              11 is containment in the qemu VM, bench/contain.py, skipped
+#              without qemu)
 #   --no-deps  do not install packages (what is missing is skipped)
 #   --outdir D where bench.md, bench.tsv and bench.png go
 #              (default bench/results, or a temporary one with --quick)
@@ -35,7 +37,7 @@ while [ $# -gt 0 ]; do
 	--only) only=$2; shift ;;
 	--no-deps) deps=0 ;;
 	--outdir) outdir=$2; shift ;;
-	-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -203,7 +205,21 @@ args=(--agentd "$STATIC_BIN" --agentd-dev "$dev_bin" --ring-bench "$ring_bench"
 	${ssh_args[@]+"${ssh_args[@]}"} ${tmux_args[@]+"${tmux_args[@]}"})
 [ "$quick" = 1 ] && args+=(--quick)
 [ -n "$only" ] && args+=(--only "$only")
-"$client" "${args[@]}"
+# Scenario 11 is bench/contain.py's alone (the client reads "11" as 1).
+[ "$only" = 11 ] || "$client" "${args[@]}"
+
+# ---- scenario 11: containment, in the VM (bench/contain.py) -----------------
+if [ -z "$only" ] || [[ ",$only," == *,11,* ]]; then
+	cargs=(--outdir "$outdir")
+	[ "$quick" = 1 ] && cargs+=(--quick)
+	rc=0
+	STATIC_BIN=$STATIC_BIN python3 "$here/contain.py" "${cargs[@]}" || rc=$?
+	case $rc in
+	0) [ -f "$outdir/bench.md" ] && { echo; cat "$outdir/contain.md"; } >>"$outdir/bench.md" ;;
+	77) log "scenario 11 skipped (no qemu, kernel or static build)" ;;
+	*) log "scenario 11 failed ($rc)"; exit 1 ;;
+	esac
+fi
 
 if command -v gnuplot >/dev/null; then
 	ngoals=$(grep -c . "$outdir/goals.dat" 2>/dev/null || true)

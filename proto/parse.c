@@ -35,11 +35,16 @@ static int	 proto_create_strings(json_t *, struct proto_create *,
 static int	 proto_create_numbers(json_t *, const struct proto_limits *,
 		    struct proto_create *, struct proto_err *);
 static void	 proto_strv_free(char **);
+static int	 proto_create_limits(json_t *, struct proto_create *,
+		    struct proto_err *);
 
 static const char *const proto_create_fields[] = {
 	"cmd", "argv", "shell", "tty", "rows", "cols", "cwd", "env", "user",
 	"stdin", "timeout_ms", "yield_ms", "wait_ms", "max_bytes", "ring_bytes",
-	"id", "login", "idle_ms", "head_tail", NULL
+	"id", "login", "idle_ms", "head_tail", "limits", NULL
+};
+static const char *const proto_limits_fields[] = {
+	"memory_bytes", "pids", "cpu_percent", NULL
 };
 static const char *const proto_stdin_fields[] = {
 	"data", "text", "eof", "yield_ms", "wait_ms", "max_bytes", "idle_ms",
@@ -384,6 +389,48 @@ proto_create_numbers(json_t *o, const struct proto_limits *lim,
 	return (0);
 }
 
+/*
+ * Read "limits": an object of memory_bytes (0, or at least
+ * PROTO_LIMIT_MEMORY_MIN), pids and cpu_percent, each an integer >= 0.
+ */
+static int
+proto_create_limits(json_t *o, struct proto_create *c, struct proto_err *err)
+{
+	json_t		*l, *v;
+	const char	*key;
+	int64_t		 mem = 0, pids = 0, cpu = 0;
+	size_t		 i;
+
+	if ((l = proto_field(o, "limits")) == NULL || json_is_null(l))
+		return (0);
+	if (!json_is_object(l))
+		return (proto_fail(err, 400, "invalid_request",
+		    "field 'limits' must be an object"));
+	json_object_foreach(l, key, v) {
+		for (i = 0; proto_limits_fields[i] != NULL &&
+		    strcmp(key, proto_limits_fields[i]) != 0; i++)
+			;
+		if (proto_limits_fields[i] == NULL)
+			return (proto_fail(err, 400, "invalid_request",
+			    "unknown field 'limits.%.*s'", PROTO_NAME_SHOWN,
+			    key));
+	}
+	if (proto_get_int(l, "memory_bytes", 0, PROTO_LIMIT_MEMORY_MAX, &mem,
+	    err) != 0 ||
+	    proto_get_int(l, "pids", 0, PROTO_LIMIT_PIDS_MAX, &pids, err) != 0 ||
+	    proto_get_int(l, "cpu_percent", 0, PROTO_LIMIT_CPU_MAX, &cpu,
+	    err) != 0)
+		return (-1);
+	if (mem > 0 && mem < PROTO_LIMIT_MEMORY_MIN)
+		return (proto_fail(err, 400, "invalid_request",
+		    "field 'memory_bytes' must be 0 or at least %d bytes",
+		    PROTO_LIMIT_MEMORY_MIN));
+	c->limit_memory = (uint64_t)mem;
+	c->limit_pids = (uint64_t)pids;
+	c->limit_cpu = (uint64_t)cpu;
+	return (0);
+}
+
 /* Parse and check a POST /v1/sessions body. */
 int
 proto_parse_create(const char *body, size_t len,
@@ -399,7 +446,8 @@ proto_parse_create(const char *body, size_t len,
 	if (proto_create_argv(o, c, err) != 0 ||
 	    proto_create_numbers(o, lim, c, err) != 0 ||
 	    proto_create_strings(o, c, err) != 0 ||
-	    proto_create_env(o, c, err) != 0) {
+	    proto_create_env(o, c, err) != 0 ||
+	    proto_create_limits(o, c, err) != 0) {
 		json_decref(o);
 		proto_create_free(c);
 		return (-1);

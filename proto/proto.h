@@ -139,6 +139,11 @@ struct proto_limits {
  * max_bytes >= 0, clamped to PROTO_MAX_BYTES_MAX; ring_bytes in the limits'
  * min..max (not clamped).  All owned strings are malloc'd.
  */
+#define PROTO_LIMIT_MEMORY_MIN	(1 << 20)	/* bytes, a memory_bytes > 0 */
+#define PROTO_LIMIT_MEMORY_MAX	(1ll << 50)	/* bytes */
+#define PROTO_LIMIT_PIDS_MAX	4194304		/* the kernel's PID_MAX_LIMIT */
+#define PROTO_LIMIT_CPU_MAX	100000		/* percent: 1000 CPUs */
+
 struct proto_create {
 	char		**argv;		/* NULL-terminated; cmd becomes [shell, "-c", cmd] */
 	char		**env;		/* NULL-terminated "KEY=VALUE", or NULL */
@@ -155,6 +160,9 @@ struct proto_create {
 	int		  head_tail;	/* over max_bytes: its head and tail */
 	size_t		  ring_bytes;
 	char		  id[PROTO_ID_MAX + 1];	/* "" when not given */
+	uint64_t	  limit_memory;	/* limits.memory_bytes; 0: the default */
+	uint64_t	  limit_pids;	/* limits.pids; 0: the default */
+	uint64_t	  limit_cpu;	/* limits.cpu_percent; 0: the default */
 };
 int	proto_parse_create(const char *body, size_t len,
 	    const struct proto_limits *, struct proto_create *, struct proto_err *);
@@ -266,6 +274,10 @@ struct proto_session {
 	int64_t		 ended_ms;	/* unix ms, -1 while running */
 	uint64_t	 last_chunk;
 	uint64_t	 bytes_out;
+	int		 oom_killed;	/* the session's cgroup saw an OOM kill */
+	int64_t		 cpu_ms;	/* usage; -1: null (no such file) */
+	int64_t		 memory_peak_bytes;
+	int64_t		 pids_peak;
 };
 
 /* One output chunk to render. */

@@ -18,6 +18,7 @@
 static void	proto_put_u64(struct proto_buf *, uint64_t);
 static void	proto_put_i64(struct proto_buf *, int64_t);
 static void	proto_put_bool(struct proto_buf *, int);
+static void	proto_put_usage(struct proto_buf *, int64_t);
 static void	proto_put_str(struct proto_buf *, const char *);
 static void	proto_put_time(struct proto_buf *, int64_t);
 static size_t	proto_utf8_len(const uint8_t *, size_t);
@@ -55,6 +56,16 @@ proto_put_bool(struct proto_buf *b, int v)
 		LIT(b, "true");
 	else
 		LIT(b, "false");
+}
+
+/* Append a usage figure, null when negative (the kernel lacks it). */
+static void
+proto_put_usage(struct proto_buf *b, int64_t v)
+{
+	if (v < 0)
+		LIT(b, "null");
+	else
+		proto_put_u64(b, (uint64_t)v);
 }
 
 /* Append a C string as a JSON string, or null for NULL. */
@@ -276,6 +287,15 @@ proto_session_fields(struct proto_buf *b, const struct proto_session *s)
 	proto_put_u64(b, s->last_chunk);
 	LIT(b, ",\"bytes_out\":");
 	proto_put_u64(b, s->bytes_out);
+	LIT(b, ",\"oom_killed\":");
+	proto_put_bool(b, s->oom_killed);
+	LIT(b, ",\"usage\":{\"cpu_ms\":");
+	proto_put_usage(b, s->cpu_ms);
+	LIT(b, ",\"memory_peak_bytes\":");
+	proto_put_usage(b, s->memory_peak_bytes);
+	LIT(b, ",\"pids_peak\":");
+	proto_put_usage(b, s->pids_peak);
+	LIT(b, "}");
 }
 
 /* Bytes a window's fields take, at most. */

@@ -63,6 +63,11 @@
 #endif
 #endif
 
+/* clone3(2) is Linux 5.3, in the same table. */
+#ifndef SYS_clone3
+#define SYS_clone3		435
+#endif
+
 /* pidfd_send_signal(2) is Linux 5.1, pidfd_open(2) 5.3: the same table. */
 #ifndef SYS_pidfd_send_signal
 #define SYS_pidfd_send_signal	424
@@ -106,6 +111,8 @@
 #define PTY_DIRENT_BUF		4096		/* bytes, getdents64 buffer */
 #define PTY_NOFILE_CAP		(1024 * 1024)	/* fds, close loop bound */
 #define PTY_CHILD_STACK		(32 * 1024)	/* bytes, the clone child's stack */
+#define PTY_CLONE_INTO_CGROUP	0x200000000ULL	/* clone3's flag, Linux 5.7 */
+#define PTY_OOM_PATH		"/proc/self/oom_score_adj"
 #define PTY_PATH_DEFAULT	"/usr/local/bin:/bin:/usr/bin"	/* no PATH (musl's) */
 
 /* The step of the child that failed. */
@@ -123,6 +130,8 @@ enum child_stage {
 	STAGE_SETUID,
 	STAGE_CWD,
 	STAGE_EXEC,
+	STAGE_CGROUP,
+	STAGE_OOM,
 };
 
 /* What a failing child writes to the report pipe (well under PIPE_BUF). */
@@ -146,6 +155,23 @@ struct child_args {
 	struct spawn_fds	 f;	/* the child's copy */
 	const char		*slave;	/* tty: the slave's path */
 	const char		*path;	/* the PATH of spec->envp */
+	int			 procs;	/* cgroup.procs to join, or -1 */
+	int			 oom;	/* write spec->oom_score_adj */
+};
+
+/* clone3(2)'s arguments, as far as CLONE_INTO_CGROUP (Linux 5.7). */
+struct pty_clone_args {
+	uint64_t	flags;
+	uint64_t	pidfd;
+	uint64_t	child_tid;
+	uint64_t	parent_tid;
+	uint64_t	exit_signal;
+	uint64_t	stack;
+	uint64_t	stack_size;
+	uint64_t	tls;
+	uint64_t	set_tid;
+	uint64_t	set_tid_size;
+	uint64_t	cgroup;
 };
 
 /* The kernel's struct sigaction, for rt_sigaction(2) without the libc. */
@@ -163,6 +189,13 @@ struct kernel_sigaction {
  * exec), each bit sig - 1; every signal until the snapshot is taken.
  */
 static uint64_t	pty_sig_reset = ~(uint64_t)0;
+
+/*
+ * Whether clone3(CLONE_INTO_CGROUP) works here: 1 until the kernel says
+ * ENOSYS, E2BIG or EINVAL (older than 5.7), then the child joins itself.
+ * Read and written by the spawning thread only.
+ */
+static int	pty_clone3_ok = 1;
 
 static void	 cause_set(char *, size_t, const char *, ...)
 		     __attribute__((format(printf, 3, 4)));
@@ -188,6 +221,10 @@ static int	 user_fill(struct pty_user *, const struct passwd *, char *,
 static void	 child_fail(int, int, int) __attribute__((noreturn));
 static const char *env_path(char *const *);
 static int	 child_run(void *) __attribute__((noreturn));
+static pid_t	 spawn_clone(struct child_args *, char *, size_t, char *,
+		    size_t);
+static int	 child_oom(int);
+static int	 oom_differs(int);
 static void	 child_exec(const struct child_args *, int)
 		     __attribute__((noreturn));
 static int	 child_signals(void);
@@ -231,6 +268,12 @@ spec_check(const struct pty_spec *spec, char *cause, size_t causelen)
 	    spec->user->ngroups > PTY_GROUPS_MAX)) {
 		cause_set(cause, causelen, "user '%s': %d groups",
 		    spec->user->name, spec->user->ngroups);
+		return -EINVAL;
+	}
+	if (spec->cgroup < -1 || spec->oom_score_adj < -1000 ||
+	    spec->oom_score_adj > 1000) {
+		cause_set(cause, causelen, "cgroup fd %d, oom_score_adj %d out "
+		    "of range", spec->cgroup, spec->oom_score_adj);
 		return -EINVAL;
 	}
 	if (spec->tty && (spec->rows == 0 || spec->cols == 0)) {
@@ -523,6 +566,13 @@ report_cause(const struct child_report *rep, const struct pty_spec *spec,
 	case STAGE_CWD:
 		cause_set(cause, causelen, "cwd '%s': %s", spec->cwd, err);
 		return;
+	case STAGE_CGROUP:
+		what = "join cgroup";
+		break;
+	case STAGE_OOM:
+		cause_set(cause, causelen, "oom_score_adj %d: %s",
+		    spec->oom_score_adj, err);
+		return;
 	case STAGE_EXEC:
 		if (rep->err == E2BIG) {
 			exec_e2big(spec, cause, causelen);
@@ -727,6 +777,112 @@ pty_user_lookup(const char *spec, struct pty_user *out, char *cause,
 	return error;
 }
 
+#if defined(__x86_64__)
+/*
+ * clone3(2) whose child calls fn(arg) on the stack ca gives and exits with
+ * its return.  The libcs have no wrapper, and a child returning from
+ * syscall() into C would run on the stack of its parent, which CLONE_VM
+ * shares.  fn and arg ride in r12 and r13, which the system call keeps.
+ * Returns the child's pid or -errno.
+ */
+static long
+pty_clone3(struct pty_clone_args *ca, int (*fn)(void *), void *arg)
+{
+	register long	 r12 __asm__("r12") = (long)fn;
+	register long	 r13 __asm__("r13") = (long)arg;
+	long		 ret;
+
+	__asm__ __volatile__(
+	    "syscall\n\t"
+	    "testq %%rax, %%rax\n\t"
+	    "jnz 1f\n\t"
+	    "xorl %%ebp, %%ebp\n\t"
+	    "movq %%r13, %%rdi\n\t"
+	    "callq *%%r12\n\t"
+	    "movl %%eax, %%edi\n\t"
+	    "movl $60, %%eax\n\t"		/* exit(2), never reached */
+	    "syscall\n\t"
+	    "hlt\n"
+	    "1:"
+	    : "=a" (ret)
+	    : "0" ((long)SYS_clone3), "D" (ca), "S" (sizeof *ca), "r" (r12),
+	      "r" (r13)
+	    : "rcx", "r11", "memory", "cc");
+	return ret;
+}
+#endif
+
+/*
+ * Make the child of a spawn on stack, in spec->cgroup if there is one: born
+ * there by clone3(CLONE_INTO_CGROUP), else (an older kernel, another
+ * architecture) it writes itself into a->procs, opened here.  Returns the
+ * pid, or -errno with a cause.
+ */
+static pid_t
+spawn_clone(struct child_args *a, char *stack, size_t stacklen, char *cause,
+    size_t causelen)
+{
+	pid_t	pid;
+	int	error;
+#if defined(__x86_64__)
+	struct pty_clone_args	ca;
+	long			ret;
+
+	if (a->spec->cgroup >= 0 && pty_clone3_ok) {
+		memset(&ca, 0, sizeof ca);
+		ca.flags = CLONE_VM | CLONE_VFORK | PTY_CLONE_INTO_CGROUP;
+		ca.exit_signal = SIGCHLD;
+		ca.stack = (uint64_t)(uintptr_t)stack;
+		ca.stack_size = stacklen;
+		ca.cgroup = (uint64_t)a->spec->cgroup;
+		if ((ret = pty_clone3(&ca, child_run, a)) >= 0)
+			return (pid_t)ret;
+		if (ret != -ENOSYS && ret != -E2BIG && ret != -EINVAL) {
+			cause_set(cause, causelen, "clone3 into cgroup: %s",
+			    strerror((int)-ret));
+			return (pid_t)ret;
+		}
+		pty_clone3_ok = 0;	/* older than 5.7: the child joins */
+	}
+#endif
+	if (a->spec->cgroup >= 0 && (a->procs = openat(a->spec->cgroup,
+	    "cgroup.procs", O_WRONLY | O_CLOEXEC)) == -1) {
+		error = errno;
+		cause_set(cause, causelen, "cgroup.procs: %s", strerror(error));
+		return -error;
+	}
+	pid = clone(child_run, stack + stacklen,
+	    CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+	if (pid == -1) {
+		error = errno;
+		cause_set(cause, causelen, "clone: %s", strerror(error));
+		return -error;
+	}
+	return pid;
+}
+
+/*
+ * Whether a child's oom_score_adj must be written: it differs from ours,
+ * which it inherits (or ours cannot be read).  A process that changed
+ * credentials may not write its own, so one that keeps ours never tries.
+ */
+static int
+oom_differs(int want)
+{
+	char	buf[16];
+	ssize_t	n;
+	int	fd;
+
+	if ((fd = open(PTY_OOM_PATH, O_RDONLY | O_CLOEXEC)) == -1)
+		return errno != ENOENT;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = '\0';
+	return atoi(buf) != want;
+}
+
 /* Start a child on a PTY or pipes; see pty.h. */
 int
 pty_spawn(const struct pty_spec *spec, struct pty_proc *proc, char *cause,
@@ -743,7 +899,7 @@ pty_spawn(const struct pty_spec *spec, struct pty_proc *proc, char *cause,
 	} stack;
 	char			slave[PATH_MAX] = "";
 	pid_t			pid;
-	int			p[2], error, ferrno;
+	int			p[2], error;
 
 	proc->pid = -1;
 	proc->master = proc->in = proc->out = proc->err = -1;
@@ -785,15 +941,16 @@ pty_spawn(const struct pty_spec *spec, struct pty_proc *proc, char *cause,
 	args.f = f;
 	args.slave = slave;
 	args.path = env_path(spec->envp);
+	args.procs = -1;
+	args.oom = oom_differs(spec->oom_score_adj);
 	/* Returns once the child has exec'd or exited (CLONE_VFORK). */
-	pid = clone(child_run, stack.b + sizeof stack.b,
-	    CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
-	ferrno = errno;
+	pid = spawn_clone(&args, stack.b, sizeof stack.b, cause, causelen);
 	PTY_STACK_CLEAN(stack.b, sizeof stack.b);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (pid == -1) {
-		error = -ferrno;
-		cause_set(cause, causelen, "clone: %s", strerror(ferrno));
+	if (args.procs != -1)
+		close(args.procs);
+	if (pid < 0) {
+		error = pid;
 		goto fail;
 	}
 
@@ -1041,6 +1198,32 @@ child_fail(int rep, int stage, int err)
 	_exit(PTY_EXIT_NOTFOUND);
 }
 
+
+/*
+ * Write the child's oom_score_adj, formatted without stdio (the child may
+ * only make async-signal-safe calls).  No /proc: nothing to write, 0.
+ */
+static int
+child_oom(int adj)
+{
+	char		 buf[16], *p = buf + sizeof buf;
+	unsigned	 v = adj < 0 ? (unsigned)-adj : (unsigned)adj;
+	ssize_t		 n;
+	int		 fd, saved;
+
+	do
+		*--p = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	if (adj < 0)
+		*--p = '-';
+	if ((fd = open(PTY_OOM_PATH, O_WRONLY | O_CLOEXEC)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	n = write(fd, p, (size_t)(buf + sizeof buf - p));
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return n == -1 ? -1 : 0;
+}
 /*
  * Set up the child and exec; never returns.  Runs in the parent's memory
  * (see the top): it changes only its locals and the kernel's state.
@@ -1053,6 +1236,11 @@ child_run(void *arg)
 	const struct pty_user	*u = spec->user;
 	int			 rep = a->f.rep_w, fd0, fd1, fd2, tty;
 
+	/* Into the session's cgroup before anything else (no clone3). */
+	if (a->procs != -1 && write(a->procs, "0", 1) != 1)
+		child_fail(rep, STAGE_CGROUP, errno);
+	if (a->oom && child_oom(spec->oom_score_adj) != 0)
+		child_fail(rep, STAGE_OOM, errno);
 	if (child_signals() != 0)
 		child_fail(rep, STAGE_SIGNALS, errno);
 	if (setsid() == -1)

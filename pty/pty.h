@@ -10,7 +10,10 @@
  * and its stdin, stdout and stderr; every signal disposition is SIG_DFL and
  * its signal mask is empty; no fd but 0-2 is open; it runs in the requested
  * cwd as the requested user (gid, supplementary groups, uid) with exactly the
- * given environment.  Exec errors come back to the parent through an
+ * given environment; its oom_score_adj is spec's (where /proc is mounted);
+ * with spec->cgroup, it is in that cgroup before it runs anything of its
+ * own: born there by clone3(CLONE_INTO_CGROUP) (Linux 5.7, x86-64), else
+ * it writes itself into the cgroup's cgroup.procs first.  Exec errors come back to the parent through an
  * O_CLOEXEC pipe, so pty_spawn() fails (and no child remains) when the cwd,
  * the user or the exec fails.
  *
@@ -44,6 +47,9 @@ struct pty_spec {
 	int			 tty;		/* 1: a PTY; 0: pipes */
 	unsigned short		 rows, cols;	/* PTY size, 1..65535 */
 	int			 stdin_null;	/* pipes only: stdin is /dev/null */
+	int			 cgroup;	/* a cgroup v2 directory fd the
+						   child starts in, or -1 */
+	int			 oom_score_adj;	/* the child's, -1000..1000 */
 };
 
 /* A running child and the parent's ends of its fds; -1 where there is none. */

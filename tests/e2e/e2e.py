@@ -50,6 +50,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 GUEST_PORT = 49984
+TTL_S = 4                   # agentd.exited-ttl in the guest
 IP_ARG = "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off"
 
 failures = []
@@ -193,13 +194,13 @@ def output_text(doc):
 
 # ---- the VM -------------------------------------------------------------------
 
-def boot(kernel, initrd, port, token, workdir, monitor, extra=()):
+def boot(kernel, initrd, port, token, workdir, monitor, extra=(), append_extra=""):
     console = os.path.join(workdir, "console.log")
     for p in (console, monitor):
         if os.path.exists(p):
             os.unlink(p)
     qemu = os.environ.get("QEMU", "qemu-system-x86_64")
-    append = f"console=ttyS0 panic=-1 agentd.token={token} {IP_ARG}"
+    append = f"console=ttyS0 panic=-1 agentd.token={token} {IP_ARG} {append_extra}".rstrip()
     cmd = [qemu, "-nodefaults", "-no-user-config",
            "-machine", "pc,accel=tcg", "-m", "512", "-smp", "1",
            "-display", "none", "-serial", f"file:{console}",
@@ -354,10 +355,181 @@ def checks(agent):
         m, text = agent.read_until("shell", r"\b50 132\b", cursor)
         check("resize: stty size inside is 50 132", st == 200 and m, f"{st} {text!r}")
 
+    cgroup_checks(agent)
+
     # Something still running at shutdown: it must get its SIGTERM.
     st, doc = agent.run({"argv": ["sleep", "600"], "id": "sleeper"})
     check("a session left running for the shutdown", st == 201 and doc.get("state") == "running",
           f"{st} {doc}")
+
+
+# ---- containment (issue 21) ---------------------------------------------------
+
+# Four ways out of a process group, each writing its pid to F: setsid; a
+# job that ignores SIGHUP, as nohup does (busybox has no nohup); a double
+# fork; a daemon (setsid, fork, its fds closed).
+ESCAPES = ("setsid sleep 777 & echo $! >>F; "
+           "(trap '' HUP; exec sleep 778) & echo $! >>F; "
+           "sh -c 'sleep 779 & echo $! >>F'; "
+           "setsid sh -c 'exec 0<&- 1>&- 2>&-; sleep 780 & echo $! >>F' & "
+           "while [ $(wc -l <F) -lt 4 ]; do sleep 0.05; done; echo started")
+
+
+def guest(agent, cmd, timeout=60):
+    """Run cmd in a new session of the guest; its output."""
+    st, doc = agent.run({"cmd": cmd, "yield_ms": timeout * 1000}, timeout=timeout + 10)
+    return doc.get("text", "") if st == 201 else f"[{st} {doc}]"
+
+
+def alive(agent, pidfile, extra=""):
+    """The pids of pidfile (and extra) still running in the guest (zombies
+    do not count: their parent, agentd, reaps them)."""
+    text = guest(agent, f"for p in $(cat {pidfile}) {extra}; do "
+                        "s=$(cut -d' ' -f3 /proc/$p/stat 2>/dev/null); "
+                        "[ -n \"$s\" ] && [ \"$s\" != Z ] && echo $p; done; echo checked")
+    return [l for l in text.split() if l != "checked"], "checked" in text
+
+
+def escapes_gone(agent, pidfile, deadline_s):
+    end = time.monotonic() + deadline_s
+    while True:
+        left, ok = alive(agent, pidfile)
+        if (ok and not left) or time.monotonic() > end:
+            return left, ok
+        time.sleep(0.3)
+
+
+def metric(agent, name):
+    st, _, doc = agent.request("GET", "/metrics")
+    text = doc.decode() if isinstance(doc, bytes) else str(doc)
+    m = re.search(rf"^{name} (\d+)$", text, re.M)
+    return int(m.group(1)) if m else None
+
+
+def cgroup_checks(agent):
+    st, _, h = agent.request("GET", "/healthz", auth=False)
+    if not check("containment: cgroup in /healthz", h.get("containment") == "cgroup", f"{h}"):
+        return
+    text = guest(agent, "cat /proc/1/oom_score_adj /proc/self/oom_score_adj; "
+                        "cat /proc/1/cgroup /proc/self/cgroup; "
+                        "cat /sys/fs/cgroup/agentd/memory.min /sys/fs/cgroup/agentd/cpu.weight "
+                        "/sys/fs/cgroup/sessions/cpu.weight /sys/fs/cgroup/sessions/cgroup.subtree_control")
+    lines = text.split("\n")
+    check("protection: agentd's oom_score_adj -1000, a session's 0",
+          lines[:2] == ["-1000", "0"], repr(text))
+    check("layout: agentd in /agentd, a session in /sessions/N",
+          len(lines) > 3 and lines[2] == "0::/agentd" and re.match(r"0::/sessions/\d+$", lines[3]),
+          repr(text))
+    check("layout: agentd's memory.min 16 MiB and cpu.weight 1000 over the sessions' 100",
+          lines[4:7] == ["16777216", "1000", "100"] and
+          set(lines[7].split()) >= {"memory", "pids", "cpu"}, repr(text))
+
+    # Limits as the cgroup's files.
+    st, doc = agent.run({"cmd": "d=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup); "
+                                "cat $d/memory.max $d/memory.swap.max $d/pids.max $d/cpu.max",
+                         "limits": {"memory_bytes": 64 << 20, "pids": 50, "cpu_percent": 50},
+                         "yield_ms": 20000})
+    check("limits: memory.max, memory.swap.max 0, pids.max, cpu.max",
+          st == 201 and doc["text"].split("\n")[:4] ==
+          [str(64 << 20), "0", "50", "50000 100000"], f"{st} {doc.get('text')!r}")
+
+    # Each escape is gone after DELETE, after timeout_ms, after the TTL.
+    for how in ("delete", "timeout", "ttl"):
+        f = f"/tmp/esc-{how}"
+        body = {"cmd": f"cd /tmp; rm -f F; {ESCAPES}; cp F {f}" +
+                ("" if how == "ttl" else "; sleep 1000"), "id": f"esc-{how}"}
+        if how == "timeout":
+            body["timeout_ms"] = 6000
+        st, doc = agent.run(dict(body, wait_ms=20000))
+        m, text = agent.read_until(f"esc-{how}", r"started", 0)
+        left, _ = alive(agent, f)
+        if not check(f"escapes ({how}): four started and alive", m and len(left) == 4,
+                     f"{st} {text!r} alive={left}"):
+            continue
+        leader = doc.get("pid")
+        if how == "delete":
+            st, _, d = agent.request("DELETE", f"/v1/sessions/esc-{how}?grace_ms=1000")
+            k = guest(agent, f"kill -0 {leader} 2>/dev/null && echo present || echo reaped")
+            left, ok = alive(agent, f)
+            check("escapes (delete): all gone and the leader reaped when DELETE answers",
+                  st == 200 and ok and not left and k.strip() == "reaped",
+                  f"{st} alive={left} leader {leader}: {k.strip()}")
+        elif how == "timeout":
+            end = time.monotonic() + 40
+            while True:
+                st, _, d = agent.request("GET", f"/v1/sessions/esc-{how}?wait_ms=2000")
+                if st != 200 or d.get("state") == "exited" or time.monotonic() > end:
+                    break
+            left, ok = escapes_gone(agent, f, 10)
+            check("escapes (timeout_ms): timed out, all gone",
+                  st == 200 and d.get("timed_out") and ok and not left,
+                  f"{st} timed_out={d.get('timed_out')} alive={left}")
+        else:
+            left, ok = escapes_gone(agent, f, TTL_S + 15)
+            st, _, _ = agent.request("GET", f"/v1/sessions/esc-{how}")
+            check("escapes (TTL): the session removed, all gone",
+                  st == 404 and ok and not left, f"{st} alive={left}")
+
+    # A memory hog over its limit: SIGKILL, oom_killed; agentd and another
+    # session live on.
+    st, other = agent.run({"argv": ["sleep", "600"], "id": "bystander"})
+    oom0 = metric(agent, "agentd_sessions_oom_killed_total")
+    st, doc = agent.run({"argv": ["awk", 'BEGIN { s = "x"; while (1) s = s s }'],
+                         "limits": {"memory_bytes": 32 << 20}, "yield_ms": 60000}, timeout=70)
+    check("oom: the hog exited by SIGKILL with oom_killed true",
+          st == 201 and doc.get("state") == "exited" and doc.get("signal") == "SIGKILL"
+          and doc.get("oom_killed") is True, f"{st} {doc}")
+    st, _, b = agent.request("GET", "/v1/sessions/bystander")
+    st2, _, h = agent.request("GET", "/healthz", auth=False)
+    check("oom: agentd and the other session live on",
+          st == 200 and b.get("state") == "running" and st2 == 200,
+          f"{st} {b} {st2} {h}")
+    check("oom: agentd_sessions_oom_killed_total counts it",
+          oom0 is not None and metric(agent, "agentd_sessions_oom_killed_total") == oom0 + 1)
+    st, _, ev = agent.request("GET", f"/v1/events?session={doc.get('id')}&types=session.exited")
+    evs = (ev or {}).get("events") or [{}]
+    check("oom: the session.exited event says oom_killed",
+          st == 200 and evs[-1].get("oom_killed") is True, f"{st} {ev}")
+    agent.request("DELETE", "/v1/sessions/bystander?grace_ms=0")
+
+    # A fork bomb held by pids: /healthz keeps answering throughout.
+    kills0 = metric(agent, "agentd_cgroup_kills_total")
+    st, doc = agent.run({"cmd": "f() { f | f & }; f; sleep 1000", "id": "bomb",
+                         "limits": {"pids": 64}})
+    worst, fails = 0.0, 0
+    end = time.monotonic() + 8
+    while time.monotonic() < end:
+        t0 = time.monotonic()
+        try:
+            st, _, h = agent.request("GET", "/healthz", auth=False, timeout=5)
+        except (OSError, http.client.HTTPException):
+            st = None
+        worst = max(worst, time.monotonic() - t0)
+        fails += st != 200
+        time.sleep(0.1)
+    st, _, pk = agent.request("GET", "/v1/sessions/bomb")
+    peak = (pk.get("usage") or {}).get("pids_peak")
+    check("fork bomb: held at pids 64, /healthz answered throughout",
+          fails == 0 and worst < 3.0 and (peak is None or 30 <= peak <= 64),
+          f"fails={fails} worst={worst:.2f}s pids_peak={peak}")
+    log(f"fork bomb: the slowest /healthz took {worst * 1000:.0f} ms")
+    st, _, d = agent.request("DELETE", "/v1/sessions/bomb?grace_ms=0", timeout=30)
+    kills = metric(agent, "agentd_cgroup_kills_total")
+    check("fork bomb: DELETE ends it through cgroup.kill",
+          st == 200 and kills0 is not None and kills is not None and kills > kills0,
+          f"{st} kills {kills0} -> {kills}")
+
+    # Usage: plausible figures.
+    st, doc = agent.run({"cmd": "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; "
+                                "sleep 0.3 & sleep 0.3 & wait", "yield_ms": 60000}, timeout=70)
+    u = doc.get("usage") or {}
+    check("usage: cpu_ms, memory_peak_bytes, pids_peak plausible",
+          st == 201 and isinstance(u.get("cpu_ms"), int) and u["cpu_ms"] > 10 and
+          isinstance(u.get("memory_peak_bytes"), int) and
+          (64 << 10) < u["memory_peak_bytes"] < (256 << 20) and
+          (u.get("pids_peak") is None or u["pids_peak"] >= 3) and doc.get("oom_killed") is False,
+          f"{st} {u}")
+    log(f"usage of a shell loop: {u}")
 
 
 def main():
@@ -387,7 +559,10 @@ def main():
     if len(monitor) > 100:
         sockdir = tempfile.mkdtemp(prefix="agentd-e2e-")
         monitor = os.path.join(sockdir, "monitor.sock")
-    proc, console = boot(kernel, initrd, port, token, workdir, monitor)
+    # A short TTL for the containment checks (an exited session's
+    # leftovers are killed when its TTL ends).
+    proc, console = boot(kernel, initrd, port, token, workdir, monitor,
+                         append_extra=f"agentd.exited-ttl={TTL_S}s")
     try:
         health, secs = wait_healthz(agent, proc, float(os.environ.get("E2E_BOOT_TIMEOUT", "240")))
         ok = check("healthz: 200, status ok, pid 1",

@@ -107,9 +107,11 @@ def guest_conns(agent):
 
 
 def pid1_fds(agent):
-    """What PID 1's fds are, sorted (pipe and socket inodes left out)."""
+    """What PID 1's fds are, sorted (pipe and socket inodes, and which
+    session's cgroup a cgroup fd names, left out)."""
     out = sh(agent, "for f in /proc/1/fd/*; do readlink $f; done")
-    return sorted(re.sub(r"\[\d+\]", "[]", l) for l in out.split())
+    return sorted(re.sub(r"/sessions/\d+$", "/sessions/N",
+                         re.sub(r"\[\d+\]", "[]", l)) for l in out.split())
 
 
 def read_lines(agent, sid, cursor, want_last=None, deadline_s=30):

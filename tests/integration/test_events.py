@@ -48,7 +48,7 @@ class FeedTest(EventsTestCase):
         self.assertEqual(ex['exit_code'], 3)
         self.assertIsNone(ex['signal'])
         self.assertIs(ex['timed_out'], False)
-        self.assertNotIn('oom_killed', ex)
+        self.assertIs(ex['oom_killed'], False)
         self.assertEqual(body['events'][0]['pid'], w['pid'])
 
     def test_killed_and_timed_out(self):

@@ -8,7 +8,7 @@ import shutil
 import threading
 import time
 
-from harness import AgentdTestCase, pid_gone, pid_state
+from harness import AgentdTestCase, Background, pid_gone, pid_state
 
 
 def read_file(path):
@@ -210,11 +210,15 @@ class LeftoverTest(AgentdTestCase):
 
     def test_delete_exited_sigkills_after_the_grace(self):
         w, pid = self.leftover(self.STUBBORN)
-        self.expect(self.delete(w['id'], grace_ms=6000), 200)
-        # SIGTERM is ignored and SIGKILL waits for the grace.
+        # SIGTERM is ignored and SIGKILL waits for the grace; the answer
+        # waits for the leftover's end and the leader's reaping.
+        done = Background(self.delete, w['id'], grace_ms=3000)
         time.sleep(1.0)
+        self.assertIsNone(done.done_at)
         self.assertFalse(pid_gone(pid))
         self.assertNotIn(pid_state(pid), ('Z', 'X'))
+        self.expect(done.join_result(), 200)
+        self.assertTrue(pid_gone(w['pid']))
         self.wait_until(lambda: pid_gone(pid), 15,
                         'leftover %d killed after the grace' % pid)
 

@@ -130,7 +130,7 @@ sample_session(void)
 static const char *const session_keys[] = {
 	"id", "pid", "tty", "rows", "cols", "argv", "cwd", "user", "state",
 	"exit_code", "signal", "timed_out", "started_at", "ended_at",
-	"last_chunk", "bytes_out", NULL
+	"last_chunk", "bytes_out", "oom_killed", "usage", NULL
 };
 
 /* ---- create ---- */
@@ -267,6 +267,40 @@ START_TEST(create_all_fields)
 	ck_assert_int_eq(create("{\"cmd\":\"x\",\"env\":{}}", &c, &e), 0);
 	ck_assert_ptr_null(c.env);
 	proto_create_free(&c);
+}
+END_TEST
+
+/* "limits": three integers >= 0, memory 0 or at least 1 MiB, nothing else. */
+START_TEST(create_limits)
+{
+	struct proto_create	c;
+	struct proto_err	e;
+
+	ck_assert_int_eq(create("{\"cmd\":\"x\",\"limits\":{\"memory_bytes\":"
+	    "1048576,\"pids\":64,\"cpu_percent\":150}}", &c, &e), 0);
+	ck_assert_uint_eq(c.limit_memory, 1048576);
+	ck_assert_uint_eq(c.limit_pids, 64);
+	ck_assert_uint_eq(c.limit_cpu, 150);
+	proto_create_free(&c);
+	ck_assert_int_eq(create("{\"cmd\":\"x\",\"limits\":{\"memory_bytes\":0}}",
+	    &c, &e), 0);
+	ck_assert_uint_eq(c.limit_memory, 0);
+	proto_create_free(&c);
+	ck_assert_int_eq(create("{\"cmd\":\"x\",\"limits\":null}", &c, &e), 0);
+	ck_assert_uint_eq(c.limit_pids, 0);
+	proto_create_free(&c);
+	expect_err(create("{\"cmd\":\"x\",\"limits\":{\"memory_bytes\":1048575}}",
+	    &c, &e), &e, 400, "invalid_request", "memory_bytes");
+	expect_err(create("{\"cmd\":\"x\",\"limits\":{\"pids\":-1}}", &c, &e),
+	    &e, 400, "invalid_request", "pids");
+	expect_err(create("{\"cmd\":\"x\",\"limits\":{\"cpu_percent\":\"50\"}}",
+	    &c, &e), &e, 400, "invalid_request", "cpu_percent");
+	expect_err(create("{\"cmd\":\"x\",\"limits\":{\"pids\":1.5}}", &c, &e),
+	    &e, 400, "invalid_request", "pids");
+	expect_err(create("{\"cmd\":\"x\",\"limits\":{\"swap\":1}}", &c, &e),
+	    &e, 400, "invalid_request", "limits.swap");
+	expect_err(create("{\"cmd\":\"x\",\"limits\":[1]}", &c, &e), &e, 400,
+	    "invalid_request", "limits");
 }
 END_TEST
 
@@ -1355,6 +1389,8 @@ START_TEST(render_exact)
 		.argv = argv, .cwd = "/", .user = "root", .exited = 1,
 		.exit_code = 0, .signo = 0, .timed_out = 0, .started_ms = 0,
 		.ended_ms = 1500, .last_chunk = 1, .bytes_out = 3,
+		.oom_killed = 1, .cpu_ms = 12, .memory_peak_bytes = -1,
+		.pids_peak = 3,
 	};
 	static const uint8_t	data[] = { 'h', 'i', '\n' };
 	struct proto_chunk	ch = {
@@ -1372,14 +1408,17 @@ START_TEST(render_exact)
 	    "\"state\":\"exited\",\"exit_code\":0,\"signal\":null,"
 	    "\"timed_out\":false,\"started_at\":\"1970-01-01T00:00:00.000Z\","
 	    "\"ended_at\":\"1970-01-01T00:00:01.500Z\",\"last_chunk\":1,"
-	    "\"bytes_out\":3}";
+	    "\"bytes_out\":3,\"oom_killed\":true,\"usage\":{\"cpu_ms\":12,"
+	    "\"memory_peak_bytes\":null,\"pids_peak\":3}}";
 	static const char	windowed[] =
 	    "{\"written\":3,\"id\":\"a\",\"pid\":7,\"tty\":false,\"rows\":24,"
 	    "\"cols\":80,\"argv\":[\"ls\"],\"cwd\":\"/\",\"user\":\"root\","
 	    "\"state\":\"exited\",\"exit_code\":0,\"signal\":null,"
 	    "\"timed_out\":false,\"started_at\":\"1970-01-01T00:00:00.000Z\","
 	    "\"ended_at\":\"1970-01-01T00:00:01.500Z\",\"last_chunk\":1,"
-	    "\"bytes_out\":3,\"output\":[{\"id\":1,\"stream\":\"stdout\","
+	    "\"bytes_out\":3,\"oom_killed\":true,\"usage\":{\"cpu_ms\":12,"
+	    "\"memory_peak_bytes\":null,\"pids_peak\":3},"
+	    "\"output\":[{\"id\":1,\"stream\":\"stdout\","
 	    "\"offset\":0,\"data\":\"aGkK\"}],\"cursor\":1,"
 	    "\"dropped_chunks\":0,\"more\":false,\"eof\":true}";
 
@@ -1514,7 +1553,8 @@ START_TEST(render_window_head_tail)
 	static const char *const keys[] = {
 		"id", "pid", "tty", "rows", "cols", "argv", "cwd", "user",
 		"state", "exit_code", "signal", "timed_out", "started_at",
-		"ended_at", "last_chunk", "bytes_out", "output", "cursor",
+		"ended_at", "last_chunk", "bytes_out", "oom_killed", "usage",
+		"output", "cursor",
 		"dropped_chunks", "more", "eof", "truncated_bytes",
 		"truncated_cursor", NULL
 	};
@@ -1591,7 +1631,8 @@ START_TEST(render_window)
 	static const char *const keys[] = {
 		"written", "id", "pid", "tty", "rows", "cols", "argv", "cwd",
 		"user", "state", "exit_code", "signal", "timed_out",
-		"started_at", "ended_at", "last_chunk", "bytes_out", "output",
+		"started_at", "ended_at", "last_chunk", "bytes_out",
+		"oom_killed", "usage", "output",
 		"cursor", "dropped_chunks", "more", "eof", NULL
 	};
 	static const char *const chunk_keys[] = {
@@ -1890,6 +1931,7 @@ proto_suite(void)
 	tcase_add_test(t, render_window_head_tail);
 	tcase_add_test(t, create_argv);
 	tcase_add_test(t, create_all_fields);
+	tcase_add_test(t, create_limits);
 	tcase_add_test(t, create_boundaries_and_clamps);
 	tcase_add_test(t, create_cmd_xor_argv);
 	tcase_add_loop_test(t, create_bad_field, 0,

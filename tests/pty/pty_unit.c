@@ -80,6 +80,7 @@ t_spec(struct pty_spec *s, char *const *argv, int tty)
 	s->tty = tty;
 	s->rows = 24;
 	s->cols = 80;
+	s->cgroup = -1;
 }
 
 /*
