@@ -750,7 +750,7 @@ api_wait_call(struct evhttp_request *req, struct session *s, int64_t ms,
 	struct api_answer	a = { .written = -1 };
 	struct waiter		*w;
 
-	w = api_wait(req, s, WAIT_EXIT, ms, &a, delete);
+	w = api_wait(req, s, delete ? WAIT_GONE : WAIT_EXIT, ms, &a, delete);
 	w->fn = fn;
 	w->arg = arg;
 }

@@ -49,8 +49,9 @@ typedef void (*api_wait_fn)(struct evhttp_request *, struct session *,
 /*
  * Park req on s until s exits, ms pass, s is removed or agentd stops, as
  * a yield_ms does, watching for its client's close; then call fn.  With
- * delete, s is removed once fn answered (or when it ends, if the client
- * went away), as a DELETE's waiter does: after a session_terminate().
+ * delete, as a DELETE's waiter after a session_terminate(): until nothing
+ * of s is left and its leader is reaped, and s is removed once fn answered
+ * (or when it ends, if the client went away).
  */
 void	api_wait_call(struct evhttp_request *, struct session *, int64_t ms,
 	    int delete, api_wait_fn fn, void *arg);

@@ -1049,13 +1049,14 @@ mcp_kill(struct mcp_call *c, json_t *args)
 }
 
 /*
- * Answer a tool call about s now when it has ended, else park it for ms.
- * Returns 1 when parked.
+ * Answer a tool call about s now when it has ended (with delete: when
+ * nothing of it is left, as a DELETE), else park it for ms.  Returns 1
+ * when parked.
  */
 static int
 mcp_wait(struct mcp_call *c, struct session *s, int64_t ms, int delete)
 {
-	if (session_exited(s)) {
+	if (delete ? session_gone(s) : session_exited(s)) {
 		mcp_answer(c, s);
 		if (delete)
 			session_remove(s);

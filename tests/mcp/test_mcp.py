@@ -264,6 +264,21 @@ class McpProtocolTest(AgentdTestCase):
         r = self.req('GET', '/v1/sessions/' + sc['session_id'])
         self.assertError(r, 404, 'not_found')
 
+    def test_kill_session_answers_when_nothing_is_left(self):
+        # As a DELETE: the answer comes once the leader is reaped (also
+        # without cgroups, where the leader was a zombie for a while).
+        sid = self.session()
+        res = self.call(sid, 'exec_command',
+                        {'cmd': 'trap "" TERM; sleep 1000 & wait',
+                         'yield_time_ms': 300})
+        sc = res['structuredContent']
+        r = self.req('GET', '/v1/sessions/' + sc['session_id'])
+        self.expect(r, 200)
+        leader = r.json['pid']
+        self.call(sid, 'kill_session', {'session_id': sc['session_id']})
+        with self.assertRaises(ProcessLookupError):
+            os.kill(leader, 0)
+
     def test_yield_does_not_block_the_loop(self):
         sid = self.session()
         box = {}
