@@ -52,6 +52,8 @@ static int	 cgroup_on;		/* containment "cgroup" */
 static unsigned	 cgroup_ctrl;		/* CGROUP_CTRL_* enabled for sessions */
 static int	 cgroup_parent = -1;	/* R/sessions */
 static char	*cgroup_parent_path;
+static const char *cgroup_parent_rel;	/* the same, as /proc/PID/cgroup
+					   names it (under the mount) */
 static uint64_t	 cgroup_next = 1;	/* the next session cgroup's number */
 
 static int	 cgroup_read(int dirfd, const char *file, char *buf, size_t len);
@@ -295,6 +297,7 @@ cgroup_setup(const struct cgroup_config *cfg, const char *root, char *why,
 		goto fail;
 	}
 	xasprintf(&cgroup_parent_path, "%s/%s", root, CGROUP_SESSIONS_DIR);
+	cgroup_parent_rel = cgroup_parent_path + strlen(cfg->mount);
 
 	/* The controllers root has, enabled down to the sessions. */
 	avail = cgroup_read(rootfd, "cgroup.controllers", buf, sizeof buf) < 0 ?
@@ -493,6 +496,36 @@ const char *
 cgroup_session_name(const struct cgroup *cg)
 {
 	return (cg->name);
+}
+
+/*
+ * The name of the session cgroup pid is in (or under): 0 and name,
+ * -ENOENT when pid is in none, or -errno.
+ */
+int
+cgroup_of_pid(pid_t pid, char *name, size_t len)
+{
+	char		 file[64], text[CGROUP_FILE_MAX], path[CGROUP_FILE_MAX];
+	const char	*p;
+	size_t		 plen, n;
+	int		 error;
+
+	if (!cgroup_on)
+		return (-ENOENT);
+	snprintf(file, sizeof file, "/proc/%ld/cgroup", (long)pid);
+	if ((error = cgroup_read(AT_FDCWD, file, text, sizeof text)) < 0)
+		return (error);
+	if ((error = cgroup_parse_self(text, path, sizeof path)) != 0)
+		return (error);
+	plen = strlen(cgroup_parent_rel);
+	if (strncmp(path, cgroup_parent_rel, plen) != 0 || path[plen] != '/')
+		return (-ENOENT);
+	p = path + plen + 1;
+	if ((n = strcspn(p, "/")) == 0 || n >= len)
+		return (-ENOENT);
+	memcpy(name, p, n);
+	name[n] = '\0';
+	return (0);
 }
 
 /* The pids of cgroup.procs, malloc'd into *out; 0 or -errno. */

@@ -28,6 +28,8 @@
 #ifndef AGENTD_CGROUP_H
 #define AGENTD_CGROUP_H
 
+#include <sys/types.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -100,6 +102,12 @@ int	 cgroup_session_new(const struct cgroup_limits *l, struct cgroup **out,
 int	 cgroup_session_fd(const struct cgroup *);
 /* Its name under the sessions' parent, for logs. */
 const char *cgroup_session_name(const struct cgroup *);
+/*
+ * The name (cgroup_session_name()) of the session cgroup pid is in, a
+ * cgroup below it too: 0 and name, -ENOENT when none (or no containment
+ * "cgroup"), or -errno.  Reads /proc/PID/cgroup.
+ */
+int	 cgroup_of_pid(pid_t pid, char *name, size_t len);
 /*
  * Send sig to every process of the cgroup.  SIGKILL writes cgroup.kill
  * (Linux 5.14), else signals each pid of cgroup.procs, frozen first where

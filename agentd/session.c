@@ -1945,11 +1945,13 @@ out:
 }
 
 /*
- * The session a process belongs to: the first of pid and its ancestors (up
- * to SESSION_PARENTS_MAX) whose session id (setsid) is a session's leader,
- * while that leader is unreleased (its pid cannot be anyone else's).  So a
- * process that left with setsid is still found through its parent, unless
- * that parent ended and it was reparented to agentd or init.
+ * The session a process belongs to.  With a cgroup per session, the one
+ * whose cgroup holds it (a reparented daemon too).  Else the first of pid
+ * and its ancestors (up to SESSION_PARENTS_MAX) whose session id (setsid)
+ * is a session's leader, while that leader is unreleased (its pid cannot be
+ * anyone else's).  So a process that left with setsid is still found
+ * through its parent, unless that parent ended and it was reparented to
+ * agentd or init.
  */
 struct session *
 session_of_pid(pid_t pid)
@@ -1960,6 +1962,16 @@ session_of_pid(pid_t pid)
 	long		 ppid, sid;
 	int		 depth;
 
+	if (cgroup_enabled()) {
+		if (cgroup_of_pid(pid, buf, sizeof buf) != 0)
+			return (NULL);
+		TAILQ_FOREACH(s, &sessions, entry) {
+			if (s->cg != NULL &&
+			    strcmp(cgroup_session_name(s->cg), buf) == 0)
+				return (s);
+		}
+		return (NULL);
+	}
 	for (depth = 0; pid > 1 && depth < SESSION_PARENTS_MAX; depth++) {
 		/* state ppid pgrp session */
 		if ((f = proc_stat(pid, buf, sizeof buf)) == NULL ||

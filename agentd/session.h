@@ -97,8 +97,8 @@ struct session	*session_find(const char *id);
  * pid or of its nearest ancestor that has a session's, up to
  * SESSION_PARENTS_MAX parents; NULL when none (agentd's own, a process
  * reparented after its parent ended).  Reads /proc/PID/stat per step.
- * With a cgroup per session, /proc/PID/cgroup is the exact answer (a
- * reparented daemon too): this is the one place to ask it.
+ * With a cgroup per session, by /proc/PID/cgroup instead: the exact answer,
+ * a reparented daemon too.
  */
 struct session	*session_of_pid(pid_t pid);
 /* Iterate: the first session, then the next one (NULL at the end). */

@@ -333,6 +333,16 @@ def checks(agent):
           and entries[0].get("session") == "listener"
           and entries[0].get("protocol") in ("tcp", "tcp6"), f"{st} {st2} {ports}")
     agent.request("DELETE", "/v1/sessions/listener?grace_ms=0")
+    # A daemon whose parent ended (reparented to PID 1, out of the session's
+    # process tree) is still named: by its cgroup.
+    st, doc = agent.run({"cmd": "sh -c 'setsid busybox nc -l -p 8001 </dev/null >/dev/null 2>&1 &'; sleep 1000",
+                         "id": "daemon-parent"})
+    st2, _, ports = agent.request("GET", "/v1/ports?port=8001&wait_ms=20000", timeout=60)
+    entries = ports.get("ports") if isinstance(ports, dict) else None
+    check("ports: a daemon started with setsid is named by its session's cgroup",
+          st == 201 and st2 == 200 and bool(entries)
+          and entries[0].get("session") == "daemon-parent", f"{st} {st2} {ports}")
+    agent.request("DELETE", "/v1/sessions/daemon-parent?grace_ms=0")
 
     # Who is PID 1, and what a session sees of the token.
     st, doc = agent.run({"cmd": "cat /proc/1/comm; cat /proc/cmdline; env", "yield_ms": 20000})
