@@ -40,6 +40,7 @@
 #include "ringbuf.h"
 #include "sandbox.h"
 #include "session.h"
+#include "spawner.h"
 #include "sse.h"
 #include "util.h"
 
@@ -80,6 +81,13 @@ struct waiter {
 };
 TAILQ_HEAD(waiters, waiter);
 
+/* A create waiting for its spawn (session_create()'s fn). */
+struct api_creating {
+	struct evhttp_request	*req;
+	struct proto_create	 pc;
+	struct event		*closed;	/* the client went away */
+};
+
 /* What one answer about a session carries. */
 struct api_answer {
 	int		 status;
@@ -118,6 +126,11 @@ static int	api_ready(struct session *, uint64_t cursor);
 static void	api_healthz(struct http_req *);
 static void	api_metrics(struct http_req *);
 static void	api_create(struct http_req *);
+static void	api_created(struct session *, const struct proto_err *,
+		    void *);
+static void	api_create_closed(evutil_socket_t, short, void *);
+static void	api_create_gone(struct evhttp_connection *, void *);
+static void	api_creating_free(struct api_creating *);
 static void	api_list(struct http_req *);
 static void	api_read(struct http_req *, struct session *);
 static void	api_stdin(struct http_req *, struct session *);
@@ -323,6 +336,12 @@ api_metrics(struct http_req *hr)
 	    "agentd_sessions_started_total %" PRIu64 "\n"
 	    "# TYPE agentd_sessions_spawn_failed_total counter\n"
 	    "agentd_sessions_spawn_failed_total %" PRIu64 "\n"
+	    "# TYPE agentd_sessions_starting gauge\n"
+	    "agentd_sessions_starting %zu\n"
+	    "# TYPE agentd_spawn_timeouts_total counter\n"
+	    "agentd_spawn_timeouts_total %" PRIu64 "\n"
+	    "# TYPE agentd_spawns_abandoned gauge\n"
+	    "agentd_spawns_abandoned %zu\n"
 	    "# TYPE agentd_output_bytes_total counter\n"
 	    "agentd_output_bytes_total %" PRIu64 "\n"
 	    "# TYPE agentd_output_dropped_bytes_total counter\n"
@@ -345,7 +364,8 @@ api_metrics(struct http_req *hr)
 	    "agentd_uptime_seconds %.3f\n",
 	    session_count_running(), session_count(),
 	    agentd_stats.sessions_started, agentd_stats.sessions_spawn_failed,
-	    agentd_stats.output_bytes, dropped, held,
+	    session_count_starting(), agentd_stats.sessions_spawn_timeouts,
+	    spawner_abandoned(), agentd_stats.output_bytes, dropped, held,
 	    session_ring_bytes_total(), session_pipe_bytes(),
 	    agentd_stats.zombies_reaped,
 	    session_count_unreaped(),
@@ -928,51 +948,108 @@ api_wait_flags(int64_t wait_ms, int64_t yield_ms, int64_t idle_ms, int64_t *ms)
 	return (flags);
 }
 
-/* POST /v1/sessions */
+/* POST /v1/sessions: parse, reserve, and spawn on a thread (api_created()). */
 static void
 api_create(struct http_req *hr)
 {
-	struct proto_create	 pc;
+	struct api_creating	*c;
 	struct proto_err	 err;
 	struct proto_session	 v;
-	struct api_answer	 a;
 	struct session		*s;
+
+	c = xcalloc(1, sizeof *c);
+	if (proto_parse_create(hr->body, hr->body_len, api_limits(), &c->pc,
+	    &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		free(c);
+		return;
+	}
+	c->req = hr->req;
+	if (session_create(&c->pc, api_created, c, &s, &err) != 0) {
+		if (s != NULL)
+			session_view(s, &v);
+		http_reply_error(hr->req, &err, s != NULL ? &v : NULL);
+		api_creating_free(c);
+		return;
+	}
+	/* evhttp stops reading while a request is out: watch for the close. */
+	c->closed = http_watch_client(c->req, api_create_closed, c);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(c->req),
+	    api_create_gone, c);
+}
+
+/* A create's spawn ended: answer it, now or after its wait. */
+static void
+api_created(struct session *s, const struct proto_err *err, void *arg)
+{
+	struct api_creating	*c = arg;
+	struct proto_create	*pc = &c->pc;
+	struct evhttp_request	*req = c->req;
+	struct api_answer	 a;
 	char			*loc;
 	int			 flags;
 	int64_t			 ms;
 
-	if (proto_parse_create(hr->body, hr->body_len, api_limits(), &pc,
-	    &err) != 0) {
-		http_reply_error(hr->req, &err, NULL);
-		return;
-	}
-	if (session_create(&pc, &s, &err) != 0) {
-		if (s != NULL)
-			session_view(s, &v);
-		http_reply_error(hr->req, &err, s != NULL ? &v : NULL);
-		proto_create_free(&pc);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
+	    NULL, NULL);
+	if (s == NULL) {
+		http_reply_error(req, err, NULL);
+		api_creating_free(c);
 		return;
 	}
 	xasprintf(&loc, "/v1/sessions/%s", session_id(s));
-	evhttp_add_header(evhttp_request_get_output_headers(hr->req),
-	    "Location", loc);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Location",
+	    loc);
 	free(loc);
 
 	memset(&a, 0, sizeof a);
 	a.status = 201;
 	a.window = 1;
 	a.cursor = 0;
-	a.max_bytes = pc.max_bytes;
-	a.head_tail = pc.head_tail;
+	a.max_bytes = pc->max_bytes;
+	a.head_tail = pc->head_tail;
 	a.written = -1;
-	a.idle_ms = pc.idle_ms;
-	flags = api_wait_flags(pc.wait_ms, pc.yield_ms, pc.idle_ms, &ms);
-	proto_create_free(&pc);
+	a.idle_ms = pc->idle_ms;
+	flags = api_wait_flags(pc->wait_ms, pc->yield_ms, pc->idle_ms, &ms);
+	api_creating_free(c);
 	if (flags == 0 || session_exited(s) ||
 	    ((flags & WAIT_OUTPUT) && api_ready(s, 0)))
-		api_answer(hr->req, s, &a);
+		api_answer(req, s, &a);
 	else
-		api_wait(hr->req, s, flags, ms, &a, 0);
+		api_wait(req, s, flags, ms, &a, 0);
+}
+
+/* The client of a create that is spawning closed: give the create up. */
+static void
+api_create_closed(evutil_socket_t fd, short events, void *arg)
+{
+	struct api_creating	*c = arg;
+
+	if (!http_client_gone(fd, events))
+		return;		/* a pipelined request, not a close */
+	log_debug("%s: client fd %d went away", __func__, (int)fd);
+	evhttp_connection_free(evhttp_request_get_connection(c->req));
+	/* api_create_gone() ran */
+}
+
+/* The connection of a spawning create is going away: give it up. */
+static void
+api_create_gone(struct evhttp_connection *evcon, void *arg)
+{
+	struct api_creating	*c = arg;
+
+	session_create_cancel(c);
+	api_creating_free(c);
+}
+
+/* Free a create's holder. */
+static void
+api_creating_free(struct api_creating *c)
+{
+	if (c->closed != NULL)
+		event_free(c->closed);
+	proto_create_free(&c->pc);
+	free(c);
 }
 
 /* GET /v1/sessions */

@@ -154,6 +154,13 @@ static const struct opt opts[] = {
 	{ "sse-keepalive", OPT_MILLIS, OFF(sse_keepalive_ms), 10, 3600000,
 	  "MS", "a comment line on each Server-Sent Events stream this often "
 	  "(default 15000; units ms/s/m)" },
+	{ "spawn-threads", OPT_COUNT, OFF(spawn_threads), 1, 256, "N",
+	  "threads that spawn sessions' processes, so many creates run at "
+	  "once; more wait their turn (default 4)" },
+	{ "spawn-timeout", OPT_MILLIS, OFF(spawn_timeout_ms), 100, 3600000,
+	  "MS", "a create whose process has not exec'd within this (its "
+	  "queue time too) gets 504 spawn_timeout; a late child is killed "
+	  "(default 30000; units ms/s/m)" },
 	{ "hostname", OPT_STRING, OFF(hostname), 0, 0, "NAME",
 	  "as PID 1, set the hostname (default: keep)" },
 	{ "env", OPT_LIST, OFF(env), 0, 0, "NAME=VALUE",
@@ -227,6 +234,8 @@ config_defaults(struct config *cfg)
 	cfg->mcp_sessions = CONFIG_MCP_SESSIONS_DEFAULT;
 	cfg->self_memory_min = CONFIG_SELF_MEMORY_MIN_DEFAULT;
 	cfg->self_cpu_weight = CONFIG_SELF_CPU_WEIGHT_DEFAULT;
+	cfg->spawn_threads = CONFIG_SPAWN_THREADS_DEFAULT;
+	cfg->spawn_timeout_ms = CONFIG_SPAWN_TIMEOUT_DEFAULT;
 }
 
 /* "max-sessions" -> "AGENTD_MAX_SESSIONS". */

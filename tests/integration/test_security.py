@@ -1,0 +1,203 @@
+"""Security round 3 (issue 26): attacks by a non-root user in the sandbox, a
+hostile client, a page in a browser, a hostile fetch server; each test fails
+on the code before its fix."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import Agentd, AgentdTestCase, agentd_path, short
+
+NOBODY = 65534
+
+# Holds a write lease on argv[1] as an unprivileged user: an open for exec
+# then waits for the lease break (fs.lease-break-time, 45 s by default),
+# which this holder ignores (SIGIO) until it is killed.
+LEASE_HOLDER = r'''
+import fcntl, os, signal, sys, time
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.fcntl(fd, 1024, fcntl.F_WRLCK)    # F_SETLEASE
+print('leased', flush=True)
+time.sleep(300)
+'''
+
+
+def as_nobody():
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
+def proc_running(needle):
+    """Pids whose command line holds needle."""
+    found = []
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                if needle.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+class SpawnOffLoopTest(AgentdTestCase):
+    """26.1: a create whose execve waits on a lease blocks only itself."""
+
+    agentd_args = ('--spawn-timeout', '1500')
+
+    def setUp(self):
+        if os.geteuid() != 0:
+            raise unittest.SkipTest('needs root (chown to nobody)')
+        super().setUp()
+        self.dir = tempfile.mkdtemp(prefix='agentd-lease-')
+        os.chmod(self.dir, 0o755)
+        self.prog = os.path.join(self.dir, 'leased-prog')
+        with open(self.prog, 'w') as f:
+            f.write('#!/bin/sh\necho ran\nexec sleep 60\n')
+        os.chmod(self.prog, 0o755)
+        os.chown(self.prog, NOBODY, NOBODY)
+        self.holder = None
+
+    def tearDown(self):
+        self.release()
+        super().tearDown()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def lease(self):
+        self.holder = subprocess.Popen(
+            ['/usr/bin/python3', '-c', LEASE_HOLDER, self.prog],
+            preexec_fn=as_nobody, stdout=subprocess.PIPE)
+        self.assertEqual(self.holder.stdout.readline().strip(), b'leased')
+
+    def release(self):
+        if self.holder is not None:
+            self.holder.kill()
+            self.holder.wait()
+            self.holder.stdout.close()
+            self.holder = None
+
+    def create_async(self, **fields):
+        """POST /v1/sessions on a client of its own, in a thread."""
+        out = {}
+
+        def run():
+            c = self.agentd.tcp_client()
+            try:
+                out['r'] = self.req('POST', '/v1/sessions', fields, client=c)
+            finally:
+                c.close()
+        t = threading.Thread(target=run)
+        t.start()
+        return t, out
+
+    def metric(self, name):
+        r = self.req('GET', '/metrics')
+        for line in r.body.decode().splitlines():
+            if line.startswith(name + ' '):
+                return float(line.split()[1])
+        self.fail('no metric %s' % name)
+
+    def test_leased_exec_times_out_alone(self):
+        self.lease()
+        stuck = [self.create_async(argv=[self.prog], id='stuck%d' % i)
+                 for i in range(2)]
+        time.sleep(0.3)                 # both are in execve by now
+        # The loop goes on: healthz, a create, the reserved id.
+        for _ in range(3):
+            h = self.req('GET', '/healthz')
+            self.expect(h, 200)
+            self.assertLess(h.elapsed, 1.0, 'healthz waited on a spawn')
+        other = self.create(cmd='echo other', yield_ms=5000)
+        self.assertEqual(other['exit_code'], 0)
+        self.assertError(self.create_raw(cmd='true', id='stuck0'), 409,
+                         'session_exists')
+        self.assertEqual(self.metric('agentd_sessions_starting'), 2)
+        for t, out in stuck:
+            t.join(30)
+            self.assertError(out['r'], 504, 'spawn_timeout')
+        self.assertEqual(self.get_raw('stuck0').status, 404)
+        self.assertEqual(self.metric('agentd_spawn_timeouts_total'), 2)
+        self.assertEqual(self.metric('agentd_sessions_starting'), 0)
+
+        # The children exec once the lease goes: killed and reaped then.
+        self.assertEqual(self.metric('agentd_spawns_abandoned'), 2)
+        self.release()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (
+                self.metric('agentd_spawns_abandoned') != 0 or
+                proc_running(self.prog)):
+            time.sleep(0.05)
+        self.assertEqual(self.metric('agentd_spawns_abandoned'), 0)
+        self.assertEqual(proc_running(self.prog), [])
+        self.assertEqual(self.metric('agentd_session_leaders_unreaped'), 0)
+        # The id is free again, and the program runs.
+        s = self.create(argv=[self.prog], id='stuck0', wait_ms=5000)
+        self.expect(self.delete(s['id'], grace_ms=0), 200)
+
+    def test_leased_exec_completes_late(self):
+        self.stop_agentd()
+        self.start_agentd(('--spawn-timeout', '30000'))
+        self.lease()
+        t, out = self.create_async(argv=[self.prog], wait_ms=5000)
+        time.sleep(0.5)
+        self.expect(self.req('GET', '/healthz'), 200)
+        self.assertNotIn('r', out)
+        self.release()
+        t.join(30)
+        self.expect(out['r'], 201)
+        body = out['r'].json
+        self.assertEqual(self.agentd_output(body), 'ran\n')
+        self.expect(self.delete(body['id'], grace_ms=0), 200)
+
+    def agentd_output(self, body):
+        import base64
+        return b''.join(base64.b64decode(c['data'])
+                        for c in body['output']).decode()
+
+    def test_client_gone_during_spawn(self):
+        self.lease()
+        c = self.agentd.tcp_client()
+        conn = c._connection()
+        conn.request('POST', '/v1/sessions',
+                     body=json.dumps({'argv': [self.prog], 'id': 'gone'}),
+                     headers=dict(self.agentd.auth_headers(),
+                                  **{'Content-Type': 'application/json'}))
+        time.sleep(0.3)
+        c.close()
+        deadline = time.monotonic() + 5
+        while (time.monotonic() < deadline and
+               self.metric('agentd_sessions_starting') != 0):
+            time.sleep(0.05)
+        self.assertEqual(self.metric('agentd_sessions_starting'), 0)
+        self.release()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc_running(self.prog):
+            time.sleep(0.05)
+        self.assertEqual(proc_running(self.prog), [])
+        self.assertEqual(self.get_raw('gone').status, 404)
+
+    def test_shutdown_during_spawn(self):
+        self.stop_agentd()
+        self.start_agentd(('--spawn-timeout', '30000'))
+        self.lease()
+        t, out = self.create_async(argv=[self.prog], id='late')
+        time.sleep(0.3)
+        rc, took = self.agentd.stop()
+        t.join(30)
+        self.assertEqual(rc, 0)
+        self.assertError(out['r'], 503, 'shutting_down')
+        self.agentd.stopped = True
+
+
+if __name__ == '__main__':
+    unittest.main()
