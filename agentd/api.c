@@ -35,6 +35,7 @@
 #include "mcp.h"
 #include "ports.h"
 #include "ports_api.h"
+#include "outq.h"
 #include "proto.h"
 #include "restore.h"
 #include "ringbuf.h"
@@ -53,6 +54,8 @@
 					   window, most of the time */
 #define API_SESSION_BYTES	1024	/* bytes of a session object without a
 					   window, most of the time (~350) */
+#define API_ADMIT_MIN		(64 * 1024) /* bytes: smaller windows are
+					   always answered (outq.h) */
 
 /* What a waiter waits for. */
 #define WAIT_OUTPUT	0x1	/* a chunk after cursor, exit, or output close */
@@ -354,6 +357,14 @@ api_metrics(struct http_req *hr)
 	    "agentd_pipe_bytes %" PRIu64 "\n"
 	    "# TYPE agentd_zombies_reaped_total counter\n"
 	    "agentd_zombies_reaped_total %" PRIu64 "\n"
+	    "# TYPE agentd_session_bytes gauge\n"
+	    "agentd_session_bytes %" PRIu64 "\n"
+	    "# TYPE agentd_session_bytes_max gauge\n"
+	    "agentd_session_bytes_max %" PRIu64 "\n"
+	    "# TYPE agentd_http_answer_bytes gauge\n"
+	    "agentd_http_answer_bytes %" PRIu64 "\n"
+	    "# TYPE agentd_http_answer_bytes_max gauge\n"
+	    "agentd_http_answer_bytes_max %" PRIu64 "\n"
 	    "# TYPE agentd_session_leaders_unreaped gauge\n"
 	    "agentd_session_leaders_unreaped %zu\n"
 	    "# TYPE agentd_sessions_oom_killed_total counter\n"
@@ -368,6 +379,8 @@ api_metrics(struct http_req *hr)
 	    spawner_abandoned(), agentd_stats.output_bytes, dropped, held,
 	    session_ring_bytes_total(), session_pipe_bytes(),
 	    agentd_stats.zombies_reaped,
+	    session_bytes_total(), agentd_cfg->max_session_bytes,
+	    outq_bytes(), outq_max(),
 	    session_count_unreaped(),
 	    agentd_stats.sessions_oom_killed, agentd_stats.cgroup_kills,
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
@@ -432,6 +445,10 @@ api_window(struct session *s, uint64_t cursor, size_t max_bytes,
 	size_t		 need, lim;
 
 	need = api_window_need(r, max_bytes, head_tail, &lim);
+	/* Its answer: the bytes in base64, 4 for 3. */
+	if (need > API_ADMIT_MIN &&
+	    outq_admit(need / 3 * 4 + API_OBJECT_BYTES, err) != 0)
+		return (-1);
 	if (scratch_len < need) {
 		free(scratch);
 		scratch_len = 0;
@@ -463,6 +480,8 @@ api_window_into(struct session *s, uint64_t cursor, size_t max_bytes,
 	char			*p;
 
 	need = api_window_need(r, max_bytes, 0, &lim);
+	if (need > API_ADMIT_MIN && outq_admit(need, err) != 0)
+		return (-1);
 	ring_stats(r, &st);
 	if (need > st.bytes_held && st.bytes_held >= SESSION_READ_MAX)
 		need = st.bytes_held;
@@ -1052,19 +1071,58 @@ api_creating_free(struct api_creating *c)
 	free(c);
 }
 
-/* GET /v1/sessions */
+/*
+ * GET /v1/sessions[?limit=N&after=NEXT]: the sessions in the order of
+ * creation, all of them, or N after the one NEXT names with "next" for the
+ * rest; the answer counts against the budget of answers held (outq.h).
+ */
 static void
 api_list(struct http_req *hr)
 {
 	struct proto_session	*views;
+	struct proto_query	 q;
+	struct proto_err	 err;
 	struct proto_buf	 b = { 0 };
-	struct session		*s;
-	size_t			 n = 0;
+	struct session		*s, *last = NULL;
+	size_t			 n = 0, cap;
+	char			 next[24];
+	int			 more = 0;
 
-	views = xcalloc(session_count(), sizeof *views);
-	for (s = session_first(); s != NULL; s = session_next(s))
-		session_view(s, &views[n++]);
-	proto_render_session_list(&b, views, n);
+	if (proto_parse_query(hr->query, &q, &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		return;
+	}
+	cap = session_count();
+	if (q.limit > 0 && q.limit < cap)
+		cap = (size_t)q.limit;
+	for (s = session_first(); s != NULL; s = session_next(s)) {
+		if (session_seq(s) <= q.after)
+			continue;
+		if (n == cap) {
+			more = 1;
+			break;
+		}
+		n++;
+	}
+	/* Its size: each object, and what the sessions keep of argv. */
+	if (outq_admit(n * API_SESSION_BYTES + (q.limit > 0 ?
+	    session_bytes_total() / (session_count() + 1) * n :
+	    session_bytes_total()), &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		return;
+	}
+	views = xcalloc(n + 1, sizeof *views);
+	n = 0;
+	for (s = session_first(); s != NULL && n < cap; s = session_next(s)) {
+		if (session_seq(s) > q.after) {
+			session_view(s, &views[n++]);
+			last = s;
+		}
+	}
+	if (more && last != NULL)
+		snprintf(next, sizeof next, "%llu",
+		    (unsigned long long)session_seq(last));
+	proto_render_session_page(&b, views, n, more ? next : NULL);
 	free(views);
 	http_reply(hr->req, 200, &b);
 }

@@ -154,6 +154,14 @@ static const struct opt opts[] = {
 	{ "sse-keepalive", OPT_MILLIS, OFF(sse_keepalive_ms), 10, 3600000,
 	  "MS", "a comment line on each Server-Sent Events stream this often "
 	  "(default 15000; units ms/s/m)" },
+	{ "max-answer-bytes", OPT_SIZE, OFF(max_answer_bytes), 1u << 20,
+	  1ull << 40, "BYTES", "answers waiting to be read by their clients, "
+	  "all together at most; a window or list past it gets 503 too_busy "
+	  "(default 128MiB)" },
+	{ "max-session-bytes", OPT_SIZE, OFF(max_session_bytes), 1u << 20,
+	  1ull << 40, "BYTES", "argv, cwd and user of every session kept "
+	  "(running, starting and exited) together at most; a create past it "
+	  "gets 429 session_budget_exceeded (default 64MiB)" },
 	{ "spawn-threads", OPT_COUNT, OFF(spawn_threads), 1, 256, "N",
 	  "threads that spawn sessions' processes, so many creates run at "
 	  "once; more wait their turn (default 4)" },
@@ -235,6 +243,8 @@ config_defaults(struct config *cfg)
 	cfg->self_memory_min = CONFIG_SELF_MEMORY_MIN_DEFAULT;
 	cfg->self_cpu_weight = CONFIG_SELF_CPU_WEIGHT_DEFAULT;
 	cfg->spawn_threads = CONFIG_SPAWN_THREADS_DEFAULT;
+	cfg->max_answer_bytes = CONFIG_MAX_ANSWER_BYTES_DEFAULT;
+	cfg->max_session_bytes = CONFIG_MAX_SESSION_BYTES_DEFAULT;
 	cfg->spawn_timeout_ms = CONFIG_SPAWN_TIMEOUT_DEFAULT;
 }
 

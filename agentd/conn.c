@@ -65,6 +65,7 @@
 #include "conn.h"
 #include "httpcore.h"
 #include "log.h"
+#include "outq.h"
 #include "proto.h"
 #include "util.h"
 
@@ -150,6 +151,7 @@ struct conn {
 	int			 fd;
 	struct event		*deadline;	/* header timeout */
 	struct evbuffer_cb_entry *incb;		/* counts what arrives */
+	struct evbuffer_cb_entry *outcb;	/* counts answers held (outq) */
 	size_t			 pending;	/* bytes read since the last answer */
 	int			 busy;		/* a handler holds its request */
 	int			 shed;		/* on conn_shed: 413 or 503 */
@@ -386,6 +388,7 @@ conn_setup(struct conn *c)
 	c->incb = evbuffer_add_cb(bufferevent_get_input(bev), conn_input, c);
 	if (c->incb == NULL)
 		fatal("%s: out of memory", __func__);
+	c->outcb = outq_watch(bev);
 	bufferevent_decref(bev);	/* evhttp holds its own */
 	if (c->fd >= 0) {
 		if ((size_t)c->fd >= conn_by_fd_len) {
@@ -844,6 +847,7 @@ conn_closed(struct evhttp_connection *evcon, void *arg)
 		evbuffer_free(c->held);
 	evbuffer_remove_cb_entry(bufferevent_get_input(
 	    evhttp_connection_get_bufferevent(evcon)), c->incb);
+	outq_unwatch(evhttp_connection_get_bufferevent(evcon), c->outcb);
 	if (c->fd >= 0 && (size_t)c->fd < conn_by_fd_len &&
 	    conn_by_fd[c->fd] == c)
 		conn_by_fd[c->fd] = NULL;

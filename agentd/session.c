@@ -84,6 +84,8 @@ struct session {
 
 	struct ring	*ring;
 	size_t		 ring_bytes;
+	size_t		 kept_bytes;	/* argv, cwd, user: session_bytes() */
+	uint64_t	 seq;		/* order of creation, from 1 */
 
 	/*
 	 * The chunk being joined from reads of one stream while no reader
@@ -146,6 +148,7 @@ struct session_pending {
 	struct ring		*ring;
 	size_t			 ring_bytes;
 	struct cgroup		*cg;		/* the session's, or NULL */
+	size_t			 kept_bytes;
 	char			**argv;
 	char			*cwd;
 	char			*user;
@@ -172,6 +175,9 @@ static session_observer_fn	 observer;
 static uint64_t			 next_id = 1;
 static size_t			 nrunning;
 static uint64_t			 ring_total;	/* bytes of every ring */
+static uint64_t			 kept_total;	/* bytes of session_bytes(),
+						   every session's and pending */
+static uint64_t			 next_seq = 1;
 static int			 removing_all;	/* in session_remove_all() */
 
 static void	session_notify(struct session *, int);
@@ -204,6 +210,7 @@ static void	session_spawned(const struct spawner_result *, void *);
 static struct session *session_attach(struct session_pending *,
 		    const struct pty_proc *);
 static void	session_pending_free(struct session_pending *);
+static size_t	session_bytes(char *const *, const char *, const char *);
 static struct session_pending *session_pending_find(const char *);
 static int	session_waitid(pid_t, int *status);
 static void	session_status_in(struct session *, int status);
@@ -437,6 +444,7 @@ session_create(const struct proto_create *pc, session_create_fn fn,
 	struct cgroup		*cg;
 	char			 cause[PTY_CAUSE_MAX], **env;
 	char			*cwd;
+	size_t			 kept;
 
 	*out = NULL;
 	if (agentd_stopping())
@@ -465,14 +473,26 @@ session_create(const struct proto_create *pc, session_create_fn fn,
 		agentd_stats.sessions_spawn_failed++;
 		return (proto_fail(err, 422, "spawn_failed", "%s", cause));
 	}
-	if (session_cgroup(pc, &cg, err) != 0)
+	cwd = session_cwd(pc->cwd);
+	kept = session_bytes(pc->argv, cwd, u.name);
+	if (kept_total + kept > limits.max_session_bytes) {
+		free(cwd);
+		return (proto_fail(err, 429, "session_budget_exceeded",
+		    "argv, cwd and user of the sessions kept would exceed %llu "
+		    "bytes (--max-session-bytes; %llu kept): remove exited "
+		    "sessions", (unsigned long long)limits.max_session_bytes,
+		    (unsigned long long)kept_total));
+	}
+	if (session_cgroup(pc, &cg, err) != 0) {
+		free(cwd);
 		return (-1);
+	}
 	if ((ring = ring_create(pc->ring_bytes, 1)) == NULL) {
+		free(cwd);
 		cgroup_session_free(cg);
 		return (proto_fail(err, 429, "ring_budget_exceeded",
 		    "cannot allocate a ring of %zu bytes", pc->ring_bytes));
 	}
-	cwd = session_cwd(pc->cwd);
 	env = session_environ(pc, &u);
 
 	memset(&spec, 0, sizeof spec);
@@ -512,6 +532,8 @@ session_create(const struct proto_create *pc, session_create_fn fn,
 	LIST_INSERT_HEAD(&pendings, p, entry);
 	npending++;
 	ring_total += p->ring_bytes;
+	p->kept_bytes = kept;
+	kept_total += kept;
 	p->job = spawner_start(&spec, limits.spawn_timeout_ms > 0 ?
 	    limits.spawn_timeout_ms : SPAWNER_TIMEOUT_DEFAULT,
 	    session_spawned, p);
@@ -530,6 +552,7 @@ session_spawned(const struct spawner_result *r, void *arg)
 	LIST_REMOVE(p, entry);
 	npending--;
 	ring_total -= p->ring_bytes;
+	kept_total -= p->kept_bytes;
 	if (r->timed_out) {
 		agentd_stats.sessions_spawn_timeouts++;
 		proto_fail(&err, 504, "spawn_timeout", "%s", r->cause);
@@ -541,6 +564,27 @@ session_spawned(const struct spawner_result *r, void *arg)
 		s = session_attach(p, &r->proc);
 	p->fn(s, s != NULL ? NULL : &err, p->arg);
 	session_pending_free(p);
+}
+
+/*
+ * What a session keeps of its request for as long as it is listed: argv,
+ * cwd and user, with their pointers and NULs.
+ */
+static size_t
+session_bytes(char *const *argv, const char *cwd, const char *user)
+{
+	size_t	n = 0, i;
+
+	for (i = 0; argv[i] != NULL; i++)
+		n += strlen(argv[i]) + 1 + sizeof argv[i];
+	return (n + sizeof argv[i] + strlen(cwd) + 1 + strlen(user) + 1);
+}
+
+/* Bytes of argv, cwd and user of every session kept and starting. */
+uint64_t
+session_bytes_total(void)
+{
+	return (kept_total);
 }
 
 /* Free a pending create that no list holds, and what it still owns. */
@@ -586,6 +630,7 @@ session_create_cancel(void *arg)
 	LIST_REMOVE(p, entry);
 	npending--;
 	ring_total -= p->ring_bytes;
+	kept_total -= p->kept_bytes;
 	session_pending_free(p);
 }
 
@@ -601,6 +646,7 @@ session_create_cancel_all(void)
 		LIST_REMOVE(p, entry);
 		npending--;
 		ring_total -= p->ring_bytes;
+		kept_total -= p->kept_bytes;
 		proto_fail(&err, 503, "shutting_down", "agentd is shutting "
 		    "down");
 		p->fn(NULL, &err, p->arg);
@@ -645,6 +691,8 @@ session_attach(struct session_pending *p, const struct pty_proc *proc)
 	p->cg = NULL;
 	s->usage.cpu_ms = s->usage.memory_peak_bytes = s->usage.pids_peak =
 	    s->usage.oom_kills = -1;
+	s->kept_bytes = p->kept_bytes;
+	s->seq = next_seq++;
 
 	for (i = 0; i < 2; i++) {
 		s->out[i].s = s;
@@ -690,6 +738,7 @@ session_attach(struct session_pending *p, const struct pty_proc *proc)
 	TAILQ_INSERT_TAIL(&sessions, s, entry);
 	nrunning++;
 	ring_total += s->ring_bytes;
+	kept_total += s->kept_bytes;
 	agentd_stats.sessions_started++;
 	log_info("%s: session %s pid %ld %s%s%s", __func__, s->id,
 	    (long)s->pid, s->tty ? "tty" : "pipes", s->cg != NULL ?
@@ -714,6 +763,13 @@ session_find(const char *id)
 			return (s);
 	}
 	return (NULL);
+}
+
+/* A session's place in the order of creation. */
+uint64_t
+session_seq(const struct session *s)
+{
+	return (s->seq);
 }
 
 /* The first session of the table. */
@@ -1677,6 +1733,7 @@ session_remove(struct session *s)
 	if (!s->exited)
 		nrunning--;
 	ring_total -= s->ring_bytes;
+	kept_total -= s->kept_bytes;
 	TAILQ_REMOVE(&sessions, s, entry);
 	log_debug("%s: session %s removed", __func__, s->id);
 

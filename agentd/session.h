@@ -75,6 +75,7 @@ struct session_limits {
 	char *const	*env;			/* "K=V" under each request's env, or NULL */
 	unsigned	 spawn_threads;		/* spawns running at once */
 	int64_t		 spawn_timeout_ms;	/* a create's spawn at most */
+	uint64_t	 max_session_bytes;	/* argv, cwd, user of all kept */
 };
 
 /*
@@ -132,11 +133,15 @@ size_t	 session_count_running(void);
 size_t	 session_count_unreaped(void);
 size_t	 session_count(void);
 uint64_t session_ring_bytes_total(void);
+/* Bytes of argv, cwd and user of every session kept and starting. */
+uint64_t session_bytes_total(void);
 /* --pipe-bytes as applied (0 when agentd lacks the privilege to exceed the
    per-user pipe budget). */
 uint64_t session_pipe_bytes(void);
 
 const char	*session_id(const struct session *);
+/* Its place in the order of creation (from 1; the table's order). */
+uint64_t	 session_seq(const struct session *);
 /* The ring, with every byte captured so far published in it. */
 struct ring	*session_ring(struct session *);
 int	 session_exited(const struct session *);

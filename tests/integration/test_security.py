@@ -5,6 +5,7 @@ on the code before its fix."""
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -197,6 +198,87 @@ class SpawnOffLoopTest(AgentdTestCase):
         self.assertEqual(rc, 0)
         self.assertError(out['r'], 503, 'shutting_down')
         self.agentd.stopped = True
+
+
+class HeldMemoryTest(AgentdTestCase):
+    """26.2: memory an authenticated client can pin is counted and capped."""
+
+    agentd_args = ('--max-answer-bytes', '16MiB', '--max-session-bytes', '1MiB')
+
+    def metric(self, name):
+        r = self.req('GET', '/metrics')
+        for line in r.body.decode().splitlines():
+            if line.startswith(name + ' '):
+                return float(line.split()[1])
+        self.fail('no metric %s' % name)
+
+    def test_unread_answers_are_capped(self):
+        s = self.create(cmd="head -c 3000000 /dev/zero | tr '\\0' a",
+                        ring_bytes=8 << 20, yield_ms=20000, max_bytes=0)
+        self.assertEqual(s['state'], 'exited')
+        path = '/v1/sessions/%s?max_bytes=%d' % (s['id'], 8 << 20)
+        head = ('GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n' % (
+            path, ''.join('%s: %s\r\n' % kv for kv in
+                          self.agentd.auth_headers().items()))).encode()
+        socks, statuses = [], []
+        for _ in range(8):
+            k = socket.socket()
+            k.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            k.connect(('127.0.0.1', self.agentd.port))
+            k.sendall(head)
+            socks.append(k)
+            time.sleep(0.3)
+            # The status line is in the first bytes: read only those.
+            statuses.append(k.recv(12)[9:12])
+        try:
+            self.assertEqual(statuses[:2], [b'200', b'200'])
+            self.assertIn(b'503', statuses[2:])
+            held = self.metric('agentd_http_answer_bytes')
+            self.assertLessEqual(held, 16 << 20)
+            self.assertGreater(held, 4 << 20)
+            self.expect(self.req('GET', '/healthz'), 200)
+            r = self.get_raw(s['id'], max_bytes=8 << 20)
+            self.assertError(r, 503, 'too_busy')
+        finally:
+            for k in socks:
+                k.close()
+        deadline = time.monotonic() + 10
+        while (time.monotonic() < deadline and
+               self.metric('agentd_http_answer_bytes') > 0):
+            time.sleep(0.05)
+        self.assertEqual(self.metric('agentd_http_answer_bytes'), 0)
+        self.expect(self.get_raw(s['id'], max_bytes=8 << 20), 200)
+
+    def test_kept_argv_is_capped(self):
+        big = ['x' * 100000] * 3        # exec takes 128 KiB per string
+        ids = []
+        for i in range(3):
+            w = self.create(argv=['true'] + big, yield_ms=5000)
+            self.assertEqual(w['state'], 'exited')
+            ids.append(w['id'])
+        self.assertGreater(self.metric('agentd_session_bytes'), 900000)
+        self.assertError(self.create_raw(argv=['true'] + big), 429,
+                         'session_budget_exceeded')
+        self.expect(self.delete(ids[0]), 200)
+        self.create(argv=['true'] + big, yield_ms=5000)
+
+    def test_list_pages(self):
+        ids = [self.create(cmd='true', yield_ms=5000)['id'] for _ in range(5)]
+        whole = self.req('GET', '/v1/sessions').json
+        self.assertEqual([x['id'] for x in whole['sessions']], ids)
+        self.assertNotIn('next', whole)
+        seen, after = [], None
+        for _ in range(5):
+            q = '?limit=2' + ('&after=' + after if after else '')
+            page = self.req('GET', '/v1/sessions' + q).json
+            self.assertLessEqual(len(page['sessions']), 2)
+            seen += [x['id'] for x in page['sessions']]
+            after = page.get('next')
+            if after is None:
+                break
+        self.assertEqual(seen, ids)
+        self.assertError(self.req('GET', '/v1/sessions?after=x'), 400,
+                         'invalid_cursor')
 
 
 if __name__ == '__main__':
