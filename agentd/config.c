@@ -397,11 +397,21 @@ config_read_token(struct config *cfg)
 		len += n;
 	}
 	close(fd);
-	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' ||
+	    buf[len - 1] == ' ' || buf[len - 1] == '\t'))
 		len--;
 	if (len == 0 || len == sizeof buf) {
 		fprintf(stderr, "agentd: --token-file %s: %s\n", cfg->token_file,
-		    len == 0 ? "empty" : "too long");
+		    len == 0 ? "empty (after trimming trailing whitespace): no "
+		    "token to check" : "too long");
+		return (-1);
+	}
+	/* A NUL would end the token early: "abc\0..." would accept "abc". */
+	if (memchr(buf, '\0', len) != NULL) {
+		fprintf(stderr, "agentd: --token-file %s: holds a NUL byte (at "
+		    "offset %zu): not a token\n", cfg->token_file,
+		    (size_t)((char *)memchr(buf, '\0', len) - buf));
+		explicit_bzero(buf, sizeof buf);
 		return (-1);
 	}
 	free(cfg->token);

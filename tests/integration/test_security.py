@@ -281,5 +281,28 @@ class HeldMemoryTest(AgentdTestCase):
                          'invalid_cursor')
 
 
+class TokenFileTest(unittest.TestCase):
+    """26.5: a token file with a NUL, or blank, stops agentd at start."""
+
+    def start(self, text):
+        d = tempfile.mkdtemp(prefix='agentd-tok-')
+        self.addCleanup(shutil.rmtree, d, True)
+        path = os.path.join(d, 'token')
+        with open(path, 'wb') as f:
+            f.write(text)
+        os.chmod(path, 0o600)
+        p = subprocess.run([agentd_path(), '--token-file', path, '--listen',
+                            '127.0.0.1:0', '--dual-stack', '0', '--socket',
+                            ''], capture_output=True, timeout=20)
+        return p.returncode, p.stderr.decode()
+
+    def test_nul_or_blank_token_file_is_fatal(self):
+        for text, why in ((b'\0secret', 'NUL'), (b'abc\0def\n', 'NUL'),
+                          (b'\n \t\r\n', 'empty'), (b'', 'empty')):
+            rc, err = self.start(text)
+            self.assertNotEqual(rc, 0, '%r: agentd started' % text)
+            self.assertIn(why, err, '%r' % text)
+
+
 if __name__ == '__main__':
     unittest.main()
