@@ -2,6 +2,7 @@
 hostile client, a page in a browser, a hostile fetch server; each test fails
 on the code before its fix."""
 
+import http.client
 import json
 import os
 import shutil
@@ -302,6 +303,58 @@ class TokenFileTest(unittest.TestCase):
             rc, err = self.start(text)
             self.assertNotEqual(rc, 0, '%r: agentd started' % text)
             self.assertIn(why, err, '%r' % text)
+
+
+def own_address():
+    """An IPv4 address of a non-loopback interface of this machine, or None."""
+    import array
+    import fcntl
+    import struct
+    for _, name in socket.if_nameindex():
+        if name == 'lo':
+            continue
+        k = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            req = struct.pack('256s', name.encode()[:15])
+            got = fcntl.ioctl(k.fileno(), 0x8915, req)     # SIOCGIFADDR
+            addr = socket.inet_ntoa(got[20:24])
+            if not addr.startswith('127.'):
+                return addr
+        except OSError:
+            pass
+        finally:
+            k.close()
+    return None
+
+
+class HostRuleTest(AgentdTestCase):
+    """26.6: without a token, the Host rule holds on every listener (qemu and
+    Docker forward the host's 127.0.0.1 to the guest's eth0)."""
+
+    autostart = False
+
+    def test_foreign_host_refused_on_a_non_loopback_listener(self):
+        addr = own_address()
+        if addr is None:
+            raise unittest.SkipTest('no non-loopback IPv4 address')
+        from harness import free_port
+        port = free_port()
+        self.start_agentd(('--listen', '%s:%d' % (addr, port)), token=False)
+        c = http.client.HTTPConnection(addr, port, timeout=30)
+        for host, status in (('rebound.example:%d' % port, 403),
+                             ('%s:%d' % (addr, port), 200),
+                             ('localhost:%d' % port, 200)):
+            c.request('POST', '/v1/sessions', body='{"cmd": "id"}',
+                      headers={'Host': host,
+                               'Content-Type': 'application/json'})
+            r = c.getresponse()
+            body = r.read()
+            self.assertEqual(r.status, {403: 403, 200: 201}[status],
+                             '%s: %r' % (host, body))
+            if status == 403:
+                self.assertEqual(json.loads(body)['error']['code'],
+                                 'forbidden_host')
+        c.close()
 
 
 if __name__ == '__main__':
