@@ -514,6 +514,19 @@ fail:
 	return (-1);
 }
 
+/* A file of several hard links must be owner's; see fileio.h. */
+int
+fileio_links_ok(const struct stat *st, uid_t owner, const char *path,
+    struct proto_err *err)
+{
+	if (st->st_nlink <= 1 || st->st_uid == owner)
+		return (0);
+	return (proto_fail(err, 403, "permission_denied", "%.160s has %lu "
+	    "hard links and belongs to uid %lu, not to uid %lu that this call "
+	    "acts as", path, (unsigned long)st->st_nlink,
+	    (unsigned long)st->st_uid, (unsigned long)owner));
+}
+
 /* Remove the temporary file and free t. */
 void
 fileio_tmp_abort(struct fileio_tmp *t)

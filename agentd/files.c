@@ -544,6 +544,8 @@ files_work_get(struct files_job *j, uid_t owner)
 		    "%.200s is not a regular file", j->q.path);
 		goto out;
 	}
+	if (fileio_links_ok(&st, owner, j->q.path, &j->err) != 0)
+		goto out;
 	if (fstatfs(fd, &sfs) == 0)
 		kind = files_fs_kind((int)sfs.f_type);
 	if (st.st_size == 0 || kind == 1) {
@@ -654,12 +656,20 @@ static void
 files_work_put(struct files_job *j, uid_t owner)
 {
 	struct fileio_tmp	 t;
+	struct stat		 st;
 	uint8_t			 sha[32];
 
 	j->rc = -1;
 	if (fileio_tmp_open(j->q.path, j->q.mkdir, owner, &t, &j->err) != 0)
 		return;
 	if (fileio_tmp_write(&t, j->body_data, j->body_len, &j->err) != 0) {
+		fileio_tmp_abort(&t);
+		return;
+	}
+	/* The file replaced: one hard link, or the acting user's. */
+	if (fstatat(t.dfd, t.base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) &&
+	    fileio_links_ok(&st, owner, j->q.path, &j->err) != 0) {
 		fileio_tmp_abort(&t);
 		return;
 	}
