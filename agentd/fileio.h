@@ -81,6 +81,14 @@ int	fileio_tmp_commit(struct fileio_tmp *, mode_t mode, struct proto_err *);
  */
 int	fileio_links_ok(const struct stat *, uid_t owner, const char *path,
 	    struct proto_err *);
+/*
+ * Whether fd is a /proc file of agentd's own process (/proc/PID/..., of
+ * its pid or of one of its threads' ids, wherever the proc file system is
+ * mounted): the kernel lets every thread of a process read its own maps,
+ * mem or environ, whatever the thread's credentials, so a call acting as
+ * another user must refuse them itself.
+ */
+int	fileio_own_proc(int fd);
 /* Remove the temporary file and free t (any time after a good open). */
 void	fileio_tmp_abort(struct fileio_tmp *);
 

@@ -412,10 +412,13 @@ files_post(struct files_job *j, int what)
 }
 
 /*
- * On a worker: take user's credentials for the file system, on this
- * thread only (the raw syscalls: glibc's and musl's setgroups() change
- * every thread).  The thread ends with the job, and its credentials with
- * it.  *owner: the uid whose symlinks are followed besides root's.
+ * On a worker: become user, on this thread only (the raw syscalls: the
+ * libcs' setgroups() and setresuid() change every thread): groups, then
+ * real, effective and saved gid and uid.  Leaving uid 0 clears the thread's
+ * capabilities (no SECBIT_KEEP_CAPS), so the call is checked as a process
+ * of that user would be, for more than file permissions: /proc/PID/maps of
+ * agentd is EACCES, /proc/kallsyms zeros.  For good: the thread ends with
+ * the job.  *owner: the uid whose symlinks are followed besides root's.
  */
 static int
 files_become(const char *spec, uid_t *owner, struct proto_err *err)
@@ -433,8 +436,16 @@ files_become(const char *spec, uid_t *owner, struct proto_err *err)
 	    !(errno == EPERM && u.uid == geteuid() && u.gid == getegid()))
 		return (proto_fail(err, 403, "permission_denied", "cannot act "
 		    "as user %.64s: setgroups: %s", spec, strerror(errno)));
-	syscall(SYS_setfsgid, u.gid);
-	syscall(SYS_setfsuid, u.uid);
+	if (syscall(SYS_setresgid, u.gid, u.gid, u.gid) == -1 ||
+	    syscall(SYS_setresuid, u.uid, u.uid, u.uid) == -1) {
+		if (errno != EPERM)
+			return (proto_fail(err, 403, "permission_denied",
+			    "cannot act as user %.64s: setresuid: %s", spec,
+			    strerror(errno)));
+		/* Not root: only the file system's view, if that. */
+		syscall(SYS_setfsgid, u.gid);
+		syscall(SYS_setfsuid, u.uid);
+	}
 	/* setfsuid() reports no error: read the values back. */
 	if ((uid_t)syscall(SYS_setfsuid, (uid_t)-1) != u.uid ||
 	    (gid_t)syscall(SYS_setfsgid, (gid_t)-1) != u.gid)
@@ -532,6 +543,11 @@ files_work_get(struct files_job *j, uid_t owner)
 	}
 	if (fstat(fd, &st) == -1) {
 		fileio_fail(&j->err, errno, "stat", j->q.path);
+		goto out;
+	}
+	/* The kernel lets any thread of ours read our own /proc entries. */
+	if (j->user != NULL && fileio_own_proc(fd)) {
+		fileio_fail(&j->err, EACCES, "open", j->q.path);
 		goto out;
 	}
 	if (S_ISDIR(st.st_mode)) {

@@ -172,6 +172,25 @@ class UserTest(FilesCase):
         os.unlink(f)
         self.expect(self.get_file(link), 200)
 
+    def test_user_has_no_capabilities(self):
+        # As a process of that user: agentd's memory map is not its to
+        # read, and kernel addresses read as zeros (no CAP_SYSLOG).
+        nb = str(self.nb.pw_uid)
+        maps = '/proc/%d/maps' % self.agentd.proc.pid
+        self.expect(self.get_file(maps), 200)
+        self.assertError(self.get_file(maps, user=nb), 403,
+                         'permission_denied')
+        with open('/proc/kallsyms') as f:
+            real = f.readline()
+        r = self.get_file('/proc/kallsyms', user=nb)
+        self.expect(r, 200)
+        first = r.body.split(b'\n', 1)[0].split()
+        self.assertEqual(first[0], b'0' * len(first[0]), first)
+        if not real.startswith('0' * 16):
+            r = self.get_file('/proc/kallsyms')
+            self.assertEqual(r.body.split(b'\n', 1)[0].decode(),
+                             real.rstrip('\n'))
+
     def test_user_invalid(self):
         r = self.get_file(self.p('x'), user='no-such-user-agentd')
         self.assertError(r, 400, 'invalid_request', 'no-such-user-agentd')
