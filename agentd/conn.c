@@ -151,7 +151,7 @@ struct conn {
 	int			 fd;
 	struct event		*deadline;	/* header timeout */
 	struct evbuffer_cb_entry *incb;		/* counts what arrives */
-	struct evbuffer_cb_entry *outcb;	/* counts answers held (outq) */
+	struct outq_conn	*outcb;		/* counts answers held (outq) */
 	size_t			 pending;	/* bytes read since the last answer */
 	int			 busy;		/* a handler holds its request */
 	int			 shed;		/* on conn_shed: 413 or 503 */

@@ -33,6 +33,7 @@
 #include "files.h"
 #include "http.h"
 #include "log.h"
+#include "outq.h"
 #include "proto.h"
 #include "pty.h"
 #include "util.h"
@@ -879,7 +880,9 @@ files_answer(struct files_job *j)
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(j->http),
 	    "Content-Type", "application/octet-stream");
+	outq_skip((size_t)j->len);	/* sendfile: no memory held */
 	evhttp_send_reply(j->http, 200, "OK", out);
+	outq_skip(0);
 	evbuffer_free(out);
 	return;
 oom:

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 struct bufferevent;
-struct evbuffer_cb_entry;
+struct outq_conn;
 struct proto_err;
 
 #define OUTQ_MAX_DEFAULT	(128ull << 20)	/* bytes of all answers held */
@@ -21,9 +21,16 @@ struct proto_err;
 /* The budget, in bytes (0: the default). */
 void	 outq_set_max(uint64_t);
 /* Count bev's output from now on (it must be empty); the handle unwatches. */
-struct evbuffer_cb_entry *outq_watch(struct bufferevent *);
+struct outq_conn *outq_watch(struct bufferevent *);
 /* Stop counting bev's output and forget what it still holds. */
-void	 outq_unwatch(struct bufferevent *, struct evbuffer_cb_entry *);
+void	 outq_unwatch(struct bufferevent *, struct outq_conn *);
+/*
+ * Leave the next n bytes added to any connection's output uncounted, until
+ * outq_skip(0): around an answer whose body is a file segment sent from the
+ * disk (sendfile), which holds no memory.  The answer's head is taken out
+ * of n first: an error of a few hundred bytes at most.
+ */
+void	 outq_skip(size_t n);
 /*
  * Whether an answer of want bytes may be made now: 0, or -1 with err
  * filled (503 too_busy) when the answers held and it would pass the budget.

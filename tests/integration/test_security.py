@@ -250,6 +250,25 @@ class HeldMemoryTest(AgentdTestCase):
         self.assertEqual(self.metric('agentd_http_answer_bytes'), 0)
         self.expect(self.get_raw(s['id'], max_bytes=8 << 20), 200)
 
+    def test_file_sent_from_disk_holds_no_budget(self):
+        # A files GET is sent with sendfile: an unread 40 MiB download
+        # holds no memory, and must not take the answers' budget.
+        path = os.path.join(self.agentd.workdir, 'big')
+        with open(path, 'wb') as f:
+            f.truncate(40 << 20)
+        k = socket.socket()
+        k.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        k.connect(('127.0.0.1', self.agentd.port))
+        try:
+            k.sendall(('GET /v1/files?path=%s HTTP/1.1\r\nHost: 127.0.0.1\r\n'
+                       '%s\r\n' % (path, ''.join(
+                           '%s: %s\r\n' % kv for kv in
+                           self.agentd.auth_headers().items()))).encode())
+            self.assertEqual(k.recv(12)[9:12], b'200')
+            self.assertLess(self.metric('agentd_http_answer_bytes'), 1 << 20)
+        finally:
+            k.close()
+
     def test_kept_argv_is_capped(self):
         big = ['x' * 100000] * 3        # exec takes 128 KiB per string
         ids = []
