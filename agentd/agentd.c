@@ -15,6 +15,7 @@
 #include "http.h"
 #include "log.h"
 #include "ports_api.h"
+#include "outq.h"
 #include "session.h"
 #include "sse.h"
 #include "util.h"
@@ -64,6 +65,10 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.oom_score_adj = cfg->session_oom_score_adj;
 	limits.workdir = cfg->workdir;
 	limits.env = cfg->env_defaults;
+	limits.spawn_threads = (unsigned)cfg->spawn_threads;
+	limits.spawn_timeout_ms = cfg->spawn_timeout_ms;
+	limits.max_session_bytes = cfg->max_session_bytes;
+	outq_set_max(cfg->max_answer_bytes);
 	events_init(cfg->max_events, cfg->events_bytes);
 	ports_api_init();	/* the baseline, the feed's port events */
 	sse_init(cfg->sse_buffer, cfg->sse_keepalive_ms, cfg->idle_timeout_ms);

@@ -35,11 +35,13 @@
 #include "mcp.h"
 #include "ports.h"
 #include "ports_api.h"
+#include "outq.h"
 #include "proto.h"
 #include "restore.h"
 #include "ringbuf.h"
 #include "sandbox.h"
 #include "session.h"
+#include "spawner.h"
 #include "sse.h"
 #include "util.h"
 
@@ -52,6 +54,8 @@
 					   window, most of the time */
 #define API_SESSION_BYTES	1024	/* bytes of a session object without a
 					   window, most of the time (~350) */
+#define API_ADMIT_MIN		(64 * 1024) /* bytes: smaller windows are
+					   always answered (outq.h) */
 
 /* What a waiter waits for. */
 #define WAIT_OUTPUT	0x1	/* a chunk after cursor, exit, or output close */
@@ -79,6 +83,13 @@ struct waiter {
 	void			*arg;		/* fn's */
 };
 TAILQ_HEAD(waiters, waiter);
+
+/* A create waiting for its spawn (session_create()'s fn). */
+struct api_creating {
+	struct evhttp_request	*req;
+	struct proto_create	 pc;
+	struct event		*closed;	/* the client went away */
+};
 
 /* What one answer about a session carries. */
 struct api_answer {
@@ -118,6 +129,11 @@ static int	api_ready(struct session *, uint64_t cursor);
 static void	api_healthz(struct http_req *);
 static void	api_metrics(struct http_req *);
 static void	api_create(struct http_req *);
+static void	api_created(struct session *, const struct proto_err *,
+		    void *);
+static void	api_create_closed(evutil_socket_t, short, void *);
+static void	api_create_gone(struct evhttp_connection *, void *);
+static void	api_creating_free(struct api_creating *);
 static void	api_list(struct http_req *);
 static void	api_read(struct http_req *, struct session *);
 static void	api_stdin(struct http_req *, struct session *);
@@ -323,6 +339,12 @@ api_metrics(struct http_req *hr)
 	    "agentd_sessions_started_total %" PRIu64 "\n"
 	    "# TYPE agentd_sessions_spawn_failed_total counter\n"
 	    "agentd_sessions_spawn_failed_total %" PRIu64 "\n"
+	    "# TYPE agentd_sessions_starting gauge\n"
+	    "agentd_sessions_starting %zu\n"
+	    "# TYPE agentd_spawn_timeouts_total counter\n"
+	    "agentd_spawn_timeouts_total %" PRIu64 "\n"
+	    "# TYPE agentd_spawns_abandoned gauge\n"
+	    "agentd_spawns_abandoned %zu\n"
 	    "# TYPE agentd_output_bytes_total counter\n"
 	    "agentd_output_bytes_total %" PRIu64 "\n"
 	    "# TYPE agentd_output_dropped_bytes_total counter\n"
@@ -335,6 +357,14 @@ api_metrics(struct http_req *hr)
 	    "agentd_pipe_bytes %" PRIu64 "\n"
 	    "# TYPE agentd_zombies_reaped_total counter\n"
 	    "agentd_zombies_reaped_total %" PRIu64 "\n"
+	    "# TYPE agentd_session_bytes gauge\n"
+	    "agentd_session_bytes %" PRIu64 "\n"
+	    "# TYPE agentd_session_bytes_max gauge\n"
+	    "agentd_session_bytes_max %" PRIu64 "\n"
+	    "# TYPE agentd_http_answer_bytes gauge\n"
+	    "agentd_http_answer_bytes %" PRIu64 "\n"
+	    "# TYPE agentd_http_answer_bytes_max gauge\n"
+	    "agentd_http_answer_bytes_max %" PRIu64 "\n"
 	    "# TYPE agentd_session_leaders_unreaped gauge\n"
 	    "agentd_session_leaders_unreaped %zu\n"
 	    "# TYPE agentd_sessions_oom_killed_total counter\n"
@@ -345,9 +375,12 @@ api_metrics(struct http_req *hr)
 	    "agentd_uptime_seconds %.3f\n",
 	    session_count_running(), session_count(),
 	    agentd_stats.sessions_started, agentd_stats.sessions_spawn_failed,
-	    agentd_stats.output_bytes, dropped, held,
+	    session_count_starting(), agentd_stats.sessions_spawn_timeouts,
+	    spawner_abandoned(), agentd_stats.output_bytes, dropped, held,
 	    session_ring_bytes_total(), session_pipe_bytes(),
 	    agentd_stats.zombies_reaped,
+	    session_bytes_total(), agentd_cfg->max_session_bytes,
+	    outq_bytes(), outq_max(),
 	    session_count_unreaped(),
 	    agentd_stats.sessions_oom_killed, agentd_stats.cgroup_kills,
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
@@ -412,6 +445,10 @@ api_window(struct session *s, uint64_t cursor, size_t max_bytes,
 	size_t		 need, lim;
 
 	need = api_window_need(r, max_bytes, head_tail, &lim);
+	/* Its answer: the bytes in base64, 4 for 3. */
+	if (need > API_ADMIT_MIN &&
+	    outq_admit(need / 3 * 4 + API_OBJECT_BYTES, err) != 0)
+		return (-1);
 	if (scratch_len < need) {
 		free(scratch);
 		scratch_len = 0;
@@ -443,6 +480,8 @@ api_window_into(struct session *s, uint64_t cursor, size_t max_bytes,
 	char			*p;
 
 	need = api_window_need(r, max_bytes, 0, &lim);
+	if (need > API_ADMIT_MIN && outq_admit(need, err) != 0)
+		return (-1);
 	ring_stats(r, &st);
 	if (need > st.bytes_held && st.bytes_held >= SESSION_READ_MAX)
 		need = st.bytes_held;
@@ -928,66 +967,162 @@ api_wait_flags(int64_t wait_ms, int64_t yield_ms, int64_t idle_ms, int64_t *ms)
 	return (flags);
 }
 
-/* POST /v1/sessions */
+/* POST /v1/sessions: parse, reserve, and spawn on a thread (api_created()). */
 static void
 api_create(struct http_req *hr)
 {
-	struct proto_create	 pc;
+	struct api_creating	*c;
 	struct proto_err	 err;
 	struct proto_session	 v;
-	struct api_answer	 a;
 	struct session		*s;
+
+	c = xcalloc(1, sizeof *c);
+	if (proto_parse_create(hr->body, hr->body_len, api_limits(), &c->pc,
+	    &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		free(c);
+		return;
+	}
+	c->req = hr->req;
+	if (session_create(&c->pc, api_created, c, &s, &err) != 0) {
+		if (s != NULL)
+			session_view(s, &v);
+		http_reply_error(hr->req, &err, s != NULL ? &v : NULL);
+		api_creating_free(c);
+		return;
+	}
+	/* evhttp stops reading while a request is out: watch for the close. */
+	c->closed = http_watch_client(c->req, api_create_closed, c);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(c->req),
+	    api_create_gone, c);
+}
+
+/* A create's spawn ended: answer it, now or after its wait. */
+static void
+api_created(struct session *s, const struct proto_err *err, void *arg)
+{
+	struct api_creating	*c = arg;
+	struct proto_create	*pc = &c->pc;
+	struct evhttp_request	*req = c->req;
+	struct api_answer	 a;
 	char			*loc;
 	int			 flags;
 	int64_t			 ms;
 
-	if (proto_parse_create(hr->body, hr->body_len, api_limits(), &pc,
-	    &err) != 0) {
-		http_reply_error(hr->req, &err, NULL);
-		return;
-	}
-	if (session_create(&pc, &s, &err) != 0) {
-		if (s != NULL)
-			session_view(s, &v);
-		http_reply_error(hr->req, &err, s != NULL ? &v : NULL);
-		proto_create_free(&pc);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
+	    NULL, NULL);
+	if (s == NULL) {
+		http_reply_error(req, err, NULL);
+		api_creating_free(c);
 		return;
 	}
 	xasprintf(&loc, "/v1/sessions/%s", session_id(s));
-	evhttp_add_header(evhttp_request_get_output_headers(hr->req),
-	    "Location", loc);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Location",
+	    loc);
 	free(loc);
 
 	memset(&a, 0, sizeof a);
 	a.status = 201;
 	a.window = 1;
 	a.cursor = 0;
-	a.max_bytes = pc.max_bytes;
-	a.head_tail = pc.head_tail;
+	a.max_bytes = pc->max_bytes;
+	a.head_tail = pc->head_tail;
 	a.written = -1;
-	a.idle_ms = pc.idle_ms;
-	flags = api_wait_flags(pc.wait_ms, pc.yield_ms, pc.idle_ms, &ms);
-	proto_create_free(&pc);
+	a.idle_ms = pc->idle_ms;
+	flags = api_wait_flags(pc->wait_ms, pc->yield_ms, pc->idle_ms, &ms);
+	api_creating_free(c);
 	if (flags == 0 || session_exited(s) ||
 	    ((flags & WAIT_OUTPUT) && api_ready(s, 0)))
-		api_answer(hr->req, s, &a);
+		api_answer(req, s, &a);
 	else
-		api_wait(hr->req, s, flags, ms, &a, 0);
+		api_wait(req, s, flags, ms, &a, 0);
 }
 
-/* GET /v1/sessions */
+/* The client of a create that is spawning closed: give the create up. */
+static void
+api_create_closed(evutil_socket_t fd, short events, void *arg)
+{
+	struct api_creating	*c = arg;
+
+	if (!http_client_gone(fd, events))
+		return;		/* a pipelined request, not a close */
+	log_debug("%s: client fd %d went away", __func__, (int)fd);
+	evhttp_connection_free(evhttp_request_get_connection(c->req));
+	/* api_create_gone() ran */
+}
+
+/* The connection of a spawning create is going away: give it up. */
+static void
+api_create_gone(struct evhttp_connection *evcon, void *arg)
+{
+	struct api_creating	*c = arg;
+
+	session_create_cancel(c);
+	api_creating_free(c);
+}
+
+/* Free a create's holder. */
+static void
+api_creating_free(struct api_creating *c)
+{
+	if (c->closed != NULL)
+		event_free(c->closed);
+	proto_create_free(&c->pc);
+	free(c);
+}
+
+/*
+ * GET /v1/sessions[?limit=N&after=NEXT]: the sessions in the order of
+ * creation, all of them, or N after the one NEXT names with "next" for the
+ * rest; the answer counts against the budget of answers held (outq.h).
+ */
 static void
 api_list(struct http_req *hr)
 {
 	struct proto_session	*views;
+	struct proto_query	 q;
+	struct proto_err	 err;
 	struct proto_buf	 b = { 0 };
-	struct session		*s;
-	size_t			 n = 0;
+	struct session		*s, *last = NULL;
+	size_t			 n = 0, cap;
+	char			 next[24];
+	int			 more = 0;
 
-	views = xcalloc(session_count(), sizeof *views);
-	for (s = session_first(); s != NULL; s = session_next(s))
-		session_view(s, &views[n++]);
-	proto_render_session_list(&b, views, n);
+	if (proto_parse_query(hr->query, &q, &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		return;
+	}
+	cap = session_count();
+	if (q.limit > 0 && q.limit < cap)
+		cap = (size_t)q.limit;
+	for (s = session_first(); s != NULL; s = session_next(s)) {
+		if (session_seq(s) <= q.after)
+			continue;
+		if (n == cap) {
+			more = 1;
+			break;
+		}
+		n++;
+	}
+	/* Its size: each object, and what the sessions keep of argv. */
+	if (outq_admit(n * API_SESSION_BYTES + (q.limit > 0 ?
+	    session_bytes_total() / (session_count() + 1) * n :
+	    session_bytes_total()), &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		return;
+	}
+	views = xcalloc(n + 1, sizeof *views);
+	n = 0;
+	for (s = session_first(); s != NULL && n < cap; s = session_next(s)) {
+		if (session_seq(s) > q.after) {
+			session_view(s, &views[n++]);
+			last = s;
+		}
+	}
+	if (more && last != NULL)
+		snprintf(next, sizeof next, "%llu",
+		    (unsigned long long)session_seq(last));
+	proto_render_session_page(&b, views, n, more ? next : NULL);
 	free(views);
 	http_reply(hr->req, 200, &b);
 }

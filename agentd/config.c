@@ -154,6 +154,21 @@ static const struct opt opts[] = {
 	{ "sse-keepalive", OPT_MILLIS, OFF(sse_keepalive_ms), 10, 3600000,
 	  "MS", "a comment line on each Server-Sent Events stream this often "
 	  "(default 15000; units ms/s/m)" },
+	{ "max-answer-bytes", OPT_SIZE, OFF(max_answer_bytes), 1u << 20,
+	  1ull << 40, "BYTES", "answers waiting to be read by their clients, "
+	  "all together at most; a window or list past it gets 503 too_busy "
+	  "(default 128MiB)" },
+	{ "max-session-bytes", OPT_SIZE, OFF(max_session_bytes), 1u << 20,
+	  1ull << 40, "BYTES", "argv, cwd and user of every session kept "
+	  "(running, starting and exited) together at most; a create past it "
+	  "gets 429 session_budget_exceeded (default 64MiB)" },
+	{ "spawn-threads", OPT_COUNT, OFF(spawn_threads), 1, 256, "N",
+	  "threads that spawn sessions' processes, so many creates run at "
+	  "once; more wait their turn (default 4)" },
+	{ "spawn-timeout", OPT_MILLIS, OFF(spawn_timeout_ms), 100, 3600000,
+	  "MS", "a create whose process has not exec'd within this (its "
+	  "queue time too) gets 504 spawn_timeout; a late child is killed "
+	  "(default 30000; units ms/s/m)" },
 	{ "hostname", OPT_STRING, OFF(hostname), 0, 0, "NAME",
 	  "as PID 1, set the hostname (default: keep)" },
 	{ "env", OPT_LIST, OFF(env), 0, 0, "NAME=VALUE",
@@ -227,6 +242,10 @@ config_defaults(struct config *cfg)
 	cfg->mcp_sessions = CONFIG_MCP_SESSIONS_DEFAULT;
 	cfg->self_memory_min = CONFIG_SELF_MEMORY_MIN_DEFAULT;
 	cfg->self_cpu_weight = CONFIG_SELF_CPU_WEIGHT_DEFAULT;
+	cfg->spawn_threads = CONFIG_SPAWN_THREADS_DEFAULT;
+	cfg->max_answer_bytes = CONFIG_MAX_ANSWER_BYTES_DEFAULT;
+	cfg->max_session_bytes = CONFIG_MAX_SESSION_BYTES_DEFAULT;
+	cfg->spawn_timeout_ms = CONFIG_SPAWN_TIMEOUT_DEFAULT;
 }
 
 /* "max-sessions" -> "AGENTD_MAX_SESSIONS". */
@@ -378,11 +397,21 @@ config_read_token(struct config *cfg)
 		len += n;
 	}
 	close(fd);
-	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' ||
+	    buf[len - 1] == ' ' || buf[len - 1] == '\t'))
 		len--;
 	if (len == 0 || len == sizeof buf) {
 		fprintf(stderr, "agentd: --token-file %s: %s\n", cfg->token_file,
-		    len == 0 ? "empty" : "too long");
+		    len == 0 ? "empty (after trimming trailing whitespace): no "
+		    "token to check" : "too long");
+		return (-1);
+	}
+	/* A NUL would end the token early: "abc\0..." would accept "abc". */
+	if (memchr(buf, '\0', len) != NULL) {
+		fprintf(stderr, "agentd: --token-file %s: holds a NUL byte (at "
+		    "offset %zu): not a token\n", cfg->token_file,
+		    (size_t)((char *)memchr(buf, '\0', len) - buf));
+		explicit_bzero(buf, sizeof buf);
 		return (-1);
 	}
 	free(cfg->token);

@@ -44,6 +44,10 @@
 #define CONFIG_PORTS_FEED_INTERVAL_DEFAULT 1000		/* ms */
 #define CONFIG_SELF_MEMORY_MIN_DEFAULT	(16u << 20)	/* bytes */
 #define CONFIG_SELF_CPU_WEIGHT_DEFAULT	1000	/* sessions' parent: 100 */
+#define CONFIG_MAX_ANSWER_BYTES_DEFAULT	(128ull << 20)	/* bytes */
+#define CONFIG_MAX_SESSION_BYTES_DEFAULT	(64ull << 20)	/* bytes */
+#define CONFIG_SPAWN_THREADS_DEFAULT	4	/* spawns running at once */
+#define CONFIG_SPAWN_TIMEOUT_DEFAULT	30000	/* ms */
 
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
@@ -91,6 +95,10 @@ struct config {
 	int		  session_oom_score_adj;
 	uint64_t	  self_memory_min;	/* bytes, agentd's memory.min */
 	uint64_t	  self_cpu_weight;	/* agentd's cpu.weight */
+	uint64_t	  spawn_threads;
+	uint64_t	  max_answer_bytes;
+	uint64_t	  max_session_bytes;
+	int64_t		  spawn_timeout_ms;
 	char		 *hostname;		/* PID 1: set this hostname */
 	char		**env;			/* --env K=V, NULL-terminated */
 	char		 *env_file;		/* --env-file PATH */

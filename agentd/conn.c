@@ -65,6 +65,7 @@
 #include "conn.h"
 #include "httpcore.h"
 #include "log.h"
+#include "outq.h"
 #include "proto.h"
 #include "util.h"
 
@@ -150,6 +151,7 @@ struct conn {
 	int			 fd;
 	struct event		*deadline;	/* header timeout */
 	struct evbuffer_cb_entry *incb;		/* counts what arrives */
+	struct outq_conn	*outcb;		/* counts answers held (outq) */
 	size_t			 pending;	/* bytes read since the last answer */
 	int			 busy;		/* a handler holds its request */
 	int			 shed;		/* on conn_shed: 413 or 503 */
@@ -386,6 +388,7 @@ conn_setup(struct conn *c)
 	c->incb = evbuffer_add_cb(bufferevent_get_input(bev), conn_input, c);
 	if (c->incb == NULL)
 		fatal("%s: out of memory", __func__);
+	c->outcb = outq_watch(bev);
 	bufferevent_decref(bev);	/* evhttp holds its own */
 	if (c->fd >= 0) {
 		if ((size_t)c->fd >= conn_by_fd_len) {
@@ -844,6 +847,7 @@ conn_closed(struct evhttp_connection *evcon, void *arg)
 		evbuffer_free(c->held);
 	evbuffer_remove_cb_entry(bufferevent_get_input(
 	    evhttp_connection_get_bufferevent(evcon)), c->incb);
+	outq_unwatch(evhttp_connection_get_bufferevent(evcon), c->outcb);
 	if (c->fd >= 0 && (size_t)c->fd < conn_by_fd_len &&
 	    conn_by_fd[c->fd] == c)
 		conn_by_fd[c->fd] = NULL;
@@ -1320,8 +1324,8 @@ conn_origin_same(const struct conn_head *h)
 
 /*
  * What agentd wants of a request before reading its body: one Host (on
- * HTTP/1.1), a loopback Host on a loopback connection without a token
- * configured, no cross-site
+ * HTTP/1.1), without a token configured a Host that is a loopback name
+ * or an address (TCP), no cross-site
  * browser origin, the token before a body, a body within --max-body, and
  * no Expect but 100-continue.  Returns 0, or -1 with a refusal.
  */
@@ -1335,14 +1339,17 @@ conn_policy(struct conn *c, const struct conn_head *h,
 		return (conn_refusal(r, 400, "invalid_request", "HTTP/1.1 "
 		    "needs one Host header; this request has %d", h->nhost));
 	/*
-	 * Without a token a page rebound to 127.0.0.1 could read answers;
-	 * with one it can do nothing, and a sidecar proxy that connects
-	 * over loopback may pass the platform's own Host on.
+	 * Without a token a page rebound to 127.0.0.1 could read answers,
+	 * and so could one rebound to the host's own 127.0.0.1 that qemu or
+	 * Docker forward to any of our addresses: every TCP listener.  With
+	 * a token it can do nothing, and a sidecar proxy that connects over
+	 * loopback may pass the platform's own Host on.
 	 */
-	if (c->loopback && cfg->token == NULL && h->host != NULL &&
+	if (!c->pool->unix_socket && cfg->token == NULL && h->host != NULL &&
 	    !conn_host_local(h->host, h->host_len))
-		return (conn_refusal(r, 403, "forbidden_host", "a loopback "
-		    "connection must name a loopback Host"));
+		return (conn_refusal(r, 403, "forbidden_host", "without a "
+		    "token, a request must name this machine in its Host (a "
+		    "loopback name or an address)"));
 	if ((h->origin != NULL && !conn_origin_same(h)) ||
 	    (h->fetch_site != NULL &&
 	    !conn_is(h->fetch_site, h->fetch_site_len, "same-origin") &&

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -163,6 +164,49 @@ v4:
 	    (v4 >> 16) == 0xa9fe);
 }
 
+/*
+ * Whether an address is one of this machine's interfaces' now (getifaddrs):
+ * a service bound to the wildcard answers there as on loopback.  IPv4
+ * mapped into IPv6 is compared as IPv4.  When the interfaces cannot be
+ * read, every address counts as ours: a redirect is refused, not let by.
+ */
+static int
+fetch_addr_ours(const struct sockaddr *sa)
+{
+	const struct sockaddr_in6	*s6;
+	struct ifaddrs			*ifs, *i;
+	struct in_addr			 v4;
+	const uint8_t			*a;
+	int				 fam = sa->sa_family, ours = 0;
+
+	if (fam == AF_INET)
+		v4 = ((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+	else if (fam == AF_INET6) {
+		s6 = (const struct sockaddr_in6 *)(const void *)sa;
+		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+			a = s6->sin6_addr.s6_addr;
+			memcpy(&v4, a + 12, sizeof v4);
+			fam = AF_INET;
+		}
+	} else
+		return (0);
+	if (getifaddrs(&ifs) == -1)
+		return (1);
+	for (i = ifs; i != NULL && !ours; i = i->ifa_next) {
+		if (i->ifa_addr == NULL || i->ifa_addr->sa_family != fam)
+			continue;
+		if (fam == AF_INET)
+			ours = memcmp(&((const struct sockaddr_in *)(const void *)
+			    i->ifa_addr)->sin_addr, &v4, sizeof v4) == 0;
+		else
+			ours = memcmp(&((const struct sockaddr_in6 *)(const void *)
+			    i->ifa_addr)->sin6_addr, &s6->sin6_addr,
+			    sizeof s6->sin6_addr) == 0;
+	}
+	freeifaddrs(ifs);
+	return (ours);
+}
+
 /* mbedTLS's text for an error code. */
 static void
 fetch_mbedtls_error(int ret, char *buf, size_t len)
@@ -269,8 +313,12 @@ fetch_connect(struct fetch *f, const struct fetch_url *u)
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof addr,
 		    NULL, 0, NI_NUMERICHOST);
-		/* A redirect must not lead a remote URL to a local service. */
-		if (f->hop > 0 && !f->local && fetch_addr_local(ai->ai_addr)) {
+		/*
+		 * A redirect must not lead a remote URL to a local service:
+		 * loopback, link-local, or an address of ours.
+		 */
+		if (f->hop > 0 && !f->local && (fetch_addr_local(ai->ai_addr) ||
+		    fetch_addr_ours(ai->ai_addr))) {
 			last = EACCES;
 			local++;
 			continue;

@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/vfs.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,8 @@
 #include "fileio.h"
 #include "proto.h"
 #include "util.h"
+
+#define FILEIO_PROC_MAGIC	0x9fa0	/* statfs f_type of proc */
 
 #define FILEIO_TMP_TRIES	16	/* names tried before giving up */
 #define FILEIO_BASE_KEPT	200	/* bytes of the target's name in the temp's */
@@ -512,6 +516,55 @@ fail:
 	unlinkat(t->dfd, t->tmp, 0);
 	fileio_tmp_free(t);
 	return (-1);
+}
+
+/* Whether fd is a /proc file of our own process; see fileio.h. */
+int
+fileio_own_proc(int fd)
+{
+	struct statfs	 sfs;
+	char		 link[64], path[PATH_MAX], task[96];
+	const char	*p, *end;
+	unsigned long	 n;
+	ssize_t		 len;
+
+	if (fstatfs(fd, &sfs) == -1 || sfs.f_type != FILEIO_PROC_MAGIC)
+		return (0);
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	if ((len = readlink(link, path, sizeof path - 1)) <= 0)
+		return (1);	/* cannot tell: refuse */
+	path[len] = '\0';
+	/* Each all-digit component: our pid, or a thread of ours. */
+	for (p = path; *p != '\0'; p = end) {
+		while (*p == '/')
+			p++;
+		for (end = p; *end != '\0' && *end != '/'; end++)
+			;
+		if (end == p || strspn(p, "0123456789") != (size_t)(end - p) ||
+		    end - p > 10)
+			continue;
+		n = strtoul(p, NULL, 10);
+		if (n == (unsigned long)getpid())
+			return (1);
+		snprintf(task, sizeof task, "/proc/%ld/task/%lu",
+		    (long)getpid(), n);
+		if (access(task, F_OK) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* A file of several hard links must be owner's; see fileio.h. */
+int
+fileio_links_ok(const struct stat *st, uid_t owner, const char *path,
+    struct proto_err *err)
+{
+	if (st->st_nlink <= 1 || st->st_uid == owner)
+		return (0);
+	return (proto_fail(err, 403, "permission_denied", "%.160s has %lu "
+	    "hard links and belongs to uid %lu, not to uid %lu that this call "
+	    "acts as", path, (unsigned long)st->st_nlink,
+	    (unsigned long)st->st_uid, (unsigned long)owner));
 }
 
 /* Remove the temporary file and free t. */

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 struct proto_err;
+struct stat;
 
 #define FILEIO_MODE_DEFAULT	0644	/* a written file's mode when not given */
 #define FILEIO_DIR_MODE		0755	/* folders made by mkdir=true */
@@ -72,6 +73,22 @@ int	fileio_tmp_write(struct fileio_tmp *, const void *, size_t,
  * Either way t is freed.
  */
 int	fileio_tmp_commit(struct fileio_tmp *, mode_t mode, struct proto_err *);
+/*
+ * Whether a file may be read or replaced by a call acting as owner: one
+ * with more than one hard link must belong to owner (a link another user
+ * made to a file it could not read would else pass it on).  0, or -1 with
+ * err (403 permission_denied).
+ */
+int	fileio_links_ok(const struct stat *, uid_t owner, const char *path,
+	    struct proto_err *);
+/*
+ * Whether fd is a /proc file of agentd's own process (/proc/PID/..., of
+ * its pid or of one of its threads' ids, wherever the proc file system is
+ * mounted): the kernel lets every thread of a process read its own maps,
+ * mem or environ, whatever the thread's credentials, so a call acting as
+ * another user must refuse them itself.
+ */
+int	fileio_own_proc(int fd);
 /* Remove the temporary file and free t (any time after a good open). */
 void	fileio_tmp_abort(struct fileio_tmp *);
 

@@ -33,6 +33,7 @@
 #include "files.h"
 #include "http.h"
 #include "log.h"
+#include "outq.h"
 #include "proto.h"
 #include "pty.h"
 #include "util.h"
@@ -412,10 +413,13 @@ files_post(struct files_job *j, int what)
 }
 
 /*
- * On a worker: take user's credentials for the file system, on this
- * thread only (the raw syscalls: glibc's and musl's setgroups() change
- * every thread).  The thread ends with the job, and its credentials with
- * it.  *owner: the uid whose symlinks are followed besides root's.
+ * On a worker: become user, on this thread only (the raw syscalls: the
+ * libcs' setgroups() and setresuid() change every thread): groups, then
+ * real, effective and saved gid and uid.  Leaving uid 0 clears the thread's
+ * capabilities (no SECBIT_KEEP_CAPS), so the call is checked as a process
+ * of that user would be, for more than file permissions: /proc/PID/maps of
+ * agentd is EACCES, /proc/kallsyms zeros.  For good: the thread ends with
+ * the job.  *owner: the uid whose symlinks are followed besides root's.
  */
 static int
 files_become(const char *spec, uid_t *owner, struct proto_err *err)
@@ -433,8 +437,16 @@ files_become(const char *spec, uid_t *owner, struct proto_err *err)
 	    !(errno == EPERM && u.uid == geteuid() && u.gid == getegid()))
 		return (proto_fail(err, 403, "permission_denied", "cannot act "
 		    "as user %.64s: setgroups: %s", spec, strerror(errno)));
-	syscall(SYS_setfsgid, u.gid);
-	syscall(SYS_setfsuid, u.uid);
+	if (syscall(SYS_setresgid, u.gid, u.gid, u.gid) == -1 ||
+	    syscall(SYS_setresuid, u.uid, u.uid, u.uid) == -1) {
+		if (errno != EPERM)
+			return (proto_fail(err, 403, "permission_denied",
+			    "cannot act as user %.64s: setresuid: %s", spec,
+			    strerror(errno)));
+		/* Not root: only the file system's view, if that. */
+		syscall(SYS_setfsgid, u.gid);
+		syscall(SYS_setfsuid, u.uid);
+	}
 	/* setfsuid() reports no error: read the values back. */
 	if ((uid_t)syscall(SYS_setfsuid, (uid_t)-1) != u.uid ||
 	    (gid_t)syscall(SYS_setfsgid, (gid_t)-1) != u.gid)
@@ -534,6 +546,11 @@ files_work_get(struct files_job *j, uid_t owner)
 		fileio_fail(&j->err, errno, "stat", j->q.path);
 		goto out;
 	}
+	/* The kernel lets any thread of ours read our own /proc entries. */
+	if (j->user != NULL && fileio_own_proc(fd)) {
+		fileio_fail(&j->err, EACCES, "open", j->q.path);
+		goto out;
+	}
 	if (S_ISDIR(st.st_mode)) {
 		proto_fail(&j->err, 409, "is_a_directory",
 		    "%.200s is a directory", j->q.path);
@@ -544,6 +561,8 @@ files_work_get(struct files_job *j, uid_t owner)
 		    "%.200s is not a regular file", j->q.path);
 		goto out;
 	}
+	if (fileio_links_ok(&st, owner, j->q.path, &j->err) != 0)
+		goto out;
 	if (fstatfs(fd, &sfs) == 0)
 		kind = files_fs_kind((int)sfs.f_type);
 	if (st.st_size == 0 || kind == 1) {
@@ -654,12 +673,20 @@ static void
 files_work_put(struct files_job *j, uid_t owner)
 {
 	struct fileio_tmp	 t;
+	struct stat		 st;
 	uint8_t			 sha[32];
 
 	j->rc = -1;
 	if (fileio_tmp_open(j->q.path, j->q.mkdir, owner, &t, &j->err) != 0)
 		return;
 	if (fileio_tmp_write(&t, j->body_data, j->body_len, &j->err) != 0) {
+		fileio_tmp_abort(&t);
+		return;
+	}
+	/* The file replaced: one hard link, or the acting user's. */
+	if (fstatat(t.dfd, t.base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) &&
+	    fileio_links_ok(&st, owner, j->q.path, &j->err) != 0) {
 		fileio_tmp_abort(&t);
 		return;
 	}
@@ -853,7 +880,9 @@ files_answer(struct files_job *j)
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(j->http),
 	    "Content-Type", "application/octet-stream");
+	outq_skip((size_t)j->len);	/* sendfile: no memory held */
 	evhttp_send_reply(j->http, 200, "OK", out);
+	outq_skip(0);
 	evbuffer_free(out);
 	return;
 oom:

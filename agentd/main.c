@@ -174,6 +174,7 @@ agentd_shutdown(const char *why)
 	 */
 	companion_stop();
 	ports_api_stop();	/* a wait for a port ends: 503 */
+	session_create_cancel_all();	/* creates still spawning: 503 */
 	/*
 	 * SIGTERM (and SIGCONT, for stopped ones) first, to every session;
 	 * SIGHUP to the tty ones a little later: delivered together, SIGHUP
@@ -382,6 +383,9 @@ main(int argc, char **argv)
 
 	/* The loop ended: the shutdown is over, or it broke on its own. */
 	api_flush_waiters();
+	session_create_cancel_all();
+	/* One more turn without waiting: the answers just given go out. */
+	event_base_loop(agentd_base, EVLOOP_NONBLOCK);
 	ports_api_free();
 	mcp_free();
 	session_signal_all(SIGKILL, 0);

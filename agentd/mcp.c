@@ -99,6 +99,7 @@ struct mcp_call {
 	json_t			*id;		/* its request id (in msgs) */
 	enum mcp_tool		 tool;
 	size_t			 max_bytes;
+	int64_t			 wait_ms;	/* exec: its yield, once spawned */
 };
 TAILQ_HEAD(mcp_calls, mcp_call);
 
@@ -124,6 +125,9 @@ static void	mcp_finish(struct mcp_call *);
 static void	mcp_call_free(struct mcp_call *);
 static void	mcp_resume(evutil_socket_t, short, void *);
 static void	mcp_waited(struct evhttp_request *, struct session *, void *);
+static void	mcp_continue(struct mcp_call *);
+static void	mcp_exec_created(struct session *, const struct proto_err *,
+		    void *);
 static void	mcp_begin(struct mcp_call *, json_t *id);
 static void	mcp_result(struct mcp_call *, json_t *id, const char *json);
 static void	mcp_error(struct mcp_call *, json_t *id, int code,
@@ -634,13 +638,21 @@ static void
 mcp_waited(struct evhttp_request *req, struct session *s, void *arg)
 {
 	struct mcp_call	*c = arg;
-	struct timeval	 tv;
 
 	if (req == NULL) {
 		mcp_call_free(c);
 		return;
 	}
 	mcp_answer(c, s);
+	mcp_continue(c);
+}
+
+/* A waited answer is in: the next messages, soon (or the end). */
+static void
+mcp_continue(struct mcp_call *c)
+{
+	struct timeval	 tv;
+
 	if (c->next == json_array_size(c->msgs) || agentd_stopping()) {
 		mcp_run(c);	/* stopping: the rest are answered at once */
 		return;
@@ -968,15 +980,32 @@ mcp_exec(struct mcp_call *c, json_t *args)
 		mcp_tool_error(c, "%s: %s", err.code, err.message);
 		return (0);
 	}
-	if (session_create(&pc, &s, &err) != 0) {
+	c->tool = MCP_EXEC;
+	c->wait_ms = ms;
+	/* The spawn runs on a thread (session.h): the answer waits for it. */
+	if (session_create(&pc, mcp_exec_created, c, &s, &err) != 0) {
 		proto_create_free(&pc);
 		mcp_tool_error(c, "%s: %s", err.code, err.message);
 		return (0);
 	}
 	proto_create_free(&pc);
-	c->tool = MCP_EXEC;
+	return (1);
+}
+
+/* exec_command's spawn ended: wait on the session, or say why not. */
+static void
+mcp_exec_created(struct session *s, const struct proto_err *err, void *arg)
+{
+	struct mcp_call	*c = arg;
+
+	if (s == NULL) {
+		mcp_tool_error(c, "%s: %s", err->code, err->message);
+		mcp_continue(c);
+		return;
+	}
 	log_debug("%s: session %s", __func__, session_id(s));
-	return (mcp_wait(c, s, ms, 0));
+	if (mcp_wait(c, s, c->wait_ms, 0) == 0)
+		mcp_continue(c);
 }
 
 /* write_stdin.  Returns 1 when the answer waits. */

@@ -91,6 +91,7 @@ static int	pid1_bind_text(const char *, size_t, const char *,
 static int	pid1_kmsg_holds(const char *);
 static void	pid1_kmsg_scrub(const char *);
 static int	pid1_initial_pidns(void);
+static void	pid1_protect_links(void);
 static int	pid1_proc_stat(pid_t, pid_t *, unsigned long long *);
 static int	pid1_proc_cmp(const void *, const void *);
 static void	pid1_unmount_all(void);
@@ -206,11 +207,44 @@ pid1_setup(const struct config *cfg)
 			log_warn("%s: RB_DISABLE_CAD: %s", __func__,
 			    strerror(errno));
 	}
+	pid1_protect_links();
 	cmdline = pid1_cmdline();
 	pid1_network(cfg, cmdline);
 	if (cmdline != NULL)
 		pid1_hide_token(cmdline);
 	free(cmdline);
+}
+
+/*
+ * fs.protected_hardlinks and fs.protected_symlinks, which a distribution's
+ * sysctl.d sets and a bare kernel leaves at 0: else a user may hard-link a
+ * root-only file into its folder (where root's files calls may read it),
+ * or plant a symlink in /tmp for root to follow.  Only as the machine's
+ * init: the settings are global, and a container's would be the host's.
+ */
+static void
+pid1_protect_links(void)
+{
+	static const char *const	 knobs[] = {
+		"/proc/sys/fs/protected_hardlinks",
+		"/proc/sys/fs/protected_symlinks",
+	};
+	size_t				 i;
+	int				 fd;
+
+	if (!pid1_initial_pidns()) {
+		log_debug("%s: not the machine's init: links left as set",
+		    __func__);
+		return;
+	}
+	for (i = 0; i < nitems(knobs); i++) {
+		if ((fd = open(knobs[i], O_WRONLY | O_CLOEXEC)) == -1 ||
+		    write(fd, "1\n", 2) != 2)
+			log_warn("%s: %s: %s", __func__, knobs[i],
+			    strerror(errno));
+		if (fd != -1)
+			close(fd);
+	}
 }
 
 /* lo up; ip= applied; the hostname from the configuration, else ip=. */

@@ -12,9 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <pwd.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +30,7 @@
 #include "pty.h"
 #include "ringbuf.h"
 #include "session.h"
+#include "spawner.h"
 #include "util.h"
 
 #define SESSION_PATH_DEFAULT \
@@ -85,6 +84,8 @@ struct session {
 
 	struct ring	*ring;
 	size_t		 ring_bytes;
+	size_t		 kept_bytes;	/* argv, cwd, user: session_bytes() */
+	uint64_t	 seq;		/* order of creation, from 1 */
 
 	/*
 	 * The chunk being joined from reads of one stream while no reader
@@ -139,24 +140,32 @@ struct session_corpse {
 	struct event	*kill_ev;
 };
 
-/* A spawn handed to the spawner thread. */
-struct session_spawn_job {
-	const struct pty_spec	*spec;
-	struct pty_proc		*proc;
-	char			*cause;
-	size_t			 causelen;
-	int			 error;
+/* A create whose spawn is under way: its id and its share are reserved. */
+struct session_pending {
+	LIST_ENTRY(session_pending) entry;
+	char			 id[PROTO_ID_MAX + 1];
+	struct spawner_job	*job;
+	struct ring		*ring;
+	size_t			 ring_bytes;
+	struct cgroup		*cg;		/* the session's, or NULL */
+	size_t			 kept_bytes;
+	char			**argv;
+	char			*cwd;
+	char			*user;
+	int			 tty;
+	unsigned		 rows, cols;
+	int64_t			 timeout_ms;
+	session_create_fn	 fn;
+	void			*arg;
 };
 
 static TAILQ_HEAD(, session)	 sessions = TAILQ_HEAD_INITIALIZER(sessions);
 static LIST_HEAD(, session_corpse) corpses = LIST_HEAD_INITIALIZER(corpses);
 static struct event		*sweep_ev;
 static int64_t			 sweep_ms = SESSION_SWEEP_MS;
-static pthread_t		 spawner;
-static sem_t			 spawn_ready;	/* spawn_job is set */
-static sem_t			 spawn_done;	/* spawn_job ran */
-static struct session_spawn_job	*spawn_job;	/* set by the loop between
-						   the two */
+static LIST_HEAD(, session_pending) pendings =
+    LIST_HEAD_INITIALIZER(pendings);
+static size_t			 npending;
 static struct event_base	*session_base;	/* the capture loop */
 static struct session_limits	 limits;
 static struct event		*turn_ev;	/* ends a loop turn's count */
@@ -166,6 +175,9 @@ static session_observer_fn	 observer;
 static uint64_t			 next_id = 1;
 static size_t			 nrunning;
 static uint64_t			 ring_total;	/* bytes of every ring */
+static uint64_t			 kept_total;	/* bytes of session_bytes(),
+						   every session's and pending */
+static uint64_t			 next_seq = 1;
 static int			 removing_all;	/* in session_remove_all() */
 
 static void	session_notify(struct session *, int);
@@ -194,9 +206,12 @@ static void	session_check_exit(struct session *, int capped);
 static void	session_timer_add(struct event *, int64_t ms);
 static void	session_kill(struct session *, int sig);
 static char	*session_cwd(const char *);
-static void	*session_spawner_main(void *);
-static int	session_spawn(const struct pty_spec *, struct pty_proc *,
-		    char *, size_t);
+static void	session_spawned(const struct spawner_result *, void *);
+static struct session *session_attach(struct session_pending *,
+		    const struct pty_proc *);
+static void	session_pending_free(struct session_pending *);
+static size_t	session_bytes(char *const *, const char *, const char *);
+static struct session_pending *session_pending_find(const char *);
 static int	session_waitid(pid_t, int *status);
 static void	session_status_in(struct session *, int status);
 static void	session_hup(struct session_out *);
@@ -216,24 +231,24 @@ static void	session_check_gone(struct session *);
 static int	session_corpse_done(struct session_corpse *);
 
 /*
- * Set the limits and the observer, and start the spawner thread.
+ * Set the limits and the observer, and start the spawner's threads.
  *
- * Why a thread: session leaders must stay unreaped until agentd is done
+ * Why threads: a spawn waits for the child's chdir and execve, which a
+ * lease on the executable or a FUSE mount that does not answer can hold
+ * for as long as they like; on the loop that would stop every session and
+ * client.  And session leaders must stay unreaped until agentd is done
  * signalling their group (a reaped leader's pid, the group's id, may be
  * reused by any new process, and kill(-pgid) would then reach a stranger).
  * agentd reaps orphans with waitpid(-1, __WNOTHREAD), which sees only the
- * main thread's children; the leaders are the spawner thread's children, so
- * only session_collect() (waitid WNOWAIT) and the final reap touch them.
- * Orphans are adopted by the main thread (the first live thread of a
- * subreaper or of init).
+ * main thread's children; the leaders are the spawner threads' children,
+ * so only session_collect() (waitid WNOWAIT) and the final reap touch
+ * them.  Orphans are adopted by the main thread (the first live thread of
+ * a subreaper or of init).
  */
 void
 session_init(struct event_base *base, const struct session_limits *l,
     session_observer_fn fn)
 {
-	sigset_t	all, old;
-	int		error;
-
 	session_base = base;
 	limits = *l;
 	observer = fn;
@@ -255,52 +270,8 @@ session_init(struct event_base *base, const struct session_limits *l,
 		fatal("%s: out of memory", __func__);
 	turn_open = 0;
 	pty_signals_snapshot();		/* main() has set SIGPIPE's */
-	if (sem_init(&spawn_ready, 0, 0) == -1 ||
-	    sem_init(&spawn_done, 0, 0) == -1)
-		fatal("%s: sem_init: %s", __func__, strerror(errno));
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	error = pthread_create(&spawner, NULL, session_spawner_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (error != 0)
-		fatal("%s: pthread_create: %s", __func__, strerror(error));
-}
-
-/* The spawner thread: run each job handed over, forever. */
-static void *
-session_spawner_main(void *arg)
-{
-	struct session_spawn_job	*j;
-
-	for (;;) {
-		while (sem_wait(&spawn_ready) == -1)
-			;		/* EINTR */
-		j = spawn_job;
-		j->error = pty_spawn(j->spec, j->proc, j->cause, j->causelen);
-		sem_post(&spawn_done);
-	}
-	return (NULL);
-}
-
-/* pty_spawn() on the spawner thread: the child is that thread's. */
-static int
-session_spawn(const struct pty_spec *spec, struct pty_proc *proc,
-    char *cause, size_t causelen)
-{
-	struct session_spawn_job	j;
-
-	memset(&j, 0, sizeof j);
-	j.spec = spec;
-	j.proc = proc;
-	j.cause = cause;
-	j.causelen = causelen;
-	/* Two semaphores: one futex call each way, no lock handed over. */
-	spawn_job = &j;
-	sem_post(&spawn_ready);
-	while (sem_wait(&spawn_done) == -1)
-		;		/* EINTR */
-	spawn_job = NULL;
-	return (j.error);
+	spawner_init(base, limits.spawn_threads > 0 ? limits.spawn_threads :
+	    SPAWNER_THREADS_DEFAULT);
 }
 
 /*
@@ -460,20 +431,20 @@ session_user_resolve(const char *spec, struct pty_user *u, char *cause,
 	return (0);
 }
 
-/* Start a session. */
+/* Start a session: checks and reservations here, the spawn on a thread. */
 int
-session_create(const struct proto_create *pc, struct session **out,
-    struct proto_err *err)
+session_create(const struct proto_create *pc, session_create_fn fn,
+    void *arg, struct session **out, struct proto_err *err)
 {
-	struct pty_spec	 spec;
-	struct pty_proc	 proc;
-	struct pty_user	 u;
-	struct session	*s;
-	struct cgroup	*cg;
-	char		 cause[PTY_CAUSE_MAX], **env;
-	char		*cwd;
-	size_t		 i;
-	int		 error;
+	struct session_pending	*p;
+	struct pty_spec		 spec;
+	struct pty_user		 u;
+	struct session		*s;
+	struct ring		*ring;
+	struct cgroup		*cg;
+	char			 cause[PTY_CAUSE_MAX], **env;
+	char			*cwd;
+	size_t			 kept;
 
 	*out = NULL;
 	if (agentd_stopping())
@@ -484,9 +455,13 @@ session_create(const struct proto_create *pc, struct session **out,
 		return (proto_fail(err, 409, "session_exists",
 		    "session '%s' exists", pc->id));
 	}
-	if (nrunning >= limits.max_sessions)
+	if (pc->id[0] != '\0' && session_pending_find(pc->id) != NULL)
+		return (proto_fail(err, 409, "session_exists",
+		    "session '%s' is being started", pc->id));
+	if (nrunning + npending >= limits.max_sessions)
 		return (proto_fail(err, 429, "too_many_sessions",
-		    "%zu sessions are running (--max-sessions %llu)", nrunning,
+		    "%zu sessions are running or starting (--max-sessions "
+		    "%llu)", nrunning + npending,
 		    (unsigned long long)limits.max_sessions));
 	if (ring_total + pc->ring_bytes > limits.max_total_ring_bytes)
 		return (proto_fail(err, 429, "ring_budget_exceeded",
@@ -498,9 +473,26 @@ session_create(const struct proto_create *pc, struct session **out,
 		agentd_stats.sessions_spawn_failed++;
 		return (proto_fail(err, 422, "spawn_failed", "%s", cause));
 	}
-	if (session_cgroup(pc, &cg, err) != 0)
-		return (-1);
 	cwd = session_cwd(pc->cwd);
+	kept = session_bytes(pc->argv, cwd, u.name);
+	if (kept_total + kept > limits.max_session_bytes) {
+		free(cwd);
+		return (proto_fail(err, 429, "session_budget_exceeded",
+		    "argv, cwd and user of the sessions kept would exceed %llu "
+		    "bytes (--max-session-bytes; %llu kept): remove exited "
+		    "sessions", (unsigned long long)limits.max_session_bytes,
+		    (unsigned long long)kept_total));
+	}
+	if (session_cgroup(pc, &cg, err) != 0) {
+		free(cwd);
+		return (-1);
+	}
+	if ((ring = ring_create(pc->ring_bytes, 1)) == NULL) {
+		free(cwd);
+		cgroup_session_free(cg);
+		return (proto_fail(err, 429, "ring_budget_exceeded",
+		    "cannot allocate a ring of %zu bytes", pc->ring_bytes));
+	}
 	env = session_environ(pc, &u);
 
 	memset(&spec, 0, sizeof spec);
@@ -515,66 +507,209 @@ session_create(const struct proto_create *pc, struct session **out,
 	spec.cgroup = cg != NULL ? cgroup_session_fd(cg) : -1;
 	spec.oom_score_adj = limits.oom_score_adj;
 
-	s = xcalloc(1, sizeof *s);
-	if ((s->ring = ring_create(pc->ring_bytes, 1)) == NULL) {
-		free(s);
-		free(cwd);
-		session_strv_free(env);
-		cgroup_session_free(cg);
-		return (proto_fail(err, 429, "ring_budget_exceeded",
-		    "cannot allocate a ring of %zu bytes", pc->ring_bytes));
-	}
-	error = session_spawn(&spec, &proc, cause, sizeof cause);
-	session_strv_free(env);
-	if (error != 0) {
-		ring_free(s->ring);
-		free(s);
-		free(cwd);
-		cgroup_session_free(cg);
-		agentd_stats.sessions_spawn_failed++;
-		log_info("%s: spawn failed: %s", __func__, cause);
-		return (proto_fail(err, 422, "spawn_failed", "%s", cause));
-	}
-
+	p = xcalloc(1, sizeof *p);
 	if (pc->id[0] != '\0')
-		snprintf(s->id, sizeof s->id, "%s", pc->id);
+		snprintf(p->id, sizeof p->id, "%s", pc->id);
 	else {
 		do
-			snprintf(s->id, sizeof s->id, "s%llu",
+			snprintf(p->id, sizeof p->id, "s%llu",
 			    (unsigned long long)next_id++);
-		while (session_find(s->id) != NULL);
+		while (session_find(p->id) != NULL ||
+		    session_pending_find(p->id) != NULL);
 	}
-	s->argv = session_strv_dup(pc->argv);
-	s->cwd = cwd;
-	s->user = xstrdup(u.name);
-	s->tty = pc->tty;
-	s->rows = pc->rows;
-	s->cols = pc->cols;
-	s->pid = proc.pid;
+	p->ring = ring;
+	p->ring_bytes = pc->ring_bytes;
+	p->cg = cg;
+	p->argv = session_strv_dup(pc->argv);
+	p->cwd = cwd;
+	p->user = xstrdup(u.name);
+	p->tty = pc->tty;
+	p->rows = pc->rows;
+	p->cols = pc->cols;
+	p->timeout_ms = pc->timeout_ms;
+	p->fn = fn;
+	p->arg = arg;
+	LIST_INSERT_HEAD(&pendings, p, entry);
+	npending++;
+	ring_total += p->ring_bytes;
+	p->kept_bytes = kept;
+	kept_total += kept;
+	p->job = spawner_start(&spec, limits.spawn_timeout_ms > 0 ?
+	    limits.spawn_timeout_ms : SPAWNER_TIMEOUT_DEFAULT,
+	    session_spawned, p);
+	session_strv_free(env);
+	return (0);
+}
+
+/* A pending create's spawn ended: make the session, or say why not. */
+static void
+session_spawned(const struct spawner_result *r, void *arg)
+{
+	struct session_pending	*p = arg;
+	struct proto_err	 err;
+	struct session		*s = NULL;
+
+	LIST_REMOVE(p, entry);
+	npending--;
+	ring_total -= p->ring_bytes;
+	kept_total -= p->kept_bytes;
+	if (r->timed_out) {
+		agentd_stats.sessions_spawn_timeouts++;
+		proto_fail(&err, 504, "spawn_timeout", "%s", r->cause);
+	} else if (r->error != 0) {
+		agentd_stats.sessions_spawn_failed++;
+		log_info("%s: spawn failed: %s", __func__, r->cause);
+		proto_fail(&err, 422, "spawn_failed", "%s", r->cause);
+	} else
+		s = session_attach(p, &r->proc);
+	p->fn(s, s != NULL ? NULL : &err, p->arg);
+	session_pending_free(p);
+}
+
+/*
+ * What a session keeps of its request for as long as it is listed: argv,
+ * cwd and user, with their pointers and NULs.
+ */
+static size_t
+session_bytes(char *const *argv, const char *cwd, const char *user)
+{
+	size_t	n = 0, i;
+
+	for (i = 0; argv[i] != NULL; i++)
+		n += strlen(argv[i]) + 1 + sizeof argv[i];
+	return (n + sizeof argv[i] + strlen(cwd) + 1 + strlen(user) + 1);
+}
+
+/* Bytes of argv, cwd and user of every session kept and starting. */
+uint64_t
+session_bytes_total(void)
+{
+	return (kept_total);
+}
+
+/* Free a pending create that no list holds, and what it still owns. */
+static void
+session_pending_free(struct session_pending *p)
+{
+	if (p->ring != NULL)
+		ring_free(p->ring);
+	cgroup_session_free(p->cg);
+	session_strv_free(p->argv);
+	free(p->cwd);
+	free(p->user);
+	free(p);
+}
+
+/* The pending create of id, or NULL. */
+static struct session_pending *
+session_pending_find(const char *id)
+{
+	struct session_pending	*p;
+
+	LIST_FOREACH(p, &pendings, entry) {
+		if (strcmp(p->id, id) == 0)
+			return (p);
+	}
+	return (NULL);
+}
+
+/* Give up the pending create of arg: its fn is never called. */
+void
+session_create_cancel(void *arg)
+{
+	struct session_pending	*p;
+
+	LIST_FOREACH(p, &pendings, entry) {
+		if (p->arg == arg)
+			break;
+	}
+	if (p == NULL)
+		return;
+	log_info("%s: create of %s cancelled", __func__, p->id);
+	spawner_cancel(p->job);
+	LIST_REMOVE(p, entry);
+	npending--;
+	ring_total -= p->ring_bytes;
+	kept_total -= p->kept_bytes;
+	session_pending_free(p);
+}
+
+/* Answer every pending create 503 shutting_down and give it up. */
+void
+session_create_cancel_all(void)
+{
+	struct session_pending	*p;
+	struct proto_err	 err;
+
+	while ((p = LIST_FIRST(&pendings)) != NULL) {
+		spawner_cancel(p->job);
+		LIST_REMOVE(p, entry);
+		npending--;
+		ring_total -= p->ring_bytes;
+		kept_total -= p->kept_bytes;
+		proto_fail(&err, 503, "shutting_down", "agentd is shutting "
+		    "down");
+		p->fn(NULL, &err, p->arg);
+		session_pending_free(p);
+	}
+}
+
+/* Creates whose spawn is under way. */
+size_t
+session_count_starting(void)
+{
+	return (npending);
+}
+
+/* Turn a pending create whose child runs into a session; the ring moves. */
+static struct session *
+session_attach(struct session_pending *p, const struct pty_proc *proc)
+{
+	struct session	*s;
+	size_t		 i;
+	int		 status;
+
+	s = xcalloc(1, sizeof *s);
+	snprintf(s->id, sizeof s->id, "%s", p->id);
+	s->ring = p->ring;
+	p->ring = NULL;
+	s->argv = p->argv;
+	p->argv = NULL;
+	s->cwd = p->cwd;
+	p->cwd = NULL;
+	s->user = p->user;
+	p->user = NULL;
+	s->tty = p->tty;
+	s->rows = p->rows;
+	s->cols = p->cols;
+	s->pid = proc->pid;
 	s->started_ms = clock_wall_ms();
 	s->output_ms = clock_mono_ms();
 	s->ended_ms = -1;
-	s->ring_bytes = pc->ring_bytes;
-	s->cg = cg;
+	s->ring_bytes = p->ring_bytes;
+	s->cg = p->cg;
+	p->cg = NULL;
 	s->usage.cpu_ms = s->usage.memory_peak_bytes = s->usage.pids_peak =
 	    s->usage.oom_kills = -1;
+	s->kept_bytes = p->kept_bytes;
+	s->seq = next_seq++;
 
 	for (i = 0; i < 2; i++) {
 		s->out[i].s = s;
 		s->out[i].fd = -1;
 	}
-	if (pc->tty) {
-		s->out[0].fd = proc.master;
+	if (p->tty) {
+		s->out[0].fd = proc->master;
 		s->out[0].stream = RING_STREAM_PTY;
-		s->in = proc.master;
+		s->in = proc->master;
 	} else {
-		s->out[0].fd = proc.out;
+		s->out[0].fd = proc->out;
 		s->out[0].stream = RING_STREAM_STDOUT;
-		s->out[1].fd = proc.err;
+		s->out[1].fd = proc->err;
 		s->out[1].stream = RING_STREAM_STDERR;
-		s->in = proc.in;
-		session_pipe_size(s, proc.out);
-		session_pipe_size(s, proc.err);
+		s->in = proc->in;
+		session_pipe_size(s, proc->out);
+		session_pipe_size(s, proc->err);
 	}
 	for (i = 0; i < 2; i++) {
 		if (s->out[i].fd == -1)
@@ -597,19 +732,24 @@ session_create(const struct proto_create *pc, struct session **out,
 	    s->drain_ev == NULL || s->ttl_ev == NULL || s->hup_ev == NULL ||
 	    (s->in != -1 && s->in_ev == NULL))
 		fatal("%s: out of memory", __func__);
-	if (pc->timeout_ms > 0)
-		session_timer_add(s->timeout_ev, pc->timeout_ms);
+	if (p->timeout_ms > 0)
+		session_timer_add(s->timeout_ev, p->timeout_ms);
 
 	TAILQ_INSERT_TAIL(&sessions, s, entry);
 	nrunning++;
 	ring_total += s->ring_bytes;
+	kept_total += s->kept_bytes;
 	agentd_stats.sessions_started++;
 	log_info("%s: session %s pid %ld %s%s%s", __func__, s->id,
-	    (long)s->pid, s->tty ? "tty" : "pipes", cg != NULL ? " cgroup " :
-	    "", cg != NULL ? cgroup_session_name(cg) : "");
-	*out = s;
+	    (long)s->pid, s->tty ? "tty" : "pipes", s->cg != NULL ?
+	    " cgroup " : "", s->cg != NULL ? cgroup_session_name(s->cg) : "");
 	session_notify(s, SESSION_EV_CREATED);
-	return (0);
+	/* Its SIGCHLD may have come before it was listed. */
+	if (session_waitid(s->pid, &status)) {
+		session_status_in(s, status);
+		session_sweep_soon(1);
+	}
+	return (s);
 }
 
 /* Find a session by id. */
@@ -623,6 +763,13 @@ session_find(const char *id)
 			return (s);
 	}
 	return (NULL);
+}
+
+/* A session's place in the order of creation. */
+uint64_t
+session_seq(const struct session *s)
+{
+	return (s->seq);
 }
 
 /* The first session of the table. */
@@ -1586,6 +1733,7 @@ session_remove(struct session *s)
 	if (!s->exited)
 		nrunning--;
 	ring_total -= s->ring_bytes;
+	kept_total -= s->kept_bytes;
 	TAILQ_REMOVE(&sessions, s, entry);
 	log_debug("%s: session %s removed", __func__, s->id);
 
@@ -1643,6 +1791,7 @@ session_remove_all(void)
 	struct session		*s;
 	struct session_corpse	*c;
 
+	session_create_cancel_all();
 	removing_all = 1;
 	while ((s = TAILQ_FIRST(&sessions)) != NULL)
 		session_remove(s);

@@ -19,10 +19,10 @@
  * agentd may signal its process group, whose id is the leader's pid: until
  * the session is removed, or until no live process is left in its session
  * (found by a sweep of /proc after each reap).  So kill(-pgid) can never
- * reach a group that took over a reused pid.  Leaders are forked by a
- * spawner thread and collected by session_collect(); see session_init().
+ * reach a group that took over a reused pid.  Leaders are forked by the
+ * spawner's threads and collected by session_collect(); see session_init().
  *
- * Everything here runs on the event loop thread but the spawns.
+ * Everything here runs on the event loop thread but the spawns (spawner.h).
  */
 #ifndef AGENTD_SESSION_H
 #define AGENTD_SESSION_H
@@ -73,23 +73,45 @@ struct session_limits {
 	int		 oom_score_adj;		/* of each session's process */
 	const char	*workdir;		/* default cwd, or NULL */
 	char *const	*env;			/* "K=V" under each request's env, or NULL */
+	unsigned	 spawn_threads;		/* spawns running at once */
+	int64_t		 spawn_timeout_ms;	/* a create's spawn at most */
+	uint64_t	 max_session_bytes;	/* argv, cwd, user of all kept */
 };
 
 /*
  * Set the loop (capture, timers), the limits and the observer, and start
- * the spawner thread (once, before any session).
+ * the spawner's threads (once, before any session).
  */
 void	 session_init(struct event_base *, const struct session_limits *,
 	    session_observer_fn);
 
 /*
- * Start a session.  Returns 0 with *out set; or -1 with err filled:
- * 409 session_exists (*out is the existing session), 429
- * too_many_sessions/ring_budget_exceeded, 422 spawn_failed, 503
+ * A create ended, on the loop: s the new session (err NULL), or s NULL and
+ * err: 422 spawn_failed, 504 spawn_timeout (--spawn-timeout), 503
  * shutting_down.
  */
-int	 session_create(const struct proto_create *, struct session **out,
-	    struct proto_err *err);
+typedef void (*session_create_fn)(struct session *s,
+	    const struct proto_err *err, void *arg);
+
+/*
+ * Start a session: the id and the slot are reserved at once (a second
+ * create of the id is 409 while it starts; GET or DELETE of it 404 until
+ * fn), the spawn runs on a spawner thread, and fn(arg) is called once it
+ * ended, never from within this call.  Returns 0 when the spawn is under
+ * way; or -1 with err filled and fn never called: 409 session_exists (*out
+ * is the existing session, or NULL while it starts), 429
+ * too_many_sessions/ring_budget_exceeded (starting ones count), 422
+ * spawn_failed (the user), 503 shutting_down.
+ */
+int	 session_create(const struct proto_create *, session_create_fn fn,
+	    void *arg, struct session **out, struct proto_err *err);
+/* Give up the pending create of arg (its client left): fn is not called,
+   a child that still execs is killed and reaped. */
+void	 session_create_cancel(void *arg);
+/* Shutdown: every pending create's fn gets 503 shutting_down. */
+void	 session_create_cancel_all(void);
+/* Creates whose spawn is under way. */
+size_t	 session_count_starting(void);
 
 struct session	*session_find(const char *id);
 /*
@@ -111,11 +133,15 @@ size_t	 session_count_running(void);
 size_t	 session_count_unreaped(void);
 size_t	 session_count(void);
 uint64_t session_ring_bytes_total(void);
+/* Bytes of argv, cwd and user of every session kept and starting. */
+uint64_t session_bytes_total(void);
 /* --pipe-bytes as applied (0 when agentd lacks the privilege to exceed the
    per-user pipe budget). */
 uint64_t session_pipe_bytes(void);
 
 const char	*session_id(const struct session *);
+/* Its place in the order of creation (from 1; the table's order). */
+uint64_t	 session_seq(const struct session *);
 /* The ring, with every byte captured so far published in it. */
 struct ring	*session_ring(struct session *);
 int	 session_exited(const struct session *);

@@ -11,6 +11,7 @@
 struct agentd_stats {
 	uint64_t	 sessions_started;
 	uint64_t	 sessions_spawn_failed;
+	uint64_t	 sessions_spawn_timeouts;	/* 504 spawn_timeout */
 	uint64_t	 output_bytes;		/* captured into the rings */
 	uint64_t	 output_dropped_bytes;	/* overwritten before read */
 	uint64_t	 http_requests;

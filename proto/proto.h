@@ -234,6 +234,8 @@ struct proto_query {
 	int64_t		 idle_ms;	/* default 0, clamped */
 	int		 head_tail;	/* head_tail=true|1 */
 	int		 port;		/* GET /v1/ports; default -1: not given */
+	uint64_t	 limit;		/* GET /v1/sessions: 0 all */
+	uint64_t	 after;		/* ... its "next", default 0 */
 };
 /*
  * Parse a raw query string (no '?'; NULL or "" gives the defaults).  Keys
@@ -245,7 +247,9 @@ struct proto_query {
  * else 400 invalid_request naming the key; values beyond 64 bits saturate,
  * then wait_ms, yield_ms and idle_ms are clamped to PROTO_WAIT_MAX_MS and
  * max_bytes to PROTO_MAX_BYTES_MAX; a grace_ms above PROTO_GRACE_MAX_MS is
- * 400 invalid_request; port: 1..65535, else 400 invalid_request.  A
+ * 400 invalid_request; port: 1..65535, else 400 invalid_request.  limit:
+ * decimal digits (saturating; 0: no limit), else 400 invalid_request;
+ * after: as cursor (400 invalid_cursor).  A
  * value of ours longer than 32 bytes (decoded) is
  * refused like a non-number.  eof: true, false, 1 or 0; a bare "eof" is
  * true.
@@ -321,6 +325,9 @@ void	proto_render_chunk(struct proto_buf *, const struct proto_chunk *);
 /* {"sessions": [...]} */
 void	proto_render_session_list(struct proto_buf *,
 	    const struct proto_session *, size_t n);
+/* {"sessions": [...], "next": "NEXT"}, or without "next" when NULL. */
+void	proto_render_session_page(struct proto_buf *,
+	    const struct proto_session *, size_t n, const char *next);
 /* {"error": {...}}, and with s a "session" member beside it. */
 void	proto_render_error(struct proto_buf *, const struct proto_err *,
 	    const struct proto_session *s);

@@ -107,10 +107,17 @@ proto_query_pair(const char *key, size_t klen, const char *val, size_t vlen,
 	}
 	if (!KEY_IS("cursor") && !KEY_IS("wait_ms") && !KEY_IS("yield_ms") &&
 	    !KEY_IS("max_bytes") && !KEY_IS("grace_ms") && !KEY_IS("idle_ms") &&
-	    !KEY_IS("port"))
+	    !KEY_IS("port") && !KEY_IS("limit") && !KEY_IS("after"))
 		return (0);
 	r = vlen > PROTO_QUERY_VAL_MAX ? -1 : proto_digits(val, vlen, &n);
-	if (KEY_IS("cursor")) {
+	if (KEY_IS("cursor") || KEY_IS("after")) {
+		if (r != 0 && KEY_IS("after"))
+			return (proto_fail(err, 400, "invalid_cursor",
+			    "query parameter 'after' must be a list's \"next\""));
+		if (KEY_IS("after")) {
+			q->after = n;
+			return (0);
+		}
 		if (r != 0)
 			return (proto_fail(err, 400, "invalid_cursor",
 			    "query parameter 'cursor' must be a chunk id, a"
@@ -139,6 +146,8 @@ proto_query_pair(const char *key, size_t klen, const char *val, size_t vlen,
 	else if (KEY_IS("idle_ms"))
 		q->idle_ms = n > PROTO_WAIT_MAX_MS ? PROTO_WAIT_MAX_MS :
 		    (int64_t)n;
+	else if (KEY_IS("limit"))
+		q->limit = n;
 	else if (KEY_IS("max_bytes"))
 		q->max_bytes = n > PROTO_MAX_BYTES_MAX ? PROTO_MAX_BYTES_MAX :
 		    (size_t)n;

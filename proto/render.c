@@ -388,6 +388,14 @@ void
 proto_render_session_list(struct proto_buf *b, const struct proto_session *s,
     size_t n)
 {
+	proto_render_session_page(b, s, n, NULL);
+}
+
+/* Render one page of the list, and the "next" to ask for the rest. */
+void
+proto_render_session_page(struct proto_buf *b, const struct proto_session *s,
+    size_t n, const char *next)
+{
 	size_t	i;
 
 	LIT(b, "{\"sessions\":[");
@@ -396,7 +404,12 @@ proto_render_session_list(struct proto_buf *b, const struct proto_session *s,
 			LIT(b, ",");
 		proto_render_session(b, &s[i], NULL, -1);
 	}
-	LIT(b, "]}");
+	LIT(b, "]");
+	if (next != NULL) {
+		LIT(b, ",\"next\":");
+		proto_put_str(b, next);
+	}
+	LIT(b, "}");
 }
 
 /* Render {"error": {"code", "message"}} and, with s, "session" beside it. */

@@ -88,7 +88,10 @@ void	pty_signals_snapshot(void);
  * pid).  A bad spec (no argv[0], no envp, a 0 row/col with tty, ngroups
  * outside 0..PTY_GROUPS_MAX) is -EINVAL.
  *
- * Blocks until the child has exec'd or failed.  The child switches user
+ * Blocks until the child has exec'd or failed (for as long as a lease or
+ * a file system that does not answer holds the child's chdir or execve:
+ * agentd calls it on threads of its own, several at once, which is safe;
+ * the child is the calling thread's).  The child switches user
  * (groups, gid, uid) before chdir, so the cwd is entered with the user's own
  * permissions; with a PTY and a user, the slave is chowned to that uid.
  */

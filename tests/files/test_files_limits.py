@@ -83,6 +83,25 @@ class LimitsTest(FilesCase):
         finally:
             outer.close()
 
+    def test_redirect_to_own_interface_address(self):
+        # A service bound to the wildcard answers on the machine's own
+        # address too (the VM's 10.0.2.15): a redirect there is local.
+        addr = outward_address()
+        if addr is None:
+            self.skipTest('no address but loopback')
+        outer = Server(self.payload, host=addr)
+        wild = Server(self.payload, host='0.0.0.0')
+        try:
+            target = wild.url('/ok', host=addr)
+            r = self.fetch(url=outer.url('/r/to' + q(url=target), host=addr),
+                           path=self.p('c'), timeout_ms=20000)
+            self.assertError(r, 502, 'fetch_failed', 'local')
+            self.assertFalse(os.path.exists(self.p('c')))
+            self.assertEqual(wild.hits, [])
+        finally:
+            outer.close()
+            wild.close()
+
     def test_redirect_control_bytes(self):
         for loc in ('http://127.0.0.1:%d/a\x01b' % self.http.port, 'x\x7fy',
                     'http://127.0.0.1:%d/a b' % self.http.port):

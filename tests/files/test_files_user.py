@@ -148,6 +148,49 @@ class UserTest(FilesCase):
         self.expect(self.put(os.path.join(self.pub, 'g'), b'root'), 200)
         self.assertEqual(os.stat(os.path.join(self.pub, 'g')).st_uid, 0)
 
+    def test_hard_link_of_another_users_file(self):
+        # A file of nobody's with a second hard link (one nobody could
+        # make of any file it can name where fs.protected_hardlinks is 0):
+        # a call acting as someone else refuses it, read or replaced.
+        f = os.path.join(self.u, 'theirs')
+        with open(f, 'w') as fh:
+            fh.write('not yours')
+        os.chown(f, self.nb.pw_uid, self.nb.pw_gid)
+        link = os.path.join(self.pub, 'link')
+        os.link(f, link)
+        r = self.get_file(link)
+        self.assertError(r, 403, 'permission_denied', 'hard links')
+        self.assertNotIn(b'not yours', r.body)
+        self.assertError(self.put(link, b'x'), 403, 'permission_denied',
+                         'hard links')
+        with open(f) as fh:
+            self.assertEqual(fh.read(), 'not yours')
+        # Its owner may; and with one link left, so may root.
+        r = self.get_file(link, user=str(self.nb.pw_uid))
+        self.expect(r, 200)
+        self.assertEqual(r.body, b'not yours')
+        os.unlink(f)
+        self.expect(self.get_file(link), 200)
+
+    def test_user_has_no_capabilities(self):
+        # As a process of that user: agentd's memory map is not its to
+        # read, and kernel addresses read as zeros (no CAP_SYSLOG).
+        nb = str(self.nb.pw_uid)
+        maps = '/proc/%d/maps' % self.agentd.proc.pid
+        self.expect(self.get_file(maps), 200)
+        self.assertError(self.get_file(maps, user=nb), 403,
+                         'permission_denied')
+        with open('/proc/kallsyms') as f:
+            real = f.readline()
+        r = self.get_file('/proc/kallsyms', user=nb)
+        self.expect(r, 200)
+        first = r.body.split(b'\n', 1)[0].split()
+        self.assertEqual(first[0], b'0' * len(first[0]), first)
+        if not real.startswith('0' * 16):
+            r = self.get_file('/proc/kallsyms')
+            self.assertEqual(r.body.split(b'\n', 1)[0].decode(),
+                             real.rstrip('\n'))
+
     def test_user_invalid(self):
         r = self.get_file(self.p('x'), user='no-such-user-agentd')
         self.assertError(r, 400, 'invalid_request', 'no-such-user-agentd')

@@ -13,8 +13,10 @@
  * Safety: sessions never run anything.  pty/ is replaced below by fake
  * processes: pipes (or a socketpair for a tty) that this harness writes a
  * fixed output into, whose "signals" and exits are simulated and reaped
- * through agentd's own session_reaped() (pty_spawn runs on agentd's spawner
- * thread while the loop waits for it).  The files routes (which write and
+ * through agentd's own session_reaped().  pty_spawn runs on agentd's
+ * spawner threads while the loop goes on: fh_lock (recursive: a reap may
+ * signal) guards the fake processes, and their statuses reach agentd on
+ * the loop, at each turn.  The files routes (which write and
  * fetch real files) are replaced by a stub that only runs proto/'s parsers
  * of their requests; so is restore.c (which steps the clock and feeds the
  * RNG) by one that only counts.
@@ -32,6 +34,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -84,6 +87,8 @@ static size_t		 nprocs;
 static pid_t		 next_pid = FH_FAKE_PID;
 static struct event	*reap_ev;
 static struct event	*tick_ev;
+static pthread_mutex_t	 fh_lock;	/* procs, nprocs, next_pid */
+
 /* agentd's fatal path: a bug, as far as fuzzing goes. */
 static void
 fh_fatal(void)
@@ -102,6 +107,8 @@ must(int ok, const char *what)
 }
 
 /* ---- pty/, faked ------------------------------------------------------- */
+
+static int	fh_kill(pid_t, int);
 
 static struct fh_proc *
 fh_proc_find(pid_t pid)
@@ -134,7 +141,6 @@ fh_proc_exit(struct fh_proc *p, int status)
 	fh_close(&p->out);
 	fh_close(&p->err);
 	fh_close(&p->in);
-	event_active(reap_ev, EV_TIMEOUT, 0);
 }
 
 /* "SIGCHLD": hand the decided statuses to agentd. */
@@ -143,12 +149,14 @@ fh_reap_cb(evutil_socket_t fd, short events, void *arg)
 {
 	size_t	i;
 
+	pthread_mutex_lock(&fh_lock);
 	for (i = 0; i < nprocs; i++) {
 		if (procs[i].exited && !procs[i].reaped) {
 			procs[i].reaped = 1;
 			session_reaped(procs[i].pid, procs[i].status);
 		}
 	}
+	pthread_mutex_unlock(&fh_lock);
 }
 
 int
@@ -186,8 +194,8 @@ pty_kill_foreground(int master, pid_t sid, int sig)
  * argument, exits 0 at once; with more it runs until a signal ends it.  An
  * argv[0] starting with "/nonexistent" fails as exec would.
  */
-int
-pty_spawn(const struct pty_spec *spec, struct pty_proc *proc, char *cause,
+static int
+fh_spawn(const struct pty_spec *spec, struct pty_proc *proc, char *cause,
     size_t causelen)
 {
 	struct fh_proc	*p;
@@ -267,14 +275,39 @@ pty_veof(int master)
 	return (4);
 }
 
+/* fh_spawn() under fh_lock: a spawner thread's call. */
+int
+pty_spawn(const struct pty_spec *spec, struct pty_proc *proc, char *cause,
+    size_t causelen)
+{
+	int	rc;
+
+	pthread_mutex_lock(&fh_lock);
+	rc = fh_spawn(spec, proc, cause, causelen);
+	pthread_mutex_unlock(&fh_lock);
+	return (rc);
+}
+
 /* Signals: the ones that kill by default end the fake process. */
 int
 pty_kill_group(pid_t pgid, int sig)
 {
-	struct fh_proc	*p;
+	int	rc;
 
 	if (pgid <= 1)
 		return (-EINVAL);
+	pthread_mutex_lock(&fh_lock);
+	rc = fh_kill(pgid, sig);
+	pthread_mutex_unlock(&fh_lock);
+	return (rc);
+}
+
+/* pty_kill_group() under fh_lock. */
+static int
+fh_kill(pid_t pgid, int sig)
+{
+	struct fh_proc	*p;
+
 	if ((p = fh_proc_find(pgid)) == NULL || p->reaped)
 		return (-ESRCH);
 	switch (sig) {
@@ -435,6 +468,7 @@ fh_turn(int us)
 	struct timeval	tv = { 0, us };
 
 	evtimer_add(tick_ev, &tv);
+	event_active(reap_ev, EV_TIMEOUT, 0);	/* statuses decided meanwhile */
 	event_base_loop(agentd_base, EVLOOP_ONCE);
 }
 
@@ -451,6 +485,12 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	    "--max-connections", "100",
 	    NULL };
 
+	pthread_mutexattr_t	 ma;
+
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&fh_lock, &ma);
+	pthread_mutexattr_destroy(&ma);
 	signal(SIGPIPE, SIG_IGN);
 	fatal_set_hook(fh_fatal);
 	snprintf(dir, sizeof dir, "/tmp/fuzz_http.XXXXXX");
@@ -527,12 +567,14 @@ fh_reset(void)
 
 	api_flush_waiters();
 	session_remove_all();
+	pthread_mutex_lock(&fh_lock);
 	for (i = 0; i < nprocs; i++) {
 		fh_close(&procs[i].out);
 		fh_close(&procs[i].err);
 		fh_close(&procs[i].in);
 	}
 	nprocs = 0;
+	pthread_mutex_unlock(&fh_lock);
 	must(session_count() == 0, "sessions left");
 }
 

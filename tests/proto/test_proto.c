@@ -808,6 +808,11 @@ START_TEST(query_defaults_and_all)
 	ck_assert_int_eq(q.grace_ms, 2000);
 	ck_assert_int_eq(q.eof, 1);
 	ck_assert_int_eq(q.yield_ms, 5);
+	ck_assert_uint_eq(q.limit, 0);
+	ck_assert_uint_eq(q.after, 0);
+	ck_assert_int_eq(proto_parse_query("limit=2&after=12", &q, &e), 0);
+	ck_assert_uint_eq(q.limit, 2);
+	ck_assert_uint_eq(q.after, 12);
 }
 END_TEST
 
@@ -911,6 +916,9 @@ START_TEST(query_errors)
 		{ "cursor=%2B1", "invalid_cursor", "'cursor'" },
 		{ "cursor=18446744073709551616", "invalid_cursor", "'cursor'" },
 		{ "cursor=0x10", "invalid_cursor", "'cursor'" },
+		{ "after=s3", "invalid_cursor", "'after'" },
+		{ "after=", "invalid_cursor", "'after'" },
+		{ "limit=-1", "invalid_request", "'limit'" },
 		{ "wait_ms=-5", "invalid_request", "'wait_ms'" },
 		{ "wait_ms=", "invalid_request", "'wait_ms'" },
 		{ "yield_ms=x", "invalid_request", "'yield_ms'" },
@@ -1843,6 +1851,13 @@ START_TEST(render_list)
 	    1), "state")), "exited");
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(a,
 	    2), "id")), "s3");
+	json_decref(j);
+	/* A page names the rest with "next". */
+	b.len = 0;
+	proto_render_session_page(&b, s, 2, "7");
+	j = load(&b);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "sessions")), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "next")), "7");
 	json_decref(j);
 	proto_buf_free(&b);
 }

@@ -1,0 +1,43 @@
+/*
+ * outq.h -- bytes of answers waiting to be written to clients: every
+ * connection's output buffer, counted as it grows and drains, against one
+ * budget (--max-answer-bytes).  A client that asks for big answers and never
+ * reads them holds their memory; past the budget a new big answer is
+ * refused (503 too_busy) instead of taking the machine's memory.  Event
+ * loop thread only.
+ */
+#ifndef AGENTD_OUTQ_H
+#define AGENTD_OUTQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct bufferevent;
+struct outq_conn;
+struct proto_err;
+
+#define OUTQ_MAX_DEFAULT	(128ull << 20)	/* bytes of all answers held */
+
+/* The budget, in bytes (0: the default). */
+void	 outq_set_max(uint64_t);
+/* Count bev's output from now on (it must be empty); the handle unwatches. */
+struct outq_conn *outq_watch(struct bufferevent *);
+/* Stop counting bev's output and forget what it still holds. */
+void	 outq_unwatch(struct bufferevent *, struct outq_conn *);
+/*
+ * Leave the next n bytes added to any connection's output uncounted, until
+ * outq_skip(0): around an answer whose body is a file segment sent from the
+ * disk (sendfile), which holds no memory.  The answer's head is taken out
+ * of n first: an error of a few hundred bytes at most.
+ */
+void	 outq_skip(size_t n);
+/*
+ * Whether an answer of want bytes may be made now: 0, or -1 with err
+ * filled (503 too_busy) when the answers held and it would pass the budget.
+ */
+int	 outq_admit(size_t want, struct proto_err *err);
+/* Bytes held now, and the budget. */
+uint64_t outq_bytes(void);
+uint64_t outq_max(void);
+
+#endif /* AGENTD_OUTQ_H */

@@ -1,0 +1,389 @@
+/*
+ * spawner.c -- pty_spawn() on a pool of threads; see spawner.h.
+ *
+ * Cross-thread paths: the queue and each job's state are under spawner_lock
+ * (the loop queues and abandons, a thread takes and finishes); a finished
+ * job's pointer goes back to the loop through spawner_pipe.  Whichever side
+ * changes a job's state last under the lock owns what the job holds: the
+ * thread an abandoned job's child, the loop a finished job's.
+ */
+#include <sys/queue.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "pty.h"
+#include "spawner.h"
+#include "util.h"
+
+#define SPAWNER_STACK	(256 * 1024)	/* bytes: pty_spawn() keeps a 32 KiB
+					   child stack and a PATH_MAX on it */
+
+/* Where a job is; changed only under spawner_lock. */
+enum spawner_state {
+	SPAWNER_QUEUED,		/* on the queue, no thread has it */
+	SPAWNER_RUNNING,	/* a thread is in pty_spawn() */
+	SPAWNER_DONE,		/* its pointer is in the pipe, or read */
+	SPAWNER_ABANDONED,	/* timed out or cancelled while running */
+};
+
+struct spawner_job {
+	TAILQ_ENTRY(spawner_job) entry;	/* on the queue (the lock's) */
+	LIST_ENTRY(spawner_job)	 live;	/* on spawner_jobs (the loop's) */
+	enum spawner_state	 state;
+
+	/* The spec and what it points to, the job's own. */
+	struct pty_spec		 spec;
+	struct pty_user		 user;
+	char			**argv;
+	char			**envp;
+	char			*cwd;
+
+	/* The result, written by the thread before SPAWNER_DONE. */
+	int			 error;
+	struct pty_proc		 proc;
+	char			 cause[PTY_CAUSE_MAX];
+
+	/* The loop's. */
+	int64_t			 timeout_ms;
+	struct event		*timer;
+	spawner_done_fn		 done;
+	void			*arg;
+};
+
+static pthread_mutex_t	spawner_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t	spawner_cond = PTHREAD_COND_INITIALIZER;
+static TAILQ_HEAD(, spawner_job) spawner_queue =
+    TAILQ_HEAD_INITIALIZER(spawner_queue);
+static LIST_HEAD(, spawner_job) spawner_jobs =
+    LIST_HEAD_INITIALIZER(spawner_jobs);
+static size_t		 spawner_njobs;		/* on spawner_jobs */
+static atomic_size_t	 spawner_nabandoned;	/* abandoned, still running */
+static int		 spawner_pipe[2] = { -1, -1 };	/* thread -> loop */
+static struct event	*spawner_pipe_ev;
+static struct event_base *spawner_base;
+
+static void	*spawner_main(void *);
+static void	 spawner_undo(struct spawner_job *);
+static void	 spawner_job_free(struct spawner_job *);
+static char	**spawner_strv_dup(char *const *);
+static void	 spawner_strv_free(char **);
+static void	 spawner_read_cb(evutil_socket_t, short, void *);
+static void	 spawner_timeout_cb(evutil_socket_t, short, void *);
+static void	 spawner_forget(struct spawner_job *);
+
+/* Start the threads, every signal blocked in them, and the pipe's event. */
+void
+spawner_init(struct event_base *base, unsigned nthreads)
+{
+	pthread_attr_t	attr;
+	pthread_t	t;
+	sigset_t	all, old;
+	unsigned	i;
+	int		error;
+
+	spawner_base = base;
+	if (pipe2(spawner_pipe, O_CLOEXEC) == -1)
+		fatal("%s: pipe2: %s", __func__, strerror(errno));
+	if (fd_nonblock_cloexec(spawner_pipe[0]) != 0)
+		fatal("%s: O_NONBLOCK: %s", __func__, strerror(errno));
+	spawner_pipe_ev = event_new(base, spawner_pipe[0], EV_READ | EV_PERSIST,
+	    spawner_read_cb, NULL);
+	if (spawner_pipe_ev == NULL || event_add(spawner_pipe_ev, NULL) != 0)
+		fatal("%s: out of memory", __func__);
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, SPAWNER_STACK);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (i = 0; i < nthreads; i++) {
+		if ((error = pthread_create(&t, &attr, spawner_main, NULL)) != 0)
+			fatal("%s: pthread_create: %s", __func__,
+			    strerror(error));
+		pthread_detach(t);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+}
+
+/* A thread: take a job, spawn, hand the result back (or undo it). */
+static void *
+spawner_main(void *arg)
+{
+	struct spawner_job	*j;
+	ssize_t			 n;
+	int			 abandoned;
+
+	for (;;) {
+		pthread_mutex_lock(&spawner_lock);
+		while ((j = TAILQ_FIRST(&spawner_queue)) == NULL)
+			pthread_cond_wait(&spawner_cond, &spawner_lock);
+		TAILQ_REMOVE(&spawner_queue, j, entry);
+		j->state = SPAWNER_RUNNING;
+		pthread_mutex_unlock(&spawner_lock);
+
+		j->error = pty_spawn(&j->spec, &j->proc, j->cause,
+		    sizeof j->cause);
+
+		pthread_mutex_lock(&spawner_lock);
+		abandoned = j->state == SPAWNER_ABANDONED;
+		if (!abandoned)
+			j->state = SPAWNER_DONE;
+		pthread_mutex_unlock(&spawner_lock);
+		if (abandoned) {
+			spawner_undo(j);
+			spawner_job_free(j);
+			atomic_fetch_sub(&spawner_nabandoned, 1);
+			continue;
+		}
+		do
+			n = write(spawner_pipe[1], &j, sizeof j);
+		while (n == -1 && errno == EINTR);
+		if (n != (ssize_t)sizeof j)
+			fatal("%s: write: %s", __func__, strerror(errno));
+	}
+	return (NULL);
+}
+
+/*
+ * An abandoned job's child exec'd after all: SIGKILL its session (its group,
+ * and any other group it made already), reap it, close its fds.  The child
+ * is this thread's: only this thread can reap it.
+ */
+static void
+spawner_undo(struct spawner_job *j)
+{
+	pid_t	r;
+
+	if (j->error != 0)
+		return;		/* pty_spawn() left nothing */
+	pty_kill_sessions(&j->proc.pid, 1, SIGKILL);
+	do
+		r = waitpid(j->proc.pid, NULL, __WALL);
+	while (r == -1 && errno == EINTR);
+	pty_close(&j->proc);
+}
+
+/* Free a job that no list holds. */
+static void
+spawner_job_free(struct spawner_job *j)
+{
+	spawner_strv_free(j->argv);
+	spawner_strv_free(j->envp);
+	free(j->cwd);
+	if (j->spec.cgroup >= 0)
+		close(j->spec.cgroup);
+	free(j);
+}
+
+/* A NULL-terminated copy of v. */
+static char **
+spawner_strv_dup(char *const *v)
+{
+	char	**d;
+	size_t	  n, i;
+
+	for (n = 0; v[n] != NULL; n++)
+		;
+	d = xcalloc(n + 1, sizeof *d);
+	for (i = 0; i < n; i++)
+		d[i] = xstrdup(v[i]);
+	return (d);
+}
+
+/* Free a copy made by spawner_strv_dup(). */
+static void
+spawner_strv_free(char **v)
+{
+	size_t	i;
+
+	if (v == NULL)
+		return;
+	for (i = 0; v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Queue a spawn; see spawner.h. */
+struct spawner_job *
+spawner_start(const struct pty_spec *spec, int64_t timeout_ms,
+    spawner_done_fn done, void *arg)
+{
+	struct spawner_job	*j;
+	struct timeval		 tv;
+
+	j = xcalloc(1, sizeof *j);
+	j->spec = *spec;
+	j->argv = spawner_strv_dup(spec->argv);
+	j->envp = spawner_strv_dup(spec->envp);
+	j->cwd = spec->cwd != NULL ? xstrdup(spec->cwd) : NULL;
+	j->spec.argv = j->argv;
+	j->spec.envp = j->envp;
+	j->spec.cwd = j->cwd;
+	/* The job's own: its caller may close (and remove) the cgroup first. */
+	if (spec->cgroup >= 0 &&
+	    (j->spec.cgroup = fcntl(spec->cgroup, F_DUPFD_CLOEXEC, 3)) == -1)
+		fatal("%s: F_DUPFD: %s", __func__, strerror(errno));
+	if (spec->user != NULL) {
+		j->user = *spec->user;
+		j->spec.user = &j->user;
+	}
+	j->proc.pid = -1;
+	j->proc.master = j->proc.in = j->proc.out = j->proc.err = -1;
+	j->timeout_ms = timeout_ms;
+	j->done = done;
+	j->arg = arg;
+	if ((j->timer = evtimer_new(spawner_base, spawner_timeout_cb,
+	    j)) == NULL)
+		fatal("%s: out of memory", __func__);
+	evtimer_add(j->timer, timeval_ms(&tv, timeout_ms));
+	LIST_INSERT_HEAD(&spawner_jobs, j, live);
+	spawner_njobs++;
+
+	pthread_mutex_lock(&spawner_lock);
+	j->state = SPAWNER_QUEUED;
+	TAILQ_INSERT_TAIL(&spawner_queue, j, entry);
+	pthread_cond_signal(&spawner_cond);
+	pthread_mutex_unlock(&spawner_lock);
+	return (j);
+}
+
+/*
+ * Take a job from the loop's side: off the queue if no thread has it
+ * (then the loop frees it), else abandoned to its thread.  Returns 1 when
+ * the job finished already (its pointer is in the pipe): nothing changed.
+ */
+static int
+spawner_abandon(struct spawner_job *j)
+{
+	enum spawner_state	st;
+
+	pthread_mutex_lock(&spawner_lock);
+	st = j->state;
+	if (st == SPAWNER_QUEUED)
+		TAILQ_REMOVE(&spawner_queue, j, entry);
+	else if (st == SPAWNER_RUNNING) {
+		j->state = SPAWNER_ABANDONED;
+		atomic_fetch_add(&spawner_nabandoned, 1);
+	}
+	pthread_mutex_unlock(&spawner_lock);
+	if (st == SPAWNER_DONE)
+		return (1);
+	spawner_forget(j);
+	if (st == SPAWNER_QUEUED)
+		spawner_job_free(j);
+	return (0);
+}
+
+/* Drop the loop's hold of a job: its timer, its place on the list. */
+static void
+spawner_forget(struct spawner_job *j)
+{
+	event_free(j->timer);
+	j->timer = NULL;
+	LIST_REMOVE(j, live);
+	spawner_njobs--;
+}
+
+/* Give up a job; see spawner.h. */
+void
+spawner_cancel(struct spawner_job *j)
+{
+	if (spawner_abandon(j) == 0)
+		return;
+	/* Finished, unread: undo it here, the pipe's copy is skipped. */
+	spawner_forget(j);
+	j->done = NULL;			/* spawner_read_cb() frees it */
+	if (j->error == 0) {
+		pty_kill_sessions(&j->proc.pid, 1, SIGKILL);
+		j->error = -ECANCELED;	/* the pid is reaped on read */
+	}
+}
+
+/* A job's deadline: answer it timed out, and abandon it. */
+static void
+spawner_timeout_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct spawner_job	*j = arg;
+	struct spawner_result	 r;
+	spawner_done_fn		 done = j->done;
+	void			*darg = j->arg;
+	char			 cause[PTY_CAUSE_MAX];
+
+	snprintf(cause, sizeof cause, "exec '%s': not done within %lld ms "
+	    "(a cwd or an executable that does not answer?)", j->argv[0],
+	    (long long)j->timeout_ms);
+	if (spawner_abandon(j) != 0)
+		return;		/* finished meanwhile: the pipe brings it */
+	log_warn("%s: %s", __func__, cause);
+	memset(&r, 0, sizeof r);
+	r.error = -ETIMEDOUT;
+	r.timed_out = 1;
+	r.proc.pid = -1;
+	r.proc.master = r.proc.in = r.proc.out = r.proc.err = -1;
+	r.cause = cause;
+	done(&r, darg);
+}
+
+/* Results came back: hand each to its caller. */
+static void
+spawner_read_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct spawner_job	*j;
+	struct spawner_result	 r;
+	ssize_t			 n;
+	pid_t			 p;
+
+	for (;;) {
+		n = read(spawner_pipe[0], &j, sizeof j);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof j)
+			return;		/* EAGAIN: all read */
+		if (j->done == NULL) {
+			/* Cancelled after it finished (spawner_cancel()). */
+			if (j->error == -ECANCELED) {
+				/* SIGKILLed: dead or dying; this is short. */
+				do
+					p = waitpid(j->proc.pid, NULL, 0);
+				while (p == -1 && errno == EINTR);
+				pty_close(&j->proc);
+			}
+			spawner_job_free(j);
+			continue;
+		}
+		spawner_forget(j);
+		memset(&r, 0, sizeof r);
+		r.error = j->error;
+		r.proc = j->proc;
+		r.cause = j->cause;
+		j->done(&r, j->arg);
+		spawner_job_free(j);
+	}
+}
+
+/* Jobs queued or running. */
+size_t
+spawner_in_flight(void)
+{
+	return (spawner_njobs);
+}
+
+/* Abandoned jobs still in pty_spawn(). */
+size_t
+spawner_abandoned(void)
+{
+	return (atomic_load(&spawner_nabandoned));
+}
