@@ -35,14 +35,18 @@
 #include "http.h"
 #include "log.h"
 #include "mcp.h"
+#include "outq.h"
 #include "pid1.h"
 #include "ports_api.h"
 #include "restore.h"
 #include "session.h"
+#include "spawner.h"
 #include "util.h"
 
 #define AGENTD_FINAL_WAIT_MS	1000	/* after SIGKILL, wait this for the reaping */
 #define AGENTD_HUP_DELAY_MS	500	/* shutdown: SIGTERM first, SIGHUP (ttys) then */
+#define AGENTD_DRAIN_MS		500	/* the last answers' time to reach their clients */
+#define AGENTD_DRAIN_STEP_MS	20	/* ... looked at this often */
 
 static struct config	 config;
 static int		 killed;	/* SIGKILL sent to what remained */
@@ -64,6 +68,7 @@ static void	agentd_final_cb(evutil_socket_t, short, void *);
 static void	agentd_hup_cb(evutil_socket_t, short, void *);
 static void	agentd_session_event(struct session *, int);
 static void	agentd_maybe_done(void);
+static void	agentd_drain(void);
 static void	agentd_libevent_fatal(int);
 static void	agentd_libevent_log(int, const char *);
 static void	agentd_seed_json(void);
@@ -266,6 +271,29 @@ agentd_maybe_done(void)
 		event_base_loopbreak(agentd_base);
 }
 
+/*
+ * The loop ended and every held request was answered (503 shutting_down, or
+ * its window): let those answers reach their clients before the
+ * connections are freed, AGENTD_DRAIN_MS at most.  No listener accepts by
+ * now, and a client that does not read costs only the wait.
+ */
+static void
+agentd_drain(void)
+{
+	struct timeval	tv;
+	int64_t		end = clock_mono_ms() + AGENTD_DRAIN_MS;
+
+	http_stop_accepting();
+	while (outq_bytes() > 0 && clock_mono_ms() < end) {
+		event_base_loopexit(agentd_base, timeval_ms(&tv,
+		    AGENTD_DRAIN_STEP_MS));
+		event_base_dispatch(agentd_base);
+	}
+	if (outq_bytes() > 0)
+		log_info("%s: %llu bytes of answers not sent", __func__,
+		    (unsigned long long)outq_bytes());
+}
+
 /* libevent hit a fatal error: take agentd's fatal path, never exit(). */
 static void
 agentd_libevent_fatal(int err)
@@ -390,7 +418,9 @@ main(int argc, char **argv)
 	mcp_free();
 	session_signal_all(SIGKILL, 0);
 	session_remove_all();
+	spawner_free();
 	events_free();	/* after the sessions' last events */
+	agentd_drain();
 	http_free();
 	companion_free();
 	restore_free();

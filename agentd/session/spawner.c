@@ -118,6 +118,16 @@ spawner_init(struct event_base *base, unsigned nthreads)
 	pthread_attr_destroy(&attr);
 }
 
+/* Stop taking results (at exit). */
+void
+spawner_free(void)
+{
+	if (spawner_pipe_ev != NULL) {
+		event_free(spawner_pipe_ev);
+		spawner_pipe_ev = NULL;
+	}
+}
+
 /* A thread: take a job, spawn, hand the result back (or undo it). */
 static void *
 spawner_main(void *arg)

@@ -56,6 +56,12 @@ struct spawner_job *spawner_start(const struct pty_spec *, int64_t timeout_ms,
 /* Give up a job whose done was not called yet: it never will be. */
 void	spawner_cancel(struct spawner_job *);
 
+/*
+ * Stop taking results (at exit, after the last session): the threads stay,
+ * and one still stuck in a spawn writes its result into the pipe unread.
+ */
+void	spawner_free(void);
+
 /* Jobs queued or running, as the loop sees them (abandoned ones not). */
 size_t	spawner_in_flight(void);
 /* Abandoned jobs whose thread is still in pty_spawn(). */

@@ -96,6 +96,22 @@ class ShutdownTest(AgentdTestCase):
         bg.join(30)
         self.assertFalse(bg.is_alive())
 
+    def test_long_polls_get_their_answer_at_shutdown(self):
+        # The answers made in the loop's last turns (the exit a long-poll
+        # waited for, a 503) reach their clients before the connections
+        # are freed: not a connection closed without an answer.
+        from harness import Background
+        a = self.start_agentd(grace_ms=1000)
+        sessions = [self.create(cmd='sleep 1000') for _ in range(4)]
+        bgs = [Background(self.get_raw, w['id'], 0, 60000, None, a.tcp_client())
+               for w in sessions]
+        time.sleep(0.3)
+        rc, took = a.stop()
+        self.assertEqual(rc, 0)
+        for bg in bgs:
+            r = bg.join_result(30)
+            self.assertIn(r.status, (200, 503), r.body)
+
 
 if __name__ == '__main__':
     unittest.main()
