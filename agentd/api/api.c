@@ -416,7 +416,7 @@ api_metrics(struct http_req *hr)
 	http_reply_raw(hr->req, 200, "text/plain; version=0.0.4", &b);
 }
 
-/* Bytes of buffer a window read needs, and *lim the bytes of chunks it takes. */
+/* Bytes of buffer a window read needs; *lim, the bytes of chunks it takes. */
 static size_t
 api_window_need(struct ring *r, size_t max_bytes, size_t *lim)
 {
