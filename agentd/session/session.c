@@ -1197,7 +1197,7 @@ session_capture(struct session_out *o, size_t budget)
 			n = read(o->fd, small, sizeof small);
 			if (n > 0) {
 				session_publish(s);
-				session_append(s, small, (size_t)n, o->stream);
+				ring_append(s->ring, small, n, o->stream);
 			}
 		} else if ((n = read(o->fd, p, len)) > 0) {
 			s->pend_len += n;
@@ -1332,7 +1332,7 @@ session_publish(struct session *s)
 	memcpy(rest, s->pend + first, s->pend_len - first);
 	ring_commit(s->ring, first, s->pend_stream);
 	for (i = 1; i < ncut; i++)
-		session_append(s, rest + cut[i - 1] - first,
+		(void)ring_append(s->ring, rest + cut[i - 1] - first,
 		    cut[i] - cut[i - 1], s->pend_stream);
 	/* Reads not kept: cut by bytes. */
 	session_append(s, rest + cut[ncut - 1] - first,
