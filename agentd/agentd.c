@@ -69,6 +69,7 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.spawn_timeout_ms = cfg->spawn_timeout_ms;
 	limits.max_session_bytes = cfg->max_session_bytes;
 	outq_set_max(cfg->max_answer_bytes);
+	limits.profile = cfg->profile;
 	events_init(cfg->max_events, cfg->events_bytes);
 	ports_api_init();	/* the baseline, the feed's port events */
 	sse_init(cfg->sse_buffer, cfg->sse_keepalive_ms, cfg->idle_timeout_ms);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "proto.h"
 #include "util.h"
 
 enum opt_kind {
@@ -23,6 +24,7 @@ enum opt_kind {
 	OPT_MILLIS,	/* int64_t ms; a plain number is milliseconds */
 	OPT_SHUTDOWN,	/* int: poweroff|reboot */
 	OPT_ADJ,	/* int: an oom_score_adj, -1000..1000 */
+	OPT_PROFILE,	/* int: PROTO_PROFILE_* by name */
 };
 
 struct opt {
@@ -177,6 +179,11 @@ static const struct opt opts[] = {
 	{ "env-file", OPT_STRING, OFF(env_file), 0, 0, "PATH",
 	  "NAME=VALUE lines every session gets under its request's env "
 	  "('#' comments and blank lines skipped)" },
+	{ "profile", OPT_PROFILE, OFF(profile), 0, 0, "noninteractive|default",
+	  "the environment of sessions whose create names no profile: "
+	  "noninteractive sets TERM=dumb (pipes), NO_COLOR=1, PAGER=cat, "
+	  "GIT_PAGER=cat, GH_PAGER=cat, LC_ALL=C.UTF-8 and gives pipe "
+	  "sessions /dev/null as stdin (default: default, none of that)" },
 	{ "log-level", OPT_STRING, OFF(log_level), 0, 0, "LEVEL",
 	  "debug, info, warn or error (default info)" },
 };
@@ -336,6 +343,13 @@ config_set(struct config *cfg, const struct opt *o, const char *value,
 		else {
 			fprintf(stderr, "agentd: --%s: '%s' is not poweroff or "
 			    "reboot\n", o->name, value);
+			return (-1);
+		}
+		break;
+	case OPT_PROFILE:
+		if ((*(int *)field = proto_profile_number(value)) < 0) {
+			fprintf(stderr, "agentd: --%s: '%s' is not "
+			    "noninteractive or default\n", o->name, value);
 			return (-1);
 		}
 		break;

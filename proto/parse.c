@@ -41,14 +41,16 @@ static int	 proto_create_limits(json_t *, struct proto_create *,
 static const char *const proto_create_fields[] = {
 	"cmd", "argv", "shell", "tty", "rows", "cols", "cwd", "env", "user",
 	"stdin", "timeout_ms", "yield_ms", "wait_ms", "max_bytes", "ring_bytes",
-	"id", "login", "idle_ms", "head_tail", "limits", NULL
+	"id", "login", "idle_ms", "head_tail", "limits", "max_bytes_stdout",
+	"max_bytes_stderr", "strip_ansi", "profile", NULL
 };
 static const char *const proto_limits_fields[] = {
 	"memory_bytes", "pids", "cpu_percent", NULL
 };
 static const char *const proto_stdin_fields[] = {
 	"data", "text", "eof", "yield_ms", "wait_ms", "max_bytes", "idle_ms",
-	"head_tail", NULL
+	"head_tail", "max_bytes_stdout", "max_bytes_stderr", "strip_ansi",
+	"offset", NULL
 };
 static const char *const proto_resize_fields[] = { "rows", "cols", NULL };
 static const char *const proto_signal_fields[] = { "signal", "target", NULL };
@@ -346,7 +348,25 @@ proto_create_strings(json_t *o, struct proto_create *c, struct proto_err *err)
 			    "field 'id' must match [A-Za-z0-9._-]{1,64}"));
 		memcpy(c->id, json_string_value(v), json_string_length(v) + 1);
 	}
+	s = NULL;
+	if (proto_get_string(o, "profile", 0, &s, NULL, err) != 0)
+		return (-1);
+	if (s != NULL && (c->profile = proto_profile_number(s)) < 0)
+		return (proto_fail(err, 400, "invalid_request",
+		    "field 'profile' must be \"noninteractive\" or "
+		    "\"default\""));
 	return (0);
+}
+
+/* PROTO_PROFILE_* for a profile's name, -1 when unknown. */
+int
+proto_profile_number(const char *name)
+{
+	if (strcmp(name, "default") == 0)
+		return (PROTO_PROFILE_DEFAULT);
+	if (strcmp(name, "noninteractive") == 0)
+		return (PROTO_PROFILE_NONINTERACTIVE);
+	return (-1);
 }
 
 /* Read the booleans and numbers of a create request. */
@@ -356,6 +376,7 @@ proto_create_numbers(json_t *o, const struct proto_limits *lim,
 {
 	int64_t	rows = PROTO_ROWS_DEFAULT, cols = PROTO_COLS_DEFAULT;
 	int64_t	max_bytes = PROTO_MAX_BYTES_DEFAULT;
+	int64_t	out_bytes = -1, err_bytes = -1;
 	int64_t	ring, ring_min, ring_max;
 
 	ring = lim != NULL ? (int64_t)lim->ring_bytes_default :
@@ -380,11 +401,22 @@ proto_create_numbers(json_t *o, const struct proto_limits *lim,
 	    proto_get_bool(o, "head_tail", &c->head_tail, err) != 0 ||
 	    proto_get_count(o, "max_bytes", PROTO_MAX_BYTES_MAX, &max_bytes,
 	    err) != 0 ||
+	    proto_get_count(o, "max_bytes_stdout", PROTO_MAX_BYTES_MAX,
+	    &out_bytes, err) != 0 ||
+	    proto_get_count(o, "max_bytes_stderr", PROTO_MAX_BYTES_MAX,
+	    &err_bytes, err) != 0 ||
+	    proto_get_bool(o, "strip_ansi", &c->strip_ansi, err) != 0 ||
 	    proto_get_int(o, "ring_bytes", ring_min, ring_max, &ring, err) != 0)
 		return (-1);
+	c->stdin_given = json_object_get(o, "stdin") != NULL &&
+	    !json_is_null(json_object_get(o, "stdin"));
 	c->rows = (unsigned)rows;
 	c->cols = (unsigned)cols;
 	c->max_bytes = (size_t)max_bytes;
+	c->max_bytes_stdout = out_bytes < 0 ? PROTO_MAX_BYTES_UNSET :
+	    (size_t)out_bytes;
+	c->max_bytes_stderr = err_bytes < 0 ? PROTO_MAX_BYTES_UNSET :
+	    (size_t)err_bytes;
 	c->ring_bytes = (size_t)ring;
 	return (0);
 }
@@ -441,6 +473,7 @@ proto_parse_create(const char *body, size_t len,
 
 	memset(c, 0, sizeof *c);
 	c->stdin_open = 1;
+	c->profile = PROTO_PROFILE_UNSET;
 	if (proto_load(body, len, proto_create_fields, &o, err) != 0)
 		return (-1);
 	if (proto_create_argv(o, c, err) != 0 ||
@@ -477,8 +510,10 @@ proto_parse_stdin(const char *body, size_t len, struct proto_stdin *in,
 	const char	*data = NULL, *text = NULL;
 	size_t		 dlen = 0, tlen = 0;
 	int64_t		 max_bytes = PROTO_MAX_BYTES_DEFAULT;
+	int64_t		 out_bytes = -1, err_bytes = -1;
 
 	memset(in, 0, sizeof *in);
+	in->offset = -1;
 	if (proto_load(body, len, proto_stdin_fields, &o, err) != 0)
 		return (-1);
 	if (proto_get_string(o, "data", 1, &data, &dlen, err) != 0 ||
@@ -492,9 +527,19 @@ proto_parse_stdin(const char *body, size_t len, struct proto_stdin *in,
 	    err) != 0 ||
 	    proto_get_bool(o, "head_tail", &in->head_tail, err) != 0 ||
 	    proto_get_count(o, "max_bytes", PROTO_MAX_BYTES_MAX, &max_bytes,
-	    err) != 0)
+	    err) != 0 ||
+	    proto_get_count(o, "max_bytes_stdout", PROTO_MAX_BYTES_MAX,
+	    &out_bytes, err) != 0 ||
+	    proto_get_count(o, "max_bytes_stderr", PROTO_MAX_BYTES_MAX,
+	    &err_bytes, err) != 0 ||
+	    proto_get_bool(o, "strip_ansi", &in->strip_ansi, err) != 0 ||
+	    proto_get_count(o, "offset", INT64_MAX, &in->offset, err) != 0)
 		goto fail;
 	in->max_bytes = (size_t)max_bytes;
+	in->max_bytes_stdout = out_bytes < 0 ? PROTO_MAX_BYTES_UNSET :
+	    (size_t)out_bytes;
+	in->max_bytes_stderr = err_bytes < 0 ? PROTO_MAX_BYTES_UNSET :
+	    (size_t)err_bytes;
 	if (data != NULL && text != NULL) {
 		proto_fail(err, 400, "invalid_request",
 		    "only one of 'data' and 'text' may be given");

@@ -41,6 +41,15 @@
 #define PROTO_MESSAGE_MAX	256		/* bytes of an error message */
 #define PROTO_SIGNAL_MAX	64		/* highest signal number accepted */
 #define PROTO_GRACE_MAX_MS	3600000		/* DELETE's grace_ms: larger is 400 */
+#define PROTO_MAX_BYTES_UNSET	SIZE_MAX	/* max_bytes_stdout/_stderr not
+						   given: max_bytes applies */
+
+/* The session's environment profile (create's "profile", --profile). */
+#define PROTO_PROFILE_UNSET		(-1)	/* not given: agentd's --profile */
+#define PROTO_PROFILE_DEFAULT		0	/* as ever */
+#define PROTO_PROFILE_NONINTERACTIVE	1	/* TERM=dumb (pipes), NO_COLOR=1,
+						   pagers cat, LC_ALL=C.UTF-8,
+						   pipes' stdin /dev/null */
 
 /* Output streams of a chunk (struct proto_chunk's stream). */
 #define PROTO_STREAM_PTY	0
@@ -137,7 +146,9 @@ struct proto_limits {
  * timeout_ms >= 0; yield_ms, wait_ms, idle_ms >= 0, clamped to
  * PROTO_WAIT_MAX_MS; head_tail a boolean;
  * max_bytes >= 0, clamped to PROTO_MAX_BYTES_MAX; ring_bytes in the limits'
- * min..max (not clamped).  All owned strings are malloc'd.
+ * min..max (not clamped).  max_bytes_stdout and max_bytes_stderr like
+ * max_bytes (PROTO_MAX_BYTES_UNSET when not given); strip_ansi a boolean;
+ * profile "default" or "noninteractive".  All owned strings are malloc'd.
  */
 #define PROTO_LIMIT_MEMORY_MIN	(1 << 20)	/* bytes, a memory_bytes > 0 */
 #define PROTO_LIMIT_MEMORY_MAX	(1ll << 50)	/* bytes */
@@ -152,12 +163,17 @@ struct proto_create {
 	int		  tty;
 	unsigned	  rows, cols;
 	int		  stdin_open;	/* 0: /dev/null (pipes only) */
+	int		  stdin_given;	/* "stdin" was in the request */
+	int		  profile;	/* PROTO_PROFILE_* */
 	int64_t		  timeout_ms;	/* 0: none */
 	int64_t		  yield_ms;	/* clamped to PROTO_WAIT_MAX_MS */
 	int64_t		  wait_ms;	/* clamped to PROTO_WAIT_MAX_MS */
 	int64_t		  idle_ms;	/* clamped to PROTO_WAIT_MAX_MS */
 	size_t		  max_bytes;
 	int		  head_tail;	/* over max_bytes: its head and tail */
+	size_t		  max_bytes_stdout;	/* head_tail's budget of each */
+	size_t		  max_bytes_stderr;	/* stream; UNSET: max_bytes */
+	int		  strip_ansi;	/* escape sequences left out */
 	size_t		  ring_bytes;
 	char		  id[PROTO_ID_MAX + 1];	/* "" when not given */
 	uint64_t	  limit_memory;	/* limits.memory_bytes; 0: the default */
@@ -169,6 +185,9 @@ int	proto_parse_create(const char *body, size_t len,
 /* Free what the struct owns and NULL it; safe after a failed parse. */
 void	proto_create_free(struct proto_create *);
 
+/* PROTO_PROFILE_* for "default" or "noninteractive"; -1 when unknown. */
+int	proto_profile_number(const char *);
+
 /* Whether id matches [A-Za-z0-9._-]{1,64}. */
 int	proto_id_valid(const char *id);
 
@@ -176,8 +195,10 @@ int	proto_id_valid(const char *id);
  * POST /v1/sessions/{id}/stdin, as JSON or as a raw body plus a query.
  * proto_parse_stdin reads the JSON form: at most one of "data" (base64) and
  * "text" (a string, sent as its UTF-8 bytes); neither is 0 bytes (useful
- * with eof).  eof bool; yield_ms, wait_ms, idle_ms, max_bytes, head_tail as
- * in create.
+ * with eof).  eof bool; yield_ms, wait_ms, idle_ms, max_bytes, head_tail,
+ * max_bytes_stdout, max_bytes_stderr, strip_ansi as in create; offset >= 0
+ * (-1 when not given): the stdin bytes the client believes were accepted
+ * before this write.
  */
 struct proto_stdin {
 	uint8_t		*data;		/* malloc'd, or NULL when len is 0 */
@@ -188,6 +209,10 @@ struct proto_stdin {
 	int64_t		 idle_ms;
 	size_t		 max_bytes;
 	int		 head_tail;
+	size_t		 max_bytes_stdout;	/* PROTO_MAX_BYTES_UNSET: */
+	size_t		 max_bytes_stderr;	/* max_bytes */
+	int		 strip_ansi;
+	int64_t		 offset;	/* -1: not given */
 };
 int	proto_parse_stdin(const char *body, size_t len, struct proto_stdin *,
 	    struct proto_err *);
@@ -236,14 +261,19 @@ struct proto_query {
 	int		 port;		/* GET /v1/ports; default -1: not given */
 	uint64_t	 limit;		/* GET /v1/sessions: 0 all */
 	uint64_t	 after;		/* ... its "next", default 0 */
+	size_t		 max_bytes_stdout;	/* default PROTO_MAX_BYTES_UNSET */
+	size_t		 max_bytes_stderr;	/* default PROTO_MAX_BYTES_UNSET */
+	int		 strip_ansi;	/* strip_ansi=true|1 */
+	int64_t		 offset;	/* stdin's offset; default -1 */
 };
 /*
  * Parse a raw query string (no '?'; NULL or "" gives the defaults).  Keys
  * and values are percent-decoded ('+' is a space); bad percent-encoding is
  * 400 invalid_request.  Unknown keys are ignored; a repeated key: the last
  * one wins.  cursor: decimal digits fitting 64 bits, else 400
- * invalid_cursor.  eof and head_tail: true, false, 1, 0 or bare.  wait_ms,
- * yield_ms, idle_ms, max_bytes, grace_ms: decimal digits,
+ * invalid_cursor.  eof, head_tail and strip_ansi: true, false, 1, 0 or
+ * bare.  wait_ms, yield_ms, idle_ms, max_bytes, max_bytes_stdout,
+ * max_bytes_stderr, offset, grace_ms: decimal digits,
  * else 400 invalid_request naming the key; values beyond 64 bits saturate,
  * then wait_ms, yield_ms and idle_ms are clamped to PROTO_WAIT_MAX_MS and
  * max_bytes to PROTO_MAX_BYTES_MAX; a grace_ms above PROTO_GRACE_MAX_MS is
@@ -282,6 +312,7 @@ struct proto_session {
 	int64_t		 cpu_ms;	/* usage; -1: null (no such file) */
 	int64_t		 memory_peak_bytes;
 	int64_t		 pids_peak;
+	uint64_t	 stdin_bytes;	/* stdin accepted so far */
 };
 
 /* One output chunk to render. */
@@ -304,15 +335,23 @@ struct proto_window {
 	int		 head_tail;	/* render truncated_bytes and _cursor */
 	uint64_t	 truncated_bytes;	/* left out between head and tail */
 	uint64_t	 truncated_cursor;	/* the cursor that reads them */
-	size_t		 truncated_at;	/* chunks before the cut (the head) */
+	size_t		 truncated_at;	/* chunks before the first cut */
+	int		 per_stream;	/* head_tail on pipes: render
+					   truncated_bytes_stdout/_stderr */
+	uint64_t	 truncated_stream[3];	/* by PROTO_STREAM_* */
+	size_t		 gap_at[3];	/* chunks before each stream's cut,
+					   SIZE_MAX: none (head_tail) */
 };
 
 /*
  * Render a session object; with w, the output window's fields follow in the
  * same object; with written >= 0, a "written" field leads it.  Field order
  * is API.md's: id, pid, tty, rows, cols, argv, cwd, user, state, exit_code,
- * signal, timed_out, started_at, ended_at, last_chunk, bytes_out; then
- * output, cursor, dropped_chunks, more, eof.  A signal with no name renders
+ * signal, timed_out, started_at, ended_at, last_chunk, bytes_out,
+ * stdin_bytes; then
+ * output, cursor, dropped_chunks, more, eof; with head_tail,
+ * truncated_bytes (and per_stream: truncated_bytes_stdout,
+ * truncated_bytes_stderr), truncated_cursor.  A signal with no name renders
  * as "SIG<n>" (e.g. "SIG40").  Compact JSON, no trailing newline.  Strings
  * are escaped as JSON; bytes that are not valid UTF-8 become \ufffd.
  */
@@ -322,6 +361,9 @@ void	proto_render_session(struct proto_buf *, const struct proto_session *,
 	    const struct proto_window *w, int64_t written);
 /* One chunk object of a window: {"id", "stream", "offset", "data"}. */
 void	proto_render_chunk(struct proto_buf *, const struct proto_chunk *);
+/* A stdin answer: "written", then "duplicate" when set, then the rest. */
+void	proto_render_stdin(struct proto_buf *, const struct proto_session *,
+	    const struct proto_window *w, int64_t written, int duplicate);
 /* {"sessions": [...]} */
 void	proto_render_session_list(struct proto_buf *,
 	    const struct proto_session *, size_t n);
@@ -331,6 +373,9 @@ void	proto_render_session_page(struct proto_buf *,
 /* {"error": {...}}, and with s a "session" member beside it. */
 void	proto_render_error(struct proto_buf *, const struct proto_err *,
 	    const struct proto_session *s);
+/* {"error": {"code", "message", key: n}}: a figure the client acts on. */
+void	proto_render_error_count(struct proto_buf *, const struct proto_err *,
+	    const char *key, uint64_t n);
 /*
  * "2026-12-02T11:00:00.000Z" into a 25-byte buffer (UTC; years outside
  * 0000..9999 are clamped to that range's ends).

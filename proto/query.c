@@ -8,7 +8,7 @@
 #include "internal.h"
 #include "proto.h"
 
-#define PROTO_QUERY_KEY_MAX	16	/* bytes of a key we know, decoded */
+#define PROTO_QUERY_KEY_MAX	24	/* bytes of a key we know, decoded */
 #define PROTO_QUERY_VAL_MAX	32	/* bytes of a value we read, decoded */
 
 static int	proto_digits(const char *, size_t, uint64_t *);
@@ -91,8 +91,9 @@ proto_query_pair(const char *key, size_t klen, const char *val, size_t vlen,
 	int		r, *flag;
 
 #define KEY_IS(s) (klen == sizeof(s) - 1 && memcmp(key, s, klen) == 0)
-	if (KEY_IS("eof") || KEY_IS("head_tail")) {
-		flag = KEY_IS("eof") ? &q->eof : &q->head_tail;
+	if (KEY_IS("eof") || KEY_IS("head_tail") || KEY_IS("strip_ansi")) {
+		flag = KEY_IS("eof") ? &q->eof : KEY_IS("head_tail") ?
+		    &q->head_tail : &q->strip_ansi;
 		if (!has_value || (vlen == 4 && memcmp(val, "true", 4) == 0) ||
 		    (vlen == 1 && val[0] == '1'))
 			*flag = 1;
@@ -107,7 +108,9 @@ proto_query_pair(const char *key, size_t klen, const char *val, size_t vlen,
 	}
 	if (!KEY_IS("cursor") && !KEY_IS("wait_ms") && !KEY_IS("yield_ms") &&
 	    !KEY_IS("max_bytes") && !KEY_IS("grace_ms") && !KEY_IS("idle_ms") &&
-	    !KEY_IS("port") && !KEY_IS("limit") && !KEY_IS("after"))
+	    !KEY_IS("port") && !KEY_IS("limit") && !KEY_IS("after") &&
+	    !KEY_IS("max_bytes_stdout") && !KEY_IS("max_bytes_stderr") &&
+	    !KEY_IS("offset"))
 		return (0);
 	r = vlen > PROTO_QUERY_VAL_MAX ? -1 : proto_digits(val, vlen, &n);
 	if (KEY_IS("cursor") || KEY_IS("after")) {
@@ -151,6 +154,18 @@ proto_query_pair(const char *key, size_t klen, const char *val, size_t vlen,
 	else if (KEY_IS("max_bytes"))
 		q->max_bytes = n > PROTO_MAX_BYTES_MAX ? PROTO_MAX_BYTES_MAX :
 		    (size_t)n;
+	else if (KEY_IS("max_bytes_stdout"))
+		q->max_bytes_stdout = n > PROTO_MAX_BYTES_MAX ?
+		    PROTO_MAX_BYTES_MAX : (size_t)n;
+	else if (KEY_IS("max_bytes_stderr"))
+		q->max_bytes_stderr = n > PROTO_MAX_BYTES_MAX ?
+		    PROTO_MAX_BYTES_MAX : (size_t)n;
+	else if (KEY_IS("offset")) {
+		if (r != 0 || n > INT64_MAX)
+			return (proto_fail(err, 400, "invalid_request",
+			    "query parameter 'offset' is too large"));
+		q->offset = (int64_t)n;
+	}
 	else if (r != 0 || n > PROTO_GRACE_MAX_MS)
 		return (proto_fail(err, 400, "invalid_request",
 		    "query parameter 'grace_ms' must be at most %d",
@@ -172,6 +187,8 @@ proto_parse_query(const char *query, struct proto_query *q,
 
 	memset(q, 0, sizeof *q);
 	q->max_bytes = PROTO_MAX_BYTES_DEFAULT;
+	q->max_bytes_stdout = q->max_bytes_stderr = PROTO_MAX_BYTES_UNSET;
+	q->offset = -1;
 	q->grace_ms = -1;
 	q->port = -1;
 	if (query == NULL)

@@ -296,13 +296,15 @@ proto_session_fields(struct proto_buf *b, const struct proto_session *s)
 	LIT(b, ",\"pids_peak\":");
 	proto_put_usage(b, s->pids_peak);
 	LIT(b, "}");
+	LIT(b, ",\"stdin_bytes\":");
+	proto_put_u64(b, s->stdin_bytes);
 }
 
 /* Bytes a window's fields take, at most. */
 size_t
 proto_window_len(const struct proto_window *w)
 {
-	size_t	i, need = 128, n;
+	size_t	i, need = 256, n;
 
 	for (i = 0; i < w->n; i++) {
 		n = proto_b64_encoded_len(w->chunks[i].len) +
@@ -358,6 +360,14 @@ proto_window_fields(struct proto_buf *b, const struct proto_window *w)
 	if (w->head_tail) {
 		LIT(b, ",\"truncated_bytes\":");
 		proto_put_u64(b, w->truncated_bytes);
+		if (w->per_stream) {
+			LIT(b, ",\"truncated_bytes_stdout\":");
+			proto_put_u64(b,
+			    w->truncated_stream[PROTO_STREAM_STDOUT]);
+			LIT(b, ",\"truncated_bytes_stderr\":");
+			proto_put_u64(b,
+			    w->truncated_stream[PROTO_STREAM_STDERR]);
+		}
 		LIT(b, ",\"truncated_cursor\":");
 		if (w->truncated_bytes > 0)
 			proto_put_u64(b, w->truncated_cursor);
@@ -371,12 +381,22 @@ void
 proto_render_session(struct proto_buf *b, const struct proto_session *s,
     const struct proto_window *w, int64_t written)
 {
+	proto_render_stdin(b, s, w, written, 0);
+}
+
+/* Render a stdin answer: "written", "duplicate", the session, the window. */
+void
+proto_render_stdin(struct proto_buf *b, const struct proto_session *s,
+    const struct proto_window *w, int64_t written, int duplicate)
+{
 	LIT(b, "{");
 	if (written >= 0) {
 		LIT(b, "\"written\":");
 		proto_put_i64(b, written);
 		LIT(b, ",");
 	}
+	if (duplicate)
+		LIT(b, "\"duplicate\":true,");
 	proto_session_fields(b, s);
 	if (w != NULL)
 		proto_window_fields(b, w);
@@ -410,6 +430,23 @@ proto_render_session_page(struct proto_buf *b, const struct proto_session *s,
 		proto_put_str(b, next);
 	}
 	LIT(b, "}");
+}
+
+/* Render {"error": {"code", "message", key: n}}. */
+void
+proto_render_error_count(struct proto_buf *b, const struct proto_err *err,
+    const char *key, uint64_t n)
+{
+	LIT(b, "{\"error\":{\"code\":");
+	proto_put_str(b, err->code != NULL ? err->code : "internal_error");
+	LIT(b, ",\"message\":");
+	proto_buf_json_string(b, err->message,
+	    strnlen(err->message, sizeof err->message));
+	LIT(b, ",");
+	proto_put_str(b, key);
+	LIT(b, ":");
+	proto_put_u64(b, n);
+	LIT(b, "}}");
 }
 
 /* Render {"error": {"code", "message"}} and, with s, "session" beside it. */

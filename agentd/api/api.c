@@ -44,6 +44,7 @@
 #include "spawner.h"
 #include "sse.h"
 #include "util.h"
+#include "window.h"
 
 #define API_DELETE_GRACE_MS	2000	/* DELETE's default grace_ms */
 #define API_DELETE_SLACK_MS	5000	/* DELETE answers at most this after the grace */
@@ -52,6 +53,8 @@
 					   waits this long at most for the exit */
 #define API_OBJECT_BYTES	4096	/* bytes of a session object around its
 					   window, most of the time */
+#define API_HEADTAIL_BATCH	(256u << 10) /* bytes of chunks read at a
+					   time for a head_tail window */
 #define API_SESSION_BYTES	1024	/* bytes of a session object without a
 					   window, most of the time (~350) */
 #define API_ADMIT_MIN		(64 * 1024) /* bytes: smaller windows are
@@ -73,9 +76,9 @@ struct waiter {
 	int			 delete;	/* remove the session once answered */
 	int			 window;	/* answer with an output window */
 	uint64_t		 cursor;
-	size_t			 max_bytes;
-	int			 head_tail;
+	struct window_opts	 o;
 	int64_t			 written;	/* stdin: bytes written, else -1 */
+	int			 duplicate;	/* stdin: a write seen before */
 	int64_t			 idle_ms;
 	struct hold		*hold;		/* the deadline, the client */
 	struct event		*idle;		/* WAIT_IDLE: quiet for idle_ms */
@@ -96,9 +99,9 @@ struct api_answer {
 	int		 status;
 	int		 window;	/* with an output window */
 	uint64_t	 cursor;
-	size_t		 max_bytes;
-	int		 head_tail;	/* over max_bytes: head and tail */
+	struct window_opts o;		/* max_bytes, head_tail, strip_ansi */
 	int64_t		 written;	/* -1: none */
+	int		 duplicate;	/* stdin: a write seen before */
 	int64_t		 idle_ms;	/* a WAIT_IDLE's quiet time */
 	int64_t		 idle_left_ms;	/* of it, still to come (0: all) */
 };
@@ -109,11 +112,11 @@ static void	api_answer(struct evhttp_request *, struct session *,
 static int	api_window_into(struct session *, uint64_t, size_t,
 		    struct proto_buf *, struct proto_window *,
 		    struct proto_err *);
-static size_t	api_window_need(struct ring *, size_t, int, size_t *);
+static size_t	api_window_need(struct ring *, size_t, size_t *);
+static int	api_scratch(size_t, struct proto_err *);
+static size_t	api_window_budget(const struct window_opts *);
 static int	api_window_read(struct session *, uint64_t, size_t, size_t,
-		    int, uint8_t *, size_t, struct proto_window *,
-		    struct proto_err *);
-static int	api_window_cut(struct ring *, size_t, struct proto_window *,
+		    uint8_t *, size_t, struct proto_window *,
 		    struct proto_err *);
 static size_t	api_window_bytes(const struct proto_window *);
 static int	api_wait_flags(int64_t wait_ms, int64_t yield_ms,
@@ -152,8 +155,6 @@ static const struct hold_ops	api_hold_ops = {
 /* A growing read buffer and chunk arrays, reused by every window. */
 static uint8_t			*scratch;
 static size_t			 scratch_len;
-static uint8_t			*tailbuf;	/* a head_tail window's tail */
-static size_t			 tailbuf_len;
 static struct ring_chunk	 rchunks[SESSION_WINDOW_CHUNKS];
 static struct proto_chunk	 pchunks[SESSION_WINDOW_CHUNKS];
 
@@ -415,55 +416,111 @@ api_metrics(struct http_req *hr)
 	http_reply_raw(hr->req, 200, "text/plain; version=0.0.4", &b);
 }
 
-/*
- * Bytes of buffer a window read needs, and *lim the bytes of chunks it
- * takes (head_tail: whole chunks holding at least the head's bytes).
- */
+/* Bytes of buffer a window read needs; *lim, the bytes of chunks it takes. */
 static size_t
-api_window_need(struct ring *r, size_t max_bytes, int head_tail, size_t *lim)
+api_window_need(struct ring *r, size_t max_bytes, size_t *lim)
 {
 	size_t	need;
 
 	*lim = max_bytes;
-	if (head_tail && *lim < max_bytes / 2 + SESSION_READ_MAX)
-		*lim = max_bytes / 2 + SESSION_READ_MAX;
 	need = *lim < SESSION_READ_MAX ? SESSION_READ_MAX : *lim;
 	if (need > ring_chunk_max(r) && ring_chunk_max(r) >= SESSION_READ_MAX)
 		need = ring_chunk_max(r);
 	return (need);
 }
 
-/*
- * Read the window of chunks after cursor into w (pointing into the shared
- * scratch buffers, valid until the next window).  Returns 0, or -1 with err.
- */
+/* Grow the shared scratch buffer to need bytes; -1 with err (503). */
+static int
+api_scratch(size_t need, struct proto_err *err)
+{
+	if (scratch_len >= need)
+		return (0);
+	free(scratch);
+	scratch_len = 0;
+	/* Up to 64 MiB a client asks for: no memory is 503, not fatal. */
+	if ((scratch = malloc(need)) == NULL)
+		return (proto_fail(err, 503, "out_of_memory", "no memory "
+		    "for a window of %zu bytes; ask for less", need));
+	scratch_len = need;
+	return (0);
+}
+
+/* The bytes a head_tail window holds at most: every stream's budget. */
+static size_t
+api_window_budget(const struct window_opts *o)
+{
+	size_t	out, err;
+
+	out = o->max_bytes_stdout != PROTO_MAX_BYTES_UNSET ?
+	    o->max_bytes_stdout : o->max_bytes;
+	err = o->max_bytes_stderr != PROTO_MAX_BYTES_UNSET ?
+	    o->max_bytes_stderr : o->max_bytes;
+	/* A tty has one stream, a pipe session two: the larger sum. */
+	return (out + err > o->max_bytes ? out + err : o->max_bytes);
+}
+
+/* api_window() with max_bytes and head_tail only (api.h). */
 int
 api_window(struct session *s, uint64_t cursor, size_t max_bytes,
     int head_tail, struct proto_window *w, struct proto_err *err)
 {
-	struct ring	*r = session_ring(s);
-	size_t		 need, lim;
+	struct window_opts	o = {
+		.max_bytes = max_bytes,
+		.max_bytes_stdout = PROTO_MAX_BYTES_UNSET,
+		.max_bytes_stderr = PROTO_MAX_BYTES_UNSET,
+		.head_tail = head_tail,
+	};
 
-	need = api_window_need(r, max_bytes, head_tail, &lim);
-	/* Its answer: the bytes in base64, 4 for 3. */
-	if (need > API_ADMIT_MIN &&
-	    outq_admit(need / 3 * 4 + API_OBJECT_BYTES, err) != 0)
-		return (-1);
-	if (scratch_len < need) {
-		free(scratch);
-		scratch_len = 0;
-		/* Up to 64 MiB a client asks for: no memory is 503, not fatal. */
-		if ((scratch = malloc(need)) == NULL)
-			return (proto_fail(err, 503, "out_of_memory", "no memory "
-			    "for a window of %zu bytes; ask for less", need));
-		scratch_len = need;
-	}
-	return (api_window_read(s, cursor, max_bytes, lim, head_tail, scratch,
-	    scratch_len, w, err));
+	return (api_window_opts(s, cursor, &o, w, err));
 }
 
 /*
- * Read the window of chunks after cursor (no head_tail) straight into b,
+ * Read the window of chunks after cursor into w (pointing into the shared
+ * scratch buffers, valid until the next window): whole chunks up to
+ * max_bytes, or with head_tail each stream's head and tail (window.h);
+ * strip_ansi then leaves escape sequences out.  Returns 0, or -1 with err.
+ */
+int
+api_window_opts(struct session *s, uint64_t cursor,
+    const struct window_opts *o, struct proto_window *w,
+    struct proto_err *err)
+{
+	struct ring		*r = session_ring(s);
+	struct proto_session	 v;
+	size_t			 need, lim;
+
+	if (o->head_tail) {
+		/* Its answer: each stream's budget at most, in base64. */
+		need = api_window_budget(o);
+		if (need > API_ADMIT_MIN &&
+		    outq_admit(need / 3 * 4 + API_OBJECT_BYTES, err) != 0)
+			return (-1);
+		session_view(s, &v);
+		if (api_scratch(API_HEADTAIL_BATCH, err) != 0 ||
+		    window_headtail(r, cursor, o, v.tty, scratch, scratch_len,
+		    pchunks, nitems(pchunks), w, err) != 0)
+			return (-1);
+		w->eof = session_exited(s) && session_output_closed(s) &&
+		    w->cursor == ring_newest(r);
+	} else {
+		need = api_window_need(r, o->max_bytes, &lim);
+		/* Its answer: the bytes in base64, 4 for 3. */
+		if (need > API_ADMIT_MIN &&
+		    outq_admit(need / 3 * 4 + API_OBJECT_BYTES, err) != 0)
+			return (-1);
+		if (api_scratch(need, err) != 0 ||
+		    api_window_read(s, cursor, o->max_bytes, lim, scratch,
+		    scratch_len, w, err) != 0)
+			return (-1);
+	}
+	if (o->strip_ansi && window_strip(r, w, err) != 0)
+		return (-1);
+	return (0);
+}
+
+/*
+ * Read the window of chunks after cursor (no head_tail, no strip_ansi)
+ * straight into b,
  * their bytes back to back after b's end, which grows by them: a raw
  * answer's body without a copy through the scratch buffer.  The room asked
  * is at most the bytes the ring holds (the capture runs on this thread, so
@@ -479,7 +536,7 @@ api_window_into(struct session *s, uint64_t cursor, size_t max_bytes,
 	size_t			 need, lim;
 	char			*p;
 
-	need = api_window_need(r, max_bytes, 0, &lim);
+	need = api_window_need(r, max_bytes, &lim);
 	if (need > API_ADMIT_MIN && outq_admit(need, err) != 0)
 		return (-1);
 	ring_stats(r, &st);
@@ -492,18 +549,18 @@ api_window_into(struct session *s, uint64_t cursor, size_t max_bytes,
 	    (p = proto_buf_space(b, need)) == NULL)
 		return (proto_fail(err, 503, "out_of_memory", "no memory "
 		    "for a window of %zu bytes; ask for less", need));
-	if (api_window_read(s, cursor, max_bytes, lim, 0, (uint8_t *)p, need,
+	if (api_window_read(s, cursor, max_bytes, lim, (uint8_t *)p, need,
 	    w, err) != 0)
 		return (-1);
 	b->len += api_window_bytes(w);
 	return (0);
 }
 
-/* api_window() into buf[0..buflen), with the lim of api_window_need(). */
+/* Whole chunks after cursor into buf[0..buflen), lim bytes of them. */
 static int
 api_window_read(struct session *s, uint64_t cursor, size_t max_bytes,
-    size_t lim, int head_tail, uint8_t *buf, size_t buflen,
-    struct proto_window *w, struct proto_err *err)
+    size_t lim, uint8_t *buf, size_t buflen, struct proto_window *w,
+    struct proto_err *err)
 {
 	struct ring		*r = session_ring(s);
 	struct ring_read_result	 res;
@@ -532,120 +589,8 @@ api_window_read(struct session *s, uint64_t cursor, size_t max_bytes,
 	w->cursor = res.nchunks > 0 ? rchunks[res.nchunks - 1].id : cursor;
 	w->dropped = res.dropped;
 	w->more = res.more;
-	w->head_tail = head_tail;
-	if (head_tail && res.nchunks > 0 && (res.more ||
-	    res.nbytes > max_bytes) && api_window_cut(r, max_bytes, w,
-	    err) != 0)
-		return (-1);
 	w->eof = session_exited(s) && session_output_closed(s) &&
 	    w->cursor == ring_newest(r) && !w->more;
-	return (0);
-}
-
-/*
- * head_tail: when the output after the cursor (every chunk up to the
- * newest; the window read holds more chunks, or one chunk over budget) is
- * more than max_bytes, keep its first max_bytes / 2 bytes (the
- * window read already begins with them) and its last max_bytes - that,
- * cutting chunks where they cross; say how many bytes lie between, and the
- * cursor that reads them (the id before the first chunk not returned
- * whole).  The window then ends at the newest chunk.  A window of
- * SESSION_WINDOW_CHUNKS chunks at most: a tail of more tiny chunks is cut
- * shorter, its bytes counted as left out.  Returns 0, or -1 with err (no
- * memory for the tail).
- */
-static int
-api_window_cut(struct ring *r, size_t max_bytes, struct proto_window *w,
-    struct proto_err *err)
-{
-	struct ring_read_result	 res;
-	struct ring_chunk	 rc;
-	struct ring_stats	 st;
-	size_t			 head = max_bytes / 2, tail = max_bytes - head;
-	size_t			 i, nh, nt, got = 0, len, skip, at;
-	uint64_t		 id, head_end, start = pchunks[0].offset;
-
-	ring_stats(r, &st);
-	if (st.bytes_total - start <= max_bytes)
-		return (0);	/* it fits: cut by the chunk count only */
-
-	/*
-	 * The head: the window's first bytes, the last chunk cut; at most
-	 * half the window's chunks, the tail may want the others.
-	 */
-	for (nh = 0; nh < w->n && nh < SESSION_WINDOW_CHUNKS / 2 &&
-	    got < head; nh++) {
-		len = head - got < pchunks[nh].len ? head - got :
-		    pchunks[nh].len;
-		got += len;
-		if (len < pchunks[nh].len) {
-			pchunks[nh++].len = len;
-			break;
-		}
-	}
-	w->truncated_cursor = nh > 0 ? pchunks[nh - 1].id : w->cursor;
-	if (nh > 0 && pchunks[nh - 1].len < rchunks[nh - 1].len)
-		w->truncated_cursor--;		/* cut: read it whole */
-	else if (nh == 0)
-		w->truncated_cursor = pchunks[0].id - 1;
-	head_end = nh > 0 ? pchunks[nh - 1].offset + pchunks[nh - 1].len :
-	    start;
-
-	/*
-	 * The tail: whole chunks back from the newest, into tailbuf (a
-	 * chunk is at most SESSION_READ_MAX); their descriptors go to the
-	 * end of rchunks meanwhile, data as an index.
-	 */
-	if (tailbuf_len < tail + SESSION_READ_MAX) {
-		free(tailbuf);
-		tailbuf_len = 0;
-		/* Up to 32 MiB a client asks for: no memory is 503. */
-		if ((tailbuf = malloc(tail + SESSION_READ_MAX)) == NULL)
-			return (proto_fail(err, 503, "out_of_memory", "no "
-			    "memory for the tail of a window of %zu bytes; "
-			    "ask for less", max_bytes));
-		tailbuf_len = tail + SESSION_READ_MAX;
-	}
-	got = 0;
-	at = SESSION_WINDOW_CHUNKS;
-	for (id = st.newest; got < tail && at > nh && id > 0; id--) {
-		if (ring_read(r, id - 1, tailbuf + got, tailbuf_len - got,
-		    SIZE_MAX, &rc, 1, &res) != 0 || res.nchunks != 1 ||
-		    rc.id != id || rc.offset + rc.len <= head_end)
-			break;
-		rc.data = (const uint8_t *)(uintptr_t)got;
-		rchunks[--at] = rc;
-		got += rc.len;
-	}
-	/* Back to front in tailbuf: the newest chunk came first. */
-	nt = SESSION_WINDOW_CHUNKS - at;
-	for (i = 0; i < nt; i++) {
-		rc = rchunks[at + i];
-		pchunks[nh + i].id = rc.id;
-		pchunks[nh + i].offset = rc.offset;
-		pchunks[nh + i].data = tailbuf + (uintptr_t)rc.data;
-		pchunks[nh + i].len = rc.len;
-		pchunks[nh + i].stream = rc.stream;
-	}
-	/* Only the last tail bytes: cut the oldest tail chunk's front. */
-	if (nt > 0 && got > tail) {
-		skip = got - tail;
-		pchunks[nh].data += skip;
-		pchunks[nh].len -= skip;
-		pchunks[nh].offset += skip;
-	}
-	w->n = nh + nt;
-	w->truncated_at = nh;
-	w->truncated_bytes = (nt > 0 ? pchunks[nh].offset : st.bytes_total) -
-	    head_end;
-	if (nt > 0) {
-		w->cursor = pchunks[w->n - 1].id;
-		w->more = 0;
-	} else {
-		/* No tail (max_bytes < 2): go on from the left-out bytes. */
-		w->cursor = w->truncated_cursor;
-		w->more = 1;
-	}
 	return (0);
 }
 
@@ -673,8 +618,7 @@ api_answer(struct evhttp_request *req, struct session *s,
 
 	session_view(s, &v);
 	if (a->window) {
-		if (api_window(s, a->cursor, a->max_bytes, a->head_tail, &w,
-		    &err) != 0) {
+		if (api_window_opts(s, a->cursor, &a->o, &w, &err) != 0) {
 			http_reply_error(req, &err, NULL);
 			return;
 		}
@@ -693,17 +637,14 @@ api_answer(struct evhttp_request *req, struct session *s,
 		(void)proto_buf_reserve(&b, want);
 	} else	/* not 256 bytes, then a realloc to 512 */
 		(void)proto_buf_reserve(&b, API_SESSION_BYTES);
-	proto_render_session(&b, &v, a->window ? &w : NULL, a->written);
+	proto_render_stdin(&b, &v, a->window ? &w : NULL, a->written,
+	    a->duplicate);
 	if (scratch_len > API_SCRATCH_KEEP) {
 		free(scratch);
 		scratch = NULL;
 		scratch_len = 0;
 	}
-	if (tailbuf_len > API_SCRATCH_KEEP) {
-		free(tailbuf);
-		tailbuf = NULL;
-		tailbuf_len = 0;
-	}
+	window_trim(API_SCRATCH_KEEP);
 	http_reply(req, a->status, &b);
 }
 
@@ -750,8 +691,8 @@ api_wait(struct evhttp_request *req, struct session *s, int flags, int64_t ms,
 	w->status = a->status;
 	w->window = a->window;
 	w->cursor = a->cursor;
-	w->max_bytes = a->max_bytes;
-	w->head_tail = a->head_tail;
+	w->o = a->o;
+	w->duplicate = a->duplicate;
 	w->written = a->written;
 	w->idle_ms = a->idle_ms;
 	w->delete = delete;
@@ -816,8 +757,8 @@ api_waiter_done(struct waiter *w, int answer)
 		a.status = w->status;
 		a.window = w->window;
 		a.cursor = w->cursor;
-		a.max_bytes = w->max_bytes;
-		a.head_tail = w->head_tail;
+		a.o = w->o;
+		a.duplicate = w->duplicate;
 		a.written = w->written;
 		a.idle_ms = w->idle_ms;
 		api_answer(w->req, w->s, &a);
@@ -1025,8 +966,11 @@ api_created(struct session *s, const struct proto_err *err, void *arg)
 	a.status = 201;
 	a.window = 1;
 	a.cursor = 0;
-	a.max_bytes = pc->max_bytes;
-	a.head_tail = pc->head_tail;
+	a.o.max_bytes = pc->max_bytes;
+	a.o.max_bytes_stdout = pc->max_bytes_stdout;
+	a.o.max_bytes_stderr = pc->max_bytes_stderr;
+	a.o.head_tail = pc->head_tail;
+	a.o.strip_ansi = pc->strip_ansi;
 	a.written = -1;
 	a.idle_ms = pc->idle_ms;
 	flags = api_wait_flags(pc->wait_ms, pc->yield_ms, pc->idle_ms, &ms);
@@ -1147,44 +1091,63 @@ api_wants_raw(struct http_req *hr)
  */
 static void
 api_answer_raw(struct evhttp_request *req, struct session *s,
-    uint64_t cursor, size_t max_bytes, int head_tail)
+    uint64_t cursor, const struct window_opts *o)
 {
 	struct evkeyvalq	*h = evhttp_request_get_output_headers(req);
 	struct proto_session	 v;
 	struct proto_window	 w;
 	struct proto_err	 err;
 	struct proto_buf	 b = { 0 };
-	char			 num[32];
-	size_t			 i;
+	char			 num[32], at[64];
+	size_t			 i, k;
 
 	session_view(s, &v);
-	if (!head_tail) {
+	if (!o->head_tail && !o->strip_ansi) {
 		/* Whole chunks, back to back: read them into the body. */
-		if (api_window_into(s, cursor, max_bytes, &b, &w, &err) != 0) {
+		if (api_window_into(s, cursor, o->max_bytes, &b, &w,
+		    &err) != 0) {
 			proto_buf_free(&b);
 			http_reply_error(req, &err, NULL);
 			return;
 		}
-	} else if (api_window(s, cursor, max_bytes, head_tail, &w,
-	    &err) != 0) {
+	} else if (api_window_opts(s, cursor, o, &w, &err) != 0) {
 		http_reply_error(req, &err, NULL);
 		return;
 	} else if (w.n > 0)
 		http_buf_take(&b, api_window_bytes(&w));
-	for (i = 0; head_tail && i < w.n; i++) {
-		if (w.truncated_bytes > 0 && i == w.truncated_at) {
-			snprintf(num, sizeof num, "%zu", b.len);
-			evhttp_add_header(h, "X-Agentd-Truncated-At", num);
+	/* Each stream's gap: where in the body its left-out bytes belong. */
+	at[0] = '\0';
+	for (i = 0; (o->head_tail || o->strip_ansi) && i <= w.n; i++) {
+		for (k = 0; o->head_tail && k < nitems(w.gap_at); k++) {
+			if (w.gap_at[k] != i || w.truncated_stream[k] == 0 ||
+			    (k > 0 && w.gap_at[k - 1] == i &&
+			    w.truncated_stream[k - 1] > 0))
+				continue;
+			snprintf(at + strlen(at), sizeof at - strlen(at),
+			    "%s%zu", at[0] != '\0' ? "," : "", b.len);
 		}
-		proto_buf_append(&b, w.chunks[i].data, w.chunks[i].len);
+		if (i < w.n)
+			proto_buf_append(&b, w.chunks[i].data,
+			    w.chunks[i].len);
 	}
-	if (head_tail) {
+	if (o->head_tail) {
 		snprintf(num, sizeof num, "%" PRIu64, w.truncated_bytes);
 		evhttp_add_header(h, "X-Agentd-Truncated-Bytes", num);
+		if (w.per_stream) {
+			snprintf(num, sizeof num, "%" PRIu64,
+			    w.truncated_stream[PROTO_STREAM_STDOUT]);
+			evhttp_add_header(h, "X-Agentd-Truncated-Bytes-Stdout",
+			    num);
+			snprintf(num, sizeof num, "%" PRIu64,
+			    w.truncated_stream[PROTO_STREAM_STDERR]);
+			evhttp_add_header(h, "X-Agentd-Truncated-Bytes-Stderr",
+			    num);
+		}
 		if (w.truncated_bytes > 0) {
 			snprintf(num, sizeof num, "%" PRIu64,
 			    w.truncated_cursor);
 			evhttp_add_header(h, "X-Agentd-Truncated-Cursor", num);
+			evhttp_add_header(h, "X-Agentd-Truncated-At", at);
 		}
 	}
 	snprintf(num, sizeof num, "%" PRIu64, w.cursor);
@@ -1221,6 +1184,7 @@ api_read(struct http_req *hr, struct session *s)
 		http_reply_error(hr->req, &err, NULL);
 		return;
 	}
+	session_set_piece(s, q.max_bytes);
 	if (q.cursor > ring_newest(session_ring(s))) {
 		http_fail(hr->req, 400, "invalid_cursor", "cursor %" PRIu64
 		    " is after the last chunk %" PRIu64, q.cursor,
@@ -1231,8 +1195,11 @@ api_read(struct http_req *hr, struct session *s)
 	a.status = 200;
 	a.window = 1;
 	a.cursor = q.cursor;
-	a.max_bytes = q.max_bytes;
-	a.head_tail = q.head_tail;
+	a.o.max_bytes = q.max_bytes;
+	a.o.max_bytes_stdout = q.max_bytes_stdout;
+	a.o.max_bytes_stderr = q.max_bytes_stderr;
+	a.o.head_tail = q.head_tail;
+	a.o.strip_ansi = q.strip_ansi;
 	a.written = -1;
 	a.idle_ms = q.idle_ms;
 	/* A GET's quiet time counts from the last output read. */
@@ -1250,7 +1217,7 @@ api_read(struct http_req *hr, struct session *s)
 		return;
 	}
 	if (api_wants_raw(hr))
-		api_answer_raw(hr->req, s, q.cursor, q.max_bytes, q.head_tail);
+		api_answer_raw(hr->req, s, q.cursor, &a.o);
 	else
 		api_answer(hr->req, s, &a);
 }
@@ -1263,6 +1230,7 @@ api_stdin(struct http_req *hr, struct session *s)
 	struct proto_query	 q;
 	struct proto_err	 err;
 	struct api_answer	 a;
+	struct proto_buf	 b = { 0 };
 	ssize_t			 n;
 	int			 flags = 0;
 	int64_t			 ms;
@@ -1281,6 +1249,10 @@ api_stdin(struct http_req *hr, struct session *s)
 		in.idle_ms = q.idle_ms;
 		in.max_bytes = q.max_bytes;
 		in.head_tail = q.head_tail;
+		in.max_bytes_stdout = q.max_bytes_stdout;
+		in.max_bytes_stderr = q.max_bytes_stderr;
+		in.strip_ansi = q.strip_ansi;
+		in.offset = q.offset;
 	} else if (proto_parse_stdin(hr->body, hr->body_len, &in, &err) != 0) {
 		http_reply_error(hr->req, &err, NULL);
 		return;
@@ -1289,13 +1261,25 @@ api_stdin(struct http_req *hr, struct session *s)
 	memset(&a, 0, sizeof a);
 	a.status = 200;
 	a.window = 1;
+	session_set_piece(s, in.max_bytes);
 	a.cursor = ring_newest(session_ring(s));
-	a.max_bytes = in.max_bytes;
-	a.head_tail = in.head_tail;
+	a.o.max_bytes = in.max_bytes;
+	a.o.max_bytes_stdout = in.max_bytes_stdout;
+	a.o.max_bytes_stderr = in.max_bytes_stderr;
+	a.o.head_tail = in.head_tail;
+	a.o.strip_ansi = in.strip_ansi;
 	a.idle_ms = in.idle_ms;
-	n = session_write_stdin(s, in.data, in.len, in.eof, &err);
+	n = session_write_stdin_at(s, in.data, in.len, in.eof, in.offset,
+	    &a.duplicate, &err);
 	if (in.data != (const uint8_t *)hr->body)
 		proto_stdin_free(&in);
+	if (n < 0 && strcmp(err.code, "stdin_offset_mismatch") == 0) {
+		/* The client resends from the count it is told. */
+		proto_render_error_count(&b, &err, "stdin_bytes",
+		    session_stdin_bytes(s));
+		http_reply(hr->req, err.status, &b);
+		return;
+	}
 	if (n < 0) {
 		http_reply_error(hr->req, &err, NULL);
 		return;

@@ -18,6 +18,7 @@ struct http_req;
 struct proto_err;
 struct proto_window;
 struct session;
+struct window_opts;
 
 /* Route a request to its handler; every path answers it. */
 void	api_route(struct http_req *);
@@ -36,6 +37,13 @@ size_t	api_waiter_count(struct session *);
  */
 int	api_window(struct session *, uint64_t cursor, size_t max_bytes,
 	    int head_tail, struct proto_window *w, struct proto_err *err);
+/*
+ * The same with every option of a window (window.h): per-stream budgets,
+ * strip_ansi.
+ */
+int	api_window_opts(struct session *, uint64_t cursor,
+	    const struct window_opts *, struct proto_window *w,
+	    struct proto_err *err);
 
 /*
  * How another front end (mcp.c) answers a request parked by

@@ -99,7 +99,9 @@ enum conn_state {
 
 /* What the gate takes from a request's head. */
 struct conn_head {
-	int		 minor;		/* HTTP/1.minor */
+	int		 minor;		/* HTTP/1.minor (a higher one: 1) */
+	size_t		 version_at;	/* the minor digit to rewrite to '1'
+					   (HTTP/1.2 and up), or 0 */
 	int		 nhost;
 	const char	*host;		/* not NUL-terminated */
 	size_t		 host_len;
@@ -635,6 +637,7 @@ conn_send_error(struct conn *c, int status, const char *code,
 		{ 417, "Expectation Failed" },
 		{ 431, "Request Header Fields Too Large" },
 		{ 503, "Service Unavailable" },
+		{ 505, "HTTP Version Not Supported" },
 	};
 	struct iovec	 iov[2];
 	struct msghdr	 msg;
@@ -1118,6 +1121,8 @@ conn_admit(struct conn *c, struct evbuffer *in, size_t len)
 		conn_refuse(c, &r);
 		return;
 	}
+	if (h.version_at != 0)
+		((char *)(uintptr_t)p)[h.version_at] = '1';	/* held: ours */
 	/* What evhttp will allocate for the lines counts, not their bytes. */
 	c->pending += c->nlines * CONN_HEADER_COST;
 	conn_inflight += c->nlines * CONN_HEADER_COST;
@@ -1172,14 +1177,22 @@ conn_parse(const char *p, size_t len, struct conn_head *h,
 			return (conn_refusal(r, 400, "invalid_request",
 			    "malformed method"));
 	}
+	/*
+	 * HTTP/1.x with x > 1 is served as HTTP/1.1, the highest minor
+	 * version known (RFC 9110 2.5): conn_admit() rewrites the digit, and
+	 * evhttp answers in 1.1.  Another major version is 505.
+	 */
 	if (le - sp2 - 1 == 8 && strncmp(sp2 + 1, "HTTP/1.", 7) == 0 &&
-	    (sp2[8] == '0' || sp2[8] == '1'))
+	    sp2[8] >= '0' && sp2[8] <= '9') {
 		h->minor = sp2[8] - '0';
-	else if (le - sp2 - 1 == 8 && strncmp(sp2 + 1, "HTTP/", 5) == 0 &&
+		h->version_at = sp2[8] > '1' ? (size_t)(sp2 + 8 - p) : 0;
+		if (h->minor > 1)
+			h->minor = 1;
+	} else if (le - sp2 - 1 == 8 && strncmp(sp2 + 1, "HTTP/", 5) == 0 &&
 	    sp2[6] >= '0' && sp2[6] <= '9' && sp2[7] == '.' &&
 	    sp2[8] >= '0' && sp2[8] <= '9')
-		return (conn_refusal(r, 400, "invalid_request",
-		    "only HTTP/1.0 and HTTP/1.1"));
+		return (conn_refusal(r, 505, "http_version_not_supported",
+		    "HTTP/%c.%c: only HTTP/1.x is served", sp2[6], sp2[8]));
 	else
 		return (conn_refusal(r, 400, "invalid_request",
 		    "malformed request line"));

@@ -42,6 +42,9 @@
 #define SESSION_SWEEP_MAX_MS	1000	/* backed off to while none is released */
 #define SESSION_JOIN_BYTES	4096	/* bytes a chunk joined from reads grows to */
 #define SESSION_JOIN_SHARE	64	/* ... and at most this share of the ring */
+#define SESSION_JOIN_ENDS	64	/* reads of a joined chunk whose ends are
+					   kept, to cut it for a smaller
+					   max_bytes */
 #define SESSION_READ_SHARE	16	/* a read takes at most this share of the ring */
 #define SESSION_SHORT_READ	4096	/* bytes: a read under this that took
 					   all there was ends the turn */
@@ -96,6 +99,12 @@ struct session {
 	size_t		 pend_len;	/* bytes read into it */
 	size_t		 pend_room;	/* its size */
 	enum ring_stream pend_stream;
+	size_t		 pend_reads;	/* reads joined into it */
+	uint32_t	 pend_ends[SESSION_JOIN_ENDS]; /* where its first reads
+					   ended: where it may be cut */
+	size_t		 piece;		/* bytes a chunk joined from reads
+					   holds at most: the smallest
+					   max_bytes asked (API.md) */
 	int		 watchers;	/* readers waiting for new output */
 	int64_t		 output_ms;	/* monotonic: the last output read, or
 					   the start */
@@ -107,6 +116,7 @@ struct session {
 
 	int		 in;		/* stdin fd (the master for a tty), or -1 */
 	int		 in_eof;	/* pipes: close stdin once the queue drains */
+	uint64_t	 stdin_bytes;	/* bytes of stdin accepted so far */
 	struct evbuffer	*inq;
 	struct event	*in_ev;
 
@@ -155,6 +165,7 @@ struct session_pending {
 	int			 tty;
 	unsigned		 rows, cols;
 	int64_t			 timeout_ms;
+	size_t			 max_bytes;	/* the create's */
 	session_create_fn	 fn;
 	void			*arg;
 };
@@ -180,7 +191,14 @@ static uint64_t			 kept_total;	/* bytes of session_bytes(),
 static uint64_t			 next_seq = 1;
 static int			 removing_all;	/* in session_remove_all() */
 
+/* The variables of the "noninteractive" profile (API.md), beside TERM. */
+static const char *const session_quiet_env[] = {
+	"NO_COLOR=1", "PAGER=cat", "GIT_PAGER=cat", "GH_PAGER=cat",
+	"LC_ALL=C.UTF-8",
+};
+
 static void	session_notify(struct session *, int);
+static int	session_profile(const struct proto_create *);
 static void	session_env_set(char **, size_t *, const char *);
 static char	**session_environ(const struct proto_create *,
 		    const struct pty_user *);
@@ -194,6 +212,8 @@ static size_t	session_turn_budget(void);
 static void	session_turn_cb(evutil_socket_t, short, void *);
 static void	*session_room(struct session_out *, size_t, size_t *);
 static void	session_publish(struct session *);
+static void	session_append(struct session *, const uint8_t *, size_t,
+		    enum ring_stream);
 static void	session_close_out(struct session_out *);
 static void	session_write_cb(evutil_socket_t, short, void *);
 static void	session_flush_stdin(struct session *);
@@ -372,6 +392,14 @@ session_env_set(char **env, size_t *n, const char *kv)
 	env[j] = xstrdup(kv);
 }
 
+/* The profile a create asks for, else agentd's --profile. */
+static int
+session_profile(const struct proto_create *pc)
+{
+	return (pc->profile != PROTO_PROFILE_UNSET ? pc->profile :
+	    limits.profile);
+}
+
 /*
  * The child's environment: a clean base (PATH, HOME, USER, LOGNAME, LANG,
  * TERM for a tty), agentd's --env/--env-file defaults over it, then the
@@ -383,7 +411,7 @@ session_environ(const struct proto_create *pc, const struct pty_user *u)
 {
 	const char	*path = getenv("PATH"), *lang = getenv("LANG");
 	char		**env;
-	size_t		  n = 0, cap = 8, i;
+	size_t		  n = 0, cap = 8 + 1 + nitems(session_quiet_env), i;
 
 	for (i = 0; limits.env != NULL && limits.env[i] != NULL; i++)
 		cap++;
@@ -398,6 +426,13 @@ session_environ(const struct proto_create *pc, const struct pty_user *u)
 	xasprintf(&env[n++], "LANG=%s", lang != NULL ? lang : "C.UTF-8");
 	if (pc->tty)
 		env[n++] = xstrdup("TERM=xterm-256color");
+	if (session_profile(pc) == PROTO_PROFILE_NONINTERACTIVE) {
+		/* What a CLI reads to stay quiet, uncoloured and unpaged. */
+		if (!pc->tty)
+			env[n++] = xstrdup("TERM=dumb");
+		for (i = 0; i < nitems(session_quiet_env); i++)
+			env[n++] = xstrdup(session_quiet_env[i]);
+	}
 
 	for (i = 0; limits.env != NULL && limits.env[i] != NULL; i++)
 		session_env_set(env, &n, limits.env[i]);
@@ -506,6 +541,10 @@ session_create(const struct proto_create *pc, session_create_fn fn,
 	spec.stdin_null = !pc->stdin_open;
 	spec.cgroup = cg != NULL ? cgroup_session_fd(cg) : -1;
 	spec.oom_score_adj = limits.oom_score_adj;
+	/* A CLI waiting on an open stdin would hang an agent's turn. */
+	if (session_profile(pc) == PROTO_PROFILE_NONINTERACTIVE && !pc->tty &&
+	    !pc->stdin_given)
+		spec.stdin_null = 1;
 
 	p = xcalloc(1, sizeof *p);
 	if (pc->id[0] != '\0')
@@ -527,6 +566,7 @@ session_create(const struct proto_create *pc, session_create_fn fn,
 	p->rows = pc->rows;
 	p->cols = pc->cols;
 	p->timeout_ms = pc->timeout_ms;
+	p->max_bytes = pc->max_bytes;
 	p->fn = fn;
 	p->arg = arg;
 	LIST_INSERT_HEAD(&pendings, p, entry);
@@ -693,6 +733,8 @@ session_attach(struct session_pending *p, const struct pty_proc *proc)
 	    s->usage.oom_kills = -1;
 	s->kept_bytes = p->kept_bytes;
 	s->seq = next_seq++;
+	s->piece = SIZE_MAX;
+	session_set_piece(s, p->max_bytes);
 
 	for (i = 0; i < 2; i++) {
 		s->out[i].s = s;
@@ -898,6 +940,7 @@ session_view(struct session *s, struct proto_session *v)
 	v->cpu_ms = s->usage.cpu_ms;
 	v->memory_peak_bytes = s->usage.memory_peak_bytes;
 	v->pids_peak = s->usage.pids_peak;
+	v->stdin_bytes = s->stdin_bytes;
 }
 
 /* Whether the session exited and none of its processes is left. */
@@ -1158,7 +1201,12 @@ session_capture(struct session_out *o, size_t budget)
 			}
 		} else if ((n = read(o->fd, p, len)) > 0) {
 			s->pend_len += n;
-			if (s->pend_len == s->pend_room)
+			if (s->pend_reads < SESSION_JOIN_ENDS)
+				s->pend_ends[s->pend_reads] =
+				    (uint32_t)s->pend_len;
+			s->pend_reads++;
+			if (s->pend_len == s->pend_room ||
+			    s->pend_len >= s->piece)
 				session_publish(s);
 			if (budget != SIZE_MAX && (s->tty ?
 			    (size_t)n < len && n < SESSION_TTY_FULL :
@@ -1206,16 +1254,20 @@ static void *
 session_room(struct session_out *o, size_t avail, size_t *len)
 {
 	struct session	*s = o->s;
-	size_t		 join, want, most;
+	size_t		 join, want, most, room;
 
 	most = ring_chunk_max(s->ring) / SESSION_READ_SHARE;
 	if (most > SESSION_READ_MAX)
 		most = SESSION_READ_MAX;
 	if (avail > most)
 		avail = most;
+	/* A read joins the pending chunk while it stays within piece. */
+	room = s->pend_room - s->pend_len;
+	if (s->pend_len + room > s->piece)
+		room = s->pend_len < s->piece ? s->piece - s->pend_len : 0;
 	if (s->pend != NULL && s->pend_stream == o->stream &&
-	    s->pend_room - s->pend_len >= (avail > 0 ? avail : 1)) {
-		*len = s->pend_room - s->pend_len;
+	    room >= (avail > 0 ? avail : 1)) {
+		*len = room;
 		return (s->pend + s->pend_len);
 	}
 	if (avail == 0)
@@ -1225,26 +1277,91 @@ session_room(struct session_out *o, size_t avail, size_t *len)
 	join = ring_chunk_max(s->ring) / SESSION_JOIN_SHARE;
 	if (join > SESSION_JOIN_BYTES)
 		join = SESSION_JOIN_BYTES;
+	if (join > s->piece)
+		join = s->piece;
 	want = avail > join ? avail : join;
 	if ((s->pend = ring_reserve(s->ring, &want)) == NULL)
 		return (NULL);	/* ids used up: ring_append says so too */
 	s->pend_len = 0;
+	s->pend_reads = 0;
 	s->pend_room = want;
 	s->pend_stream = o->stream;
 	*len = want;
 	return (s->pend);
 }
 
-/* Publish the pending chunk, if any bytes were read into it. */
+/*
+ * Publish the pending chunk, if any bytes were read into it.  Reads joined
+ * before a request asked for a smaller max_bytes may make it larger than
+ * piece: then it goes out in pieces, cut where reads ended (each piece as
+ * many whole reads as fit in piece, or one read alone), so that no piece is
+ * larger than piece unless one read was (API.md).  Past the reads whose
+ * ends were kept, the cuts fall every piece bytes.
+ */
 static void
 session_publish(struct session *s)
 {
+	static uint8_t	rest[SESSION_READ_MAX];
+	size_t		cut[2 * SESSION_JOIN_ENDS + 1], ncut = 0, start = 0;
+	size_t		prev = 0, b, i, k, first;
+
 	if (s->pend == NULL)
 		return;
-	if (s->pend_len > 0)
-		ring_commit(s->ring, s->pend_len, s->pend_stream);
+	if (s->pend_len <= s->piece || s->pend_reads < 2) {
+		if (s->pend_len > 0)
+			ring_commit(s->ring, s->pend_len, s->pend_stream);
+		goto done;
+	}
+	k = s->pend_reads < SESSION_JOIN_ENDS ? s->pend_reads :
+	    SESSION_JOIN_ENDS;
+	for (i = 0; i < k; i++) {
+		b = s->pend_ends[i];
+		if (b - start > s->piece && prev > start)
+			cut[ncut++] = start = prev;
+		if (b - start > s->piece) {
+			cut[ncut++] = start = b;	/* one read alone */
+			continue;
+		}
+		prev = b;
+	}
+	b = s->pend_ends[k - 1];	/* the last kept read's end */
+	if (ncut == 0 || cut[ncut - 1] != b)
+		cut[ncut++] = b;
+	/* cut[] ends the pieces up to the last kept read's end. */
+	first = cut[0];
+	memcpy(rest, s->pend + first, s->pend_len - first);
+	ring_commit(s->ring, first, s->pend_stream);
+	for (i = 1; i < ncut; i++)
+		(void)ring_append(s->ring, rest + cut[i - 1] - first,
+		    cut[i] - cut[i - 1], s->pend_stream);
+	/* Reads not kept: cut by bytes. */
+	session_append(s, rest + cut[ncut - 1] - first,
+	    s->pend_len - cut[ncut - 1], s->pend_stream);
+done:
 	s->pend = NULL;
-	s->pend_len = s->pend_room = 0;
+	s->pend_len = s->pend_room = s->pend_reads = 0;
+}
+
+/* Append bytes as chunks of at most piece bytes (none for len 0). */
+static void
+session_append(struct session *s, const uint8_t *p, size_t len,
+    enum ring_stream stream)
+{
+	size_t	n;
+
+	for (; len > 0; p += n, len -= n) {
+		n = len < s->piece ? len : s->piece;
+		if (ring_append(s->ring, p, n, stream) == 0)
+			return;		/* ids used up */
+	}
+}
+
+/* A request that looks asks for at most max_bytes: pieces no larger. */
+void
+session_set_piece(struct session *s, size_t max_bytes)
+{
+	if (max_bytes > 0 && max_bytes < s->piece)
+		s->piece = max_bytes;
 }
 
 /* Milliseconds since output was last read (or since the start). */
@@ -1538,6 +1655,40 @@ session_ttl_cb(evutil_socket_t fd, short events, void *arg)
 	session_remove(s);
 }
 
+/*
+ * Queue input at the client's offset (-1: none), exactly once: what was
+ * accepted before is skipped.  *dup tells a write accepted whole before.
+ */
+ssize_t
+session_write_stdin_at(struct session *s, const void *data, size_t len,
+    int eof, int64_t offset, int *dup, struct proto_err *err)
+{
+	uint64_t	skip;
+
+	*dup = 0;
+	if (offset < 0)
+		return (session_write_stdin(s, data, len, eof, err));
+	if ((uint64_t)offset > s->stdin_bytes)
+		return (proto_fail(err, 409, "stdin_offset_mismatch",
+		    "offset %lld is after the %llu stdin bytes accepted",
+		    (long long)offset, (unsigned long long)s->stdin_bytes));
+	skip = s->stdin_bytes - (uint64_t)offset;
+	if (skip > 0 && skip >= len) {
+		/* Accepted before, its eof with it: nothing to do again. */
+		*dup = 1;
+		return (0);
+	}
+	return (session_write_stdin(s, (const uint8_t *)data + skip,
+	    len - skip, eof, err));
+}
+
+/* Bytes of stdin accepted so far. */
+uint64_t
+session_stdin_bytes(const struct session *s)
+{
+	return (s->stdin_bytes);
+}
+
 /* Queue input and write what the fd takes now. */
 ssize_t
 session_write_stdin(struct session *s, const void *data, size_t len,
@@ -1559,6 +1710,7 @@ session_write_stdin(struct session *s, const void *data, size_t len,
 		    (unsigned long long)limits.stdin_buffer));
 	if (len > 0 && evbuffer_add(s->inq, data, len) != 0)
 		fatal("%s: out of memory", __func__);
+	s->stdin_bytes += len;
 	if (eof && s->tty) {
 		c = (char)pty_veof(s->in);	/* the program may have changed it */
 		evbuffer_add(s->inq, &c, 1);

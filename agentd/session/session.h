@@ -76,6 +76,8 @@ struct session_limits {
 	unsigned	 spawn_threads;		/* spawns running at once */
 	int64_t		 spawn_timeout_ms;	/* a create's spawn at most */
 	uint64_t	 max_session_bytes;	/* argv, cwd, user of all kept */
+	int		 profile;		/* PROTO_PROFILE_* of creates that
+						   name none (--profile) */
 };
 
 /*
@@ -176,6 +178,23 @@ int64_t	 session_quiet_ms(const struct session *);
  */
 ssize_t	 session_write_stdin(struct session *, const void *, size_t len,
 	    int eof, struct proto_err *);
+/*
+ * The same at the client's offset (API.md, exactly-once stdin): offset
+ * -1 is session_write_stdin(); an offset past the bytes accepted so far is
+ * 409 stdin_offset_mismatch; a write accepted whole before returns 0 with
+ * *dup set (its eof too); one that overlaps the count queues only the
+ * bytes after it and returns how many.
+ */
+ssize_t	 session_write_stdin_at(struct session *, const void *, size_t len,
+	    int eof, int64_t offset, int *dup, struct proto_err *);
+/* Bytes of stdin accepted so far (the session object's stdin_bytes). */
+uint64_t session_stdin_bytes(const struct session *);
+/*
+ * A request that looks at the output asks for at most max_bytes (0: no
+ * limit): chunks joined from several reads are published in pieces no
+ * larger than the smallest max_bytes asked, from now on.
+ */
+void	 session_set_piece(struct session *, size_t max_bytes);
 int	 session_resize(struct session *, unsigned rows, unsigned cols,
 	    struct proto_err *);
 /*

@@ -234,7 +234,6 @@ class GarbageTest(HostileTestCase):
             b'POST /v1/sessions HTTP/1.1\r\nExpect: 100-continue\r\n'
             b'Content-Length: 2\r\n\r\n',
             b'POST /v1/sessions HTTP/1.1\r\nExpect: nonsense\r\nContent-Length: 2\r\n\r\n{}',
-            b'GET /healthz HTTP/2.0\r\n\r\n',
             b'GET /healthz HTTP/1.9\r\n\r\n',
             b'GET /healthz FOO/1.1\r\n\r\n',
             b'GET /healthz\r\n\r\n',

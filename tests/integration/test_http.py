@@ -215,6 +215,34 @@ class HttpTest(AgentdTestCase):
         st, hdrs, body = r.answer()
         self.assertEqual(st, 200, body)
 
+    def test_http_versions(self):
+        # RFC 9110 2.5: a higher minor version is served as the highest one
+        # known (HTTP/1.1), keep-alive and all; another major version is
+        # 505, in the shape of every error.
+        for version in (b'1.2', b'1.9'):
+            r = self.raw()
+            r.send(b'GET /healthz HTTP/%s\r\nHost: localhost\r\n\r\n'
+                   b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n'
+                   % version)
+            st, hdrs, body = r.answer()
+            self.assertEqual(st, 200, (version, body))
+            self.assertEqual(json.loads(body)['status'], 'ok')
+            st, hdrs, body = r.answer()
+            self.assertEqual(st, 200, (version, body))
+        for version in (b'2.0', b'3.0', b'0.9'):
+            r = self.raw()
+            r.send(b'GET /healthz HTTP/%s\r\nHost: localhost\r\n\r\n'
+                   % version)
+            st, hdrs, body = r.answer()
+            self.assertJsonError(st, hdrs, body, 505,
+                                 'http_version_not_supported')
+            self.assertEqual(hdrs.get('connection'), ['close'], hdrs)
+        # The answer speaks HTTP/1.1, not the client's 1.2.
+        r = self.raw()
+        r.send(b'GET /healthz HTTP/1.2\r\nHost: localhost\r\n'
+               b'Connection: close\r\n\r\n')
+        self.assertTrue(r.rest().startswith(b'HTTP/1.1 200 '))
+
     def test_http10_answers_are_dated(self):
         for version in (b'1.0', b'1.1'):
             r = self.raw()
@@ -324,7 +352,7 @@ class HttpTest(AgentdTestCase):
     def test_every_error_body_is_json(self):
         cases = [
             (b'GET\r\n\r\n', 400),
-            (b'GET /healthz HTTP/9.9\r\nHost: localhost\r\n\r\n', 400),
+            (b'GET /healthz HTTP/9.9\r\nHost: localhost\r\n\r\n', 505),
             (b'GET /a b c HTTP/1.1\r\nHost: localhost\r\n\r\n', 400),
             (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\nbad header\r\n\r\n', 400),
             (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n x: folded\r\n\r\n', 400),

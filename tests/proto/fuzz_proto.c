@@ -15,6 +15,8 @@
 
 #include <jansson.h>
 
+#include "ansi.h"
+#include "headtail.h"
 #include "proto.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -32,6 +34,8 @@ static void	 fuzz_query(const char *, size_t);
 static void	 fuzz_base64(const char *, size_t);
 static void	 fuzz_string(const char *, size_t);
 static void	 fuzz_time(const char *, size_t);
+static void	 fuzz_ansi(const char *, size_t);
+static void	 fuzz_headtail(const char *, size_t);
 
 static const struct proto_limits lim = {
 	.ring_bytes_default = 1u << 20,
@@ -307,7 +311,12 @@ fuzz_query(const char *p, size_t n)
 	    q.max_bytes <= PROTO_MAX_BYTES_MAX && q.grace_ms >= -1 &&
 	    (q.eof == 0 || q.eof == 1) && q.idle_ms >= 0 &&
 	    q.idle_ms <= PROTO_WAIT_MAX_MS &&
-	    (q.head_tail == 0 || q.head_tail == 1), "query out of range");
+	    (q.head_tail == 0 || q.head_tail == 1) &&
+	    (q.strip_ansi == 0 || q.strip_ansi == 1) && q.offset >= -1 &&
+	    (q.max_bytes_stdout <= PROTO_MAX_BYTES_MAX ||
+	    q.max_bytes_stdout == PROTO_MAX_BYTES_UNSET) &&
+	    (q.max_bytes_stderr <= PROTO_MAX_BYTES_MAX ||
+	    q.max_bytes_stderr == PROTO_MAX_BYTES_UNSET), "query out of range");
 	/* jansson reads integers up to INT64_MAX only. */
 	w.cursor = q.cursor & INT64_MAX;
 	w.dropped = q.grace_ms < 0 ? 0 : (uint64_t)q.grace_ms;
@@ -401,11 +410,94 @@ fuzz_time(const char *p, size_t n)
 	    out[23] == 'Z', "bad time");
 }
 
+/*
+ * The escape stripper: the same output whole or split in two at any byte,
+ * never longer than its input, never an ESC in it.
+ */
+static void
+fuzz_ansi(const char *p, size_t n)
+{
+	struct proto_ansi	 a;
+	uint8_t			*one, *two;
+	size_t			 n1, n2, at;
+
+	if ((one = malloc(n + 1)) == NULL || (two = malloc(n + 1)) == NULL)
+		abort();
+	proto_ansi_init(&a);
+	n1 = proto_ansi_strip(&a, (const uint8_t *)p, n, one);
+	at = n > 0 ? (uint8_t)p[0] % (n + 1) : 0;
+	proto_ansi_init(&a);
+	n2 = proto_ansi_strip(&a, (const uint8_t *)p, at, two);
+	n2 += proto_ansi_strip(&a, (const uint8_t *)p + at, n - at, two + n2);
+	must(n1 <= n && n1 == n2 && memcmp(one, two, n1) == 0,
+	    "ansi: a split changed the output");
+	must(memchr(one, 0x1b, n1) == NULL, "ansi: an ESC was kept");
+	free(one);
+	free(two);
+}
+
+/*
+ * The head and tail of each stream: budgets from the first 3 bytes, then
+ * chunks (a header byte: the stream and a length).  Each stream's pieces
+ * are its bytes at their offsets, kept plus left out is its total.
+ */
+static void
+fuzz_headtail(const char *p, size_t n)
+{
+	static struct proto_chunk	 in[4096], out[4096];
+	struct proto_headtail_result	 res;
+	struct proto_headtail		*ht;
+	uint64_t			 total[3] = { 0 }, kept[3] = { 0 };
+	size_t				 budget[3], i, nin = 0, len, at = 3;
+	int				 s;
+
+	if (n < 3 || (ht = proto_headtail_new()) == NULL)
+		return;
+	for (i = 0; i < 3; i++)
+		budget[i] = (uint8_t)p[i] * 3;
+	while (at < n && nin < 4096) {
+		s = (uint8_t)p[at] % 3;
+		len = (uint8_t)p[at] / 3 % 40;
+		at++;
+		if (len > n - at)
+			len = n - at;
+		in[nin].id = nin + 1;
+		in[nin].offset = (uint64_t)at;	/* bytes before it: the input's */
+		in[nin].data = (const uint8_t *)p + at;
+		in[nin].len = (uint32_t)len;
+		in[nin].stream = s;
+		total[s] += len;
+		at += len;
+		nin++;
+	}
+	proto_headtail_start(ht, budget, 24);
+	for (i = 0; i < nin; i++)
+		must(proto_headtail_feed(ht, &in[i]) == 0, "headtail: oom");
+	proto_headtail_finish(ht, out, &res);
+	must(res.n <= 24, "headtail: too many pieces");
+	for (i = 0; i < res.n; i++) {
+		must(out[i].stream >= 0 && out[i].stream < 3 &&
+		    memcmp(out[i].data, p + out[i].offset, out[i].len) == 0,
+		    "headtail: a piece's bytes are not its offset's");
+		must(i == 0 || out[i].id > out[i - 1].id ||
+		    (out[i].id == out[i - 1].id &&
+		    out[i].offset > out[i - 1].offset), "headtail: order");
+		kept[out[i].stream] += out[i].len;
+	}
+	for (s = 0; s < 3; s++) {
+		must(kept[s] + res.truncated[s] == total[s],
+		    "headtail: kept and left out are not the total");
+		must(res.truncated[s] == 0 || kept[s] <= budget[s],
+		    "headtail: over the budget");
+	}
+	proto_headtail_free(ht);
+}
+
 /* libFuzzer's entry point. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char sel[] = "csrkqbjt";
+	static const char sel[] = "csrkqbjtah";
 	const char	*p = (const char *)data + 1;
 	size_t		 n = size - 1;
 	char		 c;
@@ -436,6 +528,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 'j':
 		fuzz_string(p, n);
+		break;
+	case 'a':
+		fuzz_ansi(p, n);
+		break;
+	case 'h':
+		fuzz_headtail(p, n);
 		break;
 	default:
 		fuzz_time(p, n);

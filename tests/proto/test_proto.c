@@ -130,7 +130,7 @@ sample_session(void)
 static const char *const session_keys[] = {
 	"id", "pid", "tty", "rows", "cols", "argv", "cwd", "user", "state",
 	"exit_code", "signal", "timed_out", "started_at", "ended_at",
-	"last_chunk", "bytes_out", "oom_killed", "usage", NULL
+	"last_chunk", "bytes_out", "oom_killed", "usage", "stdin_bytes", NULL
 };
 
 /* ---- create ---- */
@@ -1417,7 +1417,7 @@ START_TEST(render_exact)
 	    "\"timed_out\":false,\"started_at\":\"1970-01-01T00:00:00.000Z\","
 	    "\"ended_at\":\"1970-01-01T00:00:01.500Z\",\"last_chunk\":1,"
 	    "\"bytes_out\":3,\"oom_killed\":true,\"usage\":{\"cpu_ms\":12,"
-	    "\"memory_peak_bytes\":null,\"pids_peak\":3}}";
+	    "\"memory_peak_bytes\":null,\"pids_peak\":3},\"stdin_bytes\":0}";
 	static const char	windowed[] =
 	    "{\"written\":3,\"id\":\"a\",\"pid\":7,\"tty\":false,\"rows\":24,"
 	    "\"cols\":80,\"argv\":[\"ls\"],\"cwd\":\"/\",\"user\":\"root\","
@@ -1425,7 +1425,7 @@ START_TEST(render_exact)
 	    "\"timed_out\":false,\"started_at\":\"1970-01-01T00:00:00.000Z\","
 	    "\"ended_at\":\"1970-01-01T00:00:01.500Z\",\"last_chunk\":1,"
 	    "\"bytes_out\":3,\"oom_killed\":true,\"usage\":{\"cpu_ms\":12,"
-	    "\"memory_peak_bytes\":null,\"pids_peak\":3},"
+	    "\"memory_peak_bytes\":null,\"pids_peak\":3},\"stdin_bytes\":0,"
 	    "\"output\":[{\"id\":1,\"stream\":\"stdout\","
 	    "\"offset\":0,\"data\":\"aGkK\"}],\"cursor\":1,"
 	    "\"dropped_chunks\":0,\"more\":false,\"eof\":true}";
@@ -1562,7 +1562,7 @@ START_TEST(render_window_head_tail)
 		"id", "pid", "tty", "rows", "cols", "argv", "cwd", "user",
 		"state", "exit_code", "signal", "timed_out", "started_at",
 		"ended_at", "last_chunk", "bytes_out", "oom_killed", "usage",
-		"output", "cursor",
+		"stdin_bytes", "output", "cursor",
 		"dropped_chunks", "more", "eof", "truncated_bytes",
 		"truncated_cursor", NULL
 	};
@@ -1640,7 +1640,7 @@ START_TEST(render_window)
 		"written", "id", "pid", "tty", "rows", "cols", "argv", "cwd",
 		"user", "state", "exit_code", "signal", "timed_out",
 		"started_at", "ended_at", "last_chunk", "bytes_out",
-		"oom_killed", "usage", "output",
+		"oom_killed", "usage", "stdin_bytes", "output",
 		"cursor", "dropped_chunks", "more", "eof", NULL
 	};
 	static const char *const chunk_keys[] = {
