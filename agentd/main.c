@@ -40,6 +40,7 @@
 #include "ports_api.h"
 #include "restore.h"
 #include "session.h"
+#include "sessions.h"
 #include "spawner.h"
 #include "util.h"
 
@@ -215,7 +216,7 @@ agentd_shutdown(const char *why)
 static void
 agentd_session_event(struct session *s, int events)
 {
-	api_session_event(s, events);
+	sessions_event(s, events);
 	if (agentd_stopping() &&
 	    (events & (SESSION_EV_EXITED | SESSION_EV_REMOVED)))
 		agentd_maybe_done();
@@ -410,7 +411,7 @@ main(int argc, char **argv)
 	event_base_dispatch(agentd_base);
 
 	/* The loop ended: the shutdown is over, or it broke on its own. */
-	api_flush_waiters();
+	sessions_flush_waiters();
 	session_create_cancel_all();
 	/* One more turn without waiting: the answers just given go out. */
 	event_base_loop(agentd_base, EVLOOP_NONBLOCK);

@@ -26,6 +26,7 @@
 #include "proto.h"
 #include "ringbuf.h"
 #include "session.h"
+#include "sessions.h"
 #include "util.h"
 
 /* The lag timer's figures, in microseconds. */
@@ -193,7 +194,7 @@ debug_stat_sessions(struct proto_buf *b)
 		    "\"dropped_chunks\": %" PRIu64 ", "
 		    "\"dropped_bytes\": %" PRIu64 "}}",
 		    v.pid, v.exited ? "exited" : "running",
-		    v.tty ? "true" : "false", api_waiter_count(s),
+		    v.tty ? "true" : "false", sessions_waiter_count(s),
 		    session_output_closed(s) ? "true" : "false",
 		    st.capacity, st.slots, st.bytes_held,
 		    st.newest >= st.oldest ? st.newest - st.oldest + 1 : 0,

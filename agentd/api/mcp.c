@@ -28,6 +28,7 @@
 #include "proto.h"
 #include "ringbuf.h"
 #include "session.h"
+#include "sessions.h"
 #include "util.h"
 
 #define MCP_ID_BYTES		16	/* random bytes of an Mcp-Session-Id */
@@ -630,7 +631,7 @@ mcp_resume(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * A tool call's wait is over (api_wait_call()): answer it, then the rest of
+ * A tool call's wait is over (sessions_wait_call()): answer it, then the rest of
  * a batch, from the loop's next turn (this may be the session observer).
  * req NULL: the client went away.
  */
@@ -1091,7 +1092,7 @@ mcp_wait(struct mcp_call *c, struct session *s, int64_t ms, int delete)
 			session_remove(s);
 		return (0);
 	}
-	api_wait_call(c->req, s, ms, delete, mcp_waited, c);
+	sessions_wait_call(c->req, s, ms, delete, mcp_waited, c);
 	return (1);
 }
 
@@ -1113,7 +1114,7 @@ mcp_answer(struct mcp_call *c, struct session *s)
 
 	if (m->cursor > ring_newest(session_ring(s)))
 		m->cursor = m->offset = 0;	/* another session of that id */
-	if (api_window(s, m->cursor, c->max_bytes, 1, &w, &err) != 0) {
+	if (sessions_window(s, m->cursor, c->max_bytes, 1, &w, &err) != 0) {
 		mcp_tool_error(c, "%s: %s", err.code, err.message);
 		return;
 	}

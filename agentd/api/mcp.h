@@ -16,7 +16,7 @@
  * since the last one.
  *
  * A tool that waits (yield_time_ms, a kill's grace) parks its request with
- * api_wait_call(), as a long-poll does: the loop never blocks.  A batch
+ * sessions_wait_call(), as a long-poll does: the loop never blocks.  A batch
  * runs its messages one after another.  Event loop thread only.
  */
 #ifndef AGENTD_MCP_H

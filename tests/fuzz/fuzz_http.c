@@ -57,6 +57,7 @@
 #include "pty.h"
 #include "restore.h"
 #include "session.h"
+#include "sessions.h"
 #include "util.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
@@ -504,7 +505,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	json_object_seed(1);
 
 	/* main()'s wiring; its observer without the shutdown's part. */
-	must(agentd_start(&cfg, api_session_event) == 0, "agentd_start");
+	must(agentd_start(&cfg, sessions_event) == 0, "agentd_start");
 	reap_ev = event_new(agentd_base, -1, 0, fh_reap_cb, NULL);
 	tick_ev = evtimer_new(agentd_base, fh_tick_cb, NULL);
 	tcp_port = fh_find_port();
@@ -568,7 +569,7 @@ fh_reset(void)
 {
 	size_t	i;
 
-	api_flush_waiters();
+	sessions_flush_waiters();
 	session_remove_all();
 	pthread_mutex_lock(&fh_lock);
 	for (i = 0; i < nprocs; i++) {
