@@ -17,6 +17,8 @@
 
 #include <check.h>
 
+#include "../checkmain.h"
+
 #include "cgroup.h"
 #include "log.h"
 
@@ -159,13 +161,6 @@ cgroup_suite(void)
 int
 main(void)
 {
-	SRunner	*sr;
-	int	 failed;
-
 	log_set_level("error");
-	sr = srunner_create(cgroup_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? 0 : 1);
+	return (check_main(cgroup_suite()));
 }

@@ -11,6 +11,8 @@
 
 #include <check.h>
 
+#include "../checkmain.h"
+
 #include "evring.h"
 #include "util.h"
 
@@ -228,12 +230,5 @@ evring_suite(void)
 int
 main(void)
 {
-	SRunner	*sr;
-	int	 failed;
-
-	sr = srunner_create(evring_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(evring_suite()));
 }

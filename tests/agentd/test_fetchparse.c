@@ -11,6 +11,8 @@
 
 #include <check.h>
 
+#include "../checkmain.h"
+
 #include "fetchparse.h"
 
 static void	 url_ok(const char *, int, const char *, const char *,
@@ -297,12 +299,5 @@ fetchparse_suite(void)
 int
 main(void)
 {
-	SRunner	*sr;
-	int	 failed;
-
-	sr = srunner_create(fetchparse_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(fetchparse_suite()));
 }

@@ -13,6 +13,8 @@
 
 #include <check.h>
 
+#include "../checkmain.h"
+
 #include "proto.h"
 #include "restorecheck.h"
 
@@ -233,12 +235,5 @@ restore_suite(void)
 int
 main(void)
 {
-	SRunner	*sr;
-	int	 failed;
-
-	sr = srunner_create(restore_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(restore_suite()));
 }

@@ -24,6 +24,8 @@
 
 #include <check.h>
 
+#include "../checkmain.h"
+
 #include "fileio.h"
 #include "log.h"
 #include "proto.h"
@@ -543,13 +545,6 @@ util_suite(void)
 int
 main(void)
 {
-	SRunner	*sr;
-	int	 failed;
-
 	umask(022);
-	sr = srunner_create(util_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(util_suite()));
 }

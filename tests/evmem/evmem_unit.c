@@ -3,6 +3,8 @@
  * keeps freed blocks by size class, within a byte budget.
  */
 #include <check.h>
+
+#include "../checkmain.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -247,13 +249,6 @@ evmem_suite(void)
 int
 main(void)
 {
-	SRunner	*sr;
-	int	 failed;
-
 	evmem_install();	/* this thread keeps blocks */
-	sr = srunner_create(evmem_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(evmem_suite()));
 }

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include <check.h>
+
+#include "../checkmain.h"
 #include <event2/event.h>
 
 #include "events.h"
@@ -426,11 +428,5 @@ ports_suite(void)
 int
 main(void)
 {
-	SRunner	*sr = srunner_create(ports_suite());
-	int	 failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(ports_suite()));
 }

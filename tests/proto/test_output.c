@@ -9,6 +9,8 @@
 
 #include <check.h>
 
+#include "../checkmain.h"
+
 #include "ansi.h"
 #include "headtail.h"
 #include "proto.h"
@@ -416,12 +418,5 @@ output_suite(void)
 int
 main(void)
 {
-	SRunner	*sr;
-	int	 failed;
-
-	sr = srunner_create(output_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+	return (check_main(output_suite()));
 }
