@@ -144,6 +144,7 @@ static int	mcp_arg_int(json_t *args, const char *name, int64_t min,
 static int	mcp_exec(struct mcp_call *, json_t *args);
 static int	mcp_stdin(struct mcp_call *, json_t *args);
 static int	mcp_kill(struct mcp_call *, json_t *args);
+static struct session *mcp_session(struct mcp_call *, const char *sid);
 static void	mcp_list(struct mcp_call *);
 static int	mcp_wait(struct mcp_call *, struct session *, int64_t ms,
 		    int delete);
@@ -1034,20 +1035,29 @@ mcp_stdin(struct mcp_call *c, json_t *args)
 		mcp_tool_error(c, "%s", why);
 		return (0);
 	}
-	if (sid == NULL) {
-		mcp_tool_error(c, "'session_id' is required");
+	if ((s = mcp_session(c, sid)) == NULL)
 		return (0);
-	}
-	if ((s = session_find(sid)) == NULL) {
-		mcp_tool_error(c, "not_found: no session '%.64s'", sid);
-		return (0);
-	}
 	if (len > 0 && session_write_stdin(s, chars, len, 0, &err) < 0) {
 		mcp_tool_error(c, "%s: %s", err.code, err.message);
 		return (0);
 	}
 	c->tool = MCP_STDIN;
 	return (mcp_wait(c, s, ms, 0));
+}
+
+/* The session a tool's session_id names, or NULL after a tool error. */
+static struct session *
+mcp_session(struct mcp_call *c, const char *sid)
+{
+	struct session	*s;
+
+	if (sid == NULL) {
+		mcp_tool_error(c, "'session_id' is required");
+		return (NULL);
+	}
+	if ((s = session_find(sid)) == NULL)
+		mcp_tool_error(c, "not_found: no session '%.64s'", sid);
+	return (s);
 }
 
 /* kill_session: as a DELETE.  Returns 1 when the answer waits. */
@@ -1064,14 +1074,8 @@ mcp_kill(struct mcp_call *c, json_t *args)
 		mcp_tool_error(c, "%s", why);
 		return (0);
 	}
-	if (sid == NULL) {
-		mcp_tool_error(c, "'session_id' is required");
+	if ((s = mcp_session(c, sid)) == NULL)
 		return (0);
-	}
-	if ((s = session_find(sid)) == NULL) {
-		mcp_tool_error(c, "not_found: no session '%.64s'", sid);
-		return (0);
-	}
 	c->tool = MCP_KILL;
 	session_terminate(s, MCP_KILL_GRACE_MS);
 	return (mcp_wait(c, s, MCP_KILL_GRACE_MS + SESSION_DRAIN_CAP_MS +
