@@ -204,6 +204,7 @@ func (c *Client) WriteStdin(ctx context.Context, a WriteStdinArgs) (*ExecResult,
 		st = &toolState{}
 		c.tools[a.SessionID] = st
 	}
+	next := st.next
 	c.mu.Unlock()
 	if a.Chars != "" {
 		if _, err := c.Stdin(ctx, a.SessionID, StdinRequest{Text: a.Chars,
@@ -211,7 +212,7 @@ func (c *Client) WriteStdin(ctx context.Context, a WriteStdinArgs) (*ExecResult,
 			return nil, err
 		}
 	}
-	col := newCollector(budget, st.next)
+	col := newCollector(budget, next)
 	w, err := c.pollUntil(ctx, a.SessionID, st, col, t0.Add(time.Duration(yield)*time.Millisecond), budget)
 	if err != nil {
 		return nil, err
@@ -229,13 +230,18 @@ func (c *Client) pollUntil(ctx context.Context, id string, st *toolState, col *c
 		if wait < 0 {
 			wait = 0
 		}
-		w, err := c.Read(ctx, id, ReadOptions{Cursor: st.cursor,
+		c.mu.Lock()
+		cursor := st.cursor
+		c.mu.Unlock()
+		w, err := c.Read(ctx, id, ReadOptions{Cursor: cursor,
 			Budget: Budget{WaitMs: wait, MaxBytes: int64(budget), HeadTail: true}})
 		if err != nil {
 			return nil, err
 		}
 		col.feed(&w.Window)
+		c.mu.Lock()
 		st.cursor, st.next = w.Cursor, col.next
+		c.mu.Unlock()
 		if w.EOF || (!w.Running() && len(w.Output) == 0) || time.Until(deadline) <= 0 {
 			return w, nil
 		}
