@@ -4,15 +4,18 @@ harness.Client.request() hands each answer to check(); an answer that the
 document does not describe (a route, a method, a status, a content type or a
 JSON shape it does not list) fails the test that got it. The document is
 loaded and its validators compiled once per process. AGENTD_OPENAPI_CHECK=0
-turns the check off (for debugging only; meson never sets it).
+turns the check off (for debugging only; meson never sets it);
+AGENTD_OPENAPI_STATS=1 prints how many answers were checked at exit.
 
 Needs PyYAML and jsonschema >= 4.0 (Draft 2020-12), Debian's python3-yaml and
 python3-jsonschema; without them check() fails, never passes silently.
 """
 
+import atexit
 import json
 import os
 import re
+import sys
 import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,6 +27,16 @@ HEAD_ERRORS = {400, 401, 403, 413, 415, 417, 431, 500, 503}
 UNROUTED = HEAD_ERRORS | {404, 405}
 
 _state = None
+checked = 0     # answers checked by this process
+
+
+def _stats():
+    sys.stderr.write('openapi_check: %d answers checked against api/openapi.yaml\n'
+                     % checked)
+
+
+if os.environ.get('AGENTD_OPENAPI_STATS') == '1':
+    atexit.register(_stats)
 
 
 def enabled():
@@ -176,7 +189,9 @@ def _media(ctype):
 
 def check(method, target, status, headers, body):
     """Raises AssertionError when api/openapi.yaml does not describe the answer."""
+    global checked
     st = state()
+    checked += 1
     method = method.upper()
     path = urllib.parse.urlsplit(target).path
     what = '%s %s -> %d' % (method, target[:200], status)
