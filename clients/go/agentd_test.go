@@ -39,7 +39,9 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startAgentd starts agentd for one test and stops it (SIGTERM, exit 0) at its end.
+// startAgentd starts agentd for one test and stops it (SIGTERM, exit 0) at
+// its end. --clock-step 0: a restore reported by a test never steps the
+// machine's clock.
 func startAgentd(t *testing.T) *agentd {
 	t.Helper()
 	bin := os.Getenv("AGENTD")
@@ -60,7 +62,7 @@ func startAgentd(t *testing.T) *agentd {
 		a.addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		a.cmd = exec.Command(bin, "--listen", a.addr, "--socket", a.socket,
 			"--token-file", filepath.Join(dir, "token"), "--workdir", work,
-			"--shutdown-grace", "1000")
+			"--shutdown-grace", "1000", "--clock-step", "0")
 		logf, err := os.OpenFile(filepath.Join(dir, "stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			t.Fatal(err)

@@ -268,3 +268,24 @@ func TestCollector(t *testing.T) {
 		t.Fatalf("%q %d", out, om)
 	}
 }
+
+func TestSandbox(t *testing.T) {
+	a := startAgentd(t) // --clock-step 0: the machine's clock is never stepped
+	c := a.tcp(t)
+	ctx := testCtx(t)
+	g, err := c.SandboxPause(ctx)
+	if err != nil || g != 0 {
+		t.Fatalf("pause %d %v", g, err)
+	}
+	r, err := c.SandboxResumed(ctx, ResumedRequest{})
+	if err != nil || r.Generation != 1 || r.SameRestore || r.Clock != "none" {
+		t.Fatalf("resumed %+v %v", r, err)
+	}
+	if _, err = c.SandboxResumed(ctx, ResumedRequest{Entropy: []byte("short")}); !IsCode(err, "invalid_request") {
+		t.Fatalf("short entropy: %v", err)
+	}
+	h, err := c.Health(ctx)
+	if err != nil || h.Generation == nil || *h.Generation != 1 {
+		t.Fatalf("health %+v %v", h, err)
+	}
+}

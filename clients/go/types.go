@@ -246,8 +246,14 @@ type ResumedRequest struct {
 
 // Resumed is the answer of POST /v1/sandbox/resumed.
 type Resumed struct {
-	Generation  uint64 `json:"generation"`
-	ClockStepMs int64  `json:"clock_step_ms"`
+	Generation        uint64 `json:"generation"`
+	ClockStepMs       int64  `json:"clock_step_ms"`
+	SameRestore       bool   `json:"same_restore"`
+	Clock             string `json:"clock"` // "unix_ms", "rtc" or "none"
+	ClockError        string `json:"clock_error,omitempty"`
+	EntropyBytes      int    `json:"entropy_bytes,omitempty"`
+	EntropyError      string `json:"entropy_error,omitempty"`
+	ConnectionsProbed int    `json:"connections_probed,omitempty"`
 }
 
 // ExecArgs are exec_command's arguments.

@@ -185,6 +185,12 @@ class Port:
 class Resumed:
     generation: int
     clock_step_ms: int
+    same_restore: bool = False
+    clock: str = 'none'                 # "unix_ms" | "rtc" | "none"
+    clock_error: Optional[str] = None
+    entropy_bytes: int = 0
+    entropy_error: Optional[str] = None
+    connections_probed: int = 0
 
 
 @dataclass

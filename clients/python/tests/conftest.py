@@ -46,7 +46,7 @@ class Agentd:
                 self.proc = subprocess.Popen(
                     [binary, '--listen', self.addr, '--socket', self.socket,
                      '--token-file', self.token_file, '--workdir', self.work,
-                     '--shutdown-grace', '1000'],
+                     '--shutdown-grace', '1000', '--clock-step', '0'],
                     stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env)
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and self.proc.poll() is None:

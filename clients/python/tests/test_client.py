@@ -197,3 +197,15 @@ def test_stdin_is_never_resent(agentd, cutter):
     direct.stdin(sid, eof=True)
     got = b''.join(ch.data for ch in direct.follow(sid) if not isinstance(ch, int))
     assert got == b'once\n'
+
+
+def test_sandbox(agentd):
+    # agentd runs with --clock-step 0: the machine's clock is never stepped.
+    c = Client(agentd.url, token=agentd.token)
+    assert c.sandbox_pause() == 0
+    r = c.sandbox_resumed()
+    assert (r.generation, r.same_restore, r.clock) == (1, False, 'none')
+    with pytest.raises(AgentdError) as e:
+        c.sandbox_resumed(entropy=b'short')
+    assert e.value.code == 'invalid_request'
+    assert c.health().generation == 1
