@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -287,5 +288,20 @@ func TestSandbox(t *testing.T) {
 	h, err := c.Health(ctx)
 	if err != nil || h.Generation == nil || *h.Generation != 1 {
 		t.Fatalf("health %+v %v", h, err)
+	}
+}
+
+func TestEventDecoding(t *testing.T) {
+	var p EventPage
+	err := json.Unmarshal([]byte(`{"events": [{"id": 1, "type": "session.exited",
+		"at": "2026-12-02T11:00:00.000Z", "session": "s1", "exit_code": 0, "signal": null,
+		"timed_out": false, "oom_killed": false}], "cursor": 1, "dropped_events": 0}`), &p)
+	if err != nil || len(p.Events) != 1 {
+		t.Fatal(err)
+	}
+	e := p.Events[0]
+	if e.ID != 1 || *e.Session != "s1" || *e.ExitCode != 0 || e.Signal != nil ||
+		string(e.Fields["timed_out"]) != "false" || len(e.Fields) != 4 {
+		t.Fatalf("%+v", e)
 	}
 }

@@ -214,6 +214,22 @@ type Event struct {
 	Fields    map[string]json.RawMessage `json:"-"`
 }
 
+// UnmarshalJSON fills the typed members and Fields (every member but id,
+// type, at and session).
+func (e *Event) UnmarshalJSON(b []byte) error {
+	type plain Event
+	if err := json.Unmarshal(b, (*plain)(e)); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &e.Fields); err != nil {
+		return err
+	}
+	for _, k := range []string{"id", "type", "at", "session"} {
+		delete(e.Fields, k)
+	}
+	return nil
+}
+
 // EventPage is GET /v1/events.
 type EventPage struct {
 	Events        []Event `json:"events"`
