@@ -305,3 +305,29 @@ func TestEventDecoding(t *testing.T) {
 		t.Fatalf("%+v", e)
 	}
 }
+
+func TestEvents(t *testing.T) {
+	a := startAgentd(t)
+	c := a.tcp(t)
+	ctx := testCtx(t)
+	if _, err := c.Create(ctx, CreateRequest{ID: "ev", Cmd: "sleep 0.2; exit 4"}); err != nil {
+		t.Fatal(err)
+	}
+	// One long-poll: "any of my sessions exited".
+	p, err := c.Events(ctx, EventsOptions{WaitMs: 10000, Types: []string{"session.exited"}})
+	if err != nil || len(p.Events) != 1 {
+		t.Fatalf("%+v %v", p, err)
+	}
+	e := p.Events[0]
+	if e.Type != "session.exited" || *e.Session != "ev" || *e.ExitCode != 4 || p.Cursor < e.ID {
+		t.Fatalf("%+v", e)
+	}
+	all, err := c.Events(ctx, EventsOptions{Session: "ev"})
+	if err != nil || len(all.Events) != 2 || all.Events[0].Type != "session.created" ||
+		all.DroppedEvents != 0 {
+		t.Fatalf("%+v %v", all, err)
+	}
+	if _, err = c.Events(ctx, EventsOptions{Cursor: 999}); !IsCode(err, "invalid_cursor") {
+		t.Fatalf("cursor past the newest: %v", err)
+	}
+}

@@ -209,3 +209,19 @@ def test_sandbox(agentd):
         c.sandbox_resumed(entropy=b'short')
     assert e.value.code == 'invalid_request'
     assert c.health().generation == 1
+
+
+def test_events(agentd):
+    c = Client(agentd.url, token=agentd.token)
+    c.create('sleep 0.2; exit 4', id='ev')
+    # One long-poll: "any of my sessions exited".
+    p = c.events(wait_ms=10000, types=['session.exited'])
+    assert [(e.type, e.session, e.fields['exit_code']) for e in p.events] == \
+        [('session.exited', 'ev', 4)]
+    assert p.cursor >= p.events[0].id
+    p = c.events(session='ev')
+    assert [e.type for e in p.events] == ['session.created', 'session.exited']
+    assert p.dropped_events == 0
+    with pytest.raises(AgentdError) as e:
+        c.events(cursor=999)
+    assert e.value.code == 'invalid_cursor'
