@@ -385,6 +385,67 @@ class Client:
             if w.eof:
                 return
 
+    def stream(self, session_id: str, cursor: int = 0) -> Iterator[Union[Chunk, int, Session]]:
+        """A session's output as Server-Sent Events from cursor: each chunk
+        once and in order, an int for a gap (chunks dropped before they were
+        sent), and last the session object of the exit event. A broken stream
+        is opened again after the last event id seen (Last-Event-ID)."""
+        path = _sid(session_id) + _query({'cursor': cursor})
+        last: Optional[str] = None
+        pause = self.backoff
+        for attempt in range(self.retries + 1):
+            conn = self._factory()
+            try:
+                hdrs = {'Accept': 'text/event-stream'}
+                if self.token:
+                    hdrs['Authorization'] = 'Bearer ' + self.token
+                if last is not None:
+                    hdrs['Last-Event-ID'] = last
+                try:
+                    conn.request('GET', path, headers=hdrs)
+                    resp = conn.getresponse()
+                    if resp.status != 200:
+                        raise _error('GET', path, resp.status, resp.read())
+                    event = ''
+                    ident: Optional[str] = None
+                    data: List[str] = []
+                    while True:
+                        raw = resp.readline()
+                        if not raw:
+                            break
+                        line = raw.decode('utf-8').rstrip('\r\n')
+                        if line == '':
+                            if event == 'output':
+                                yield Chunk.parse(json.loads('\n'.join(data)))
+                            elif event == 'gap':
+                                yield int(json.loads('\n'.join(data))['dropped_chunks'])
+                            elif event == 'exit':
+                                yield Session.parse(json.loads('\n'.join(data)))
+                                return
+                            if ident is not None:
+                                last = ident
+                            event, ident, data = '', None, []
+                        elif line.startswith(':'):
+                            continue
+                        else:
+                            k, _, v = line.partition(':')
+                            v = v[1:] if v.startswith(' ') else v
+                            if k == 'id':
+                                ident = v
+                            elif k == 'event':
+                                event = v
+                            elif k == 'data':
+                                data.append(v)
+                except _CONN_ERRORS:
+                    pass
+            finally:
+                conn.close()
+            if attempt >= self.retries:
+                raise ConnectionLost('agentd GET %s: the stream broke %d times'
+                                     % (path, attempt + 1))
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
+
     # the tools live in tools.py; bound here
     from .tools import exec_command, write_stdin  # noqa: E402
 

@@ -188,3 +188,70 @@ def cutter(agentd):
     p = Cutter(agentd.addr)
     yield p
     p.close()
+
+
+class StreamCutter:
+    """A TCP proxy that closes each connection after a random number of
+    bytes from agentd (lo..hi): a stream cut anywhere."""
+
+    def __init__(self, upstream, lo=300, hi=20000):
+        host, port = upstream.rsplit(':', 1)
+        self.upstream = (host, int(port))
+        self.lo, self.hi = lo, hi
+        self.cuts = 0
+        self.rng = random.Random()
+        self.sock = socket.socket()
+        self.sock.bind(('127.0.0.1', 0))
+        self.sock.listen(64)
+        self.url = 'http://127.0.0.1:%d' % self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self):
+        self.sock.close()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c, self.rng.randint(self.lo, self.hi)),
+                             daemon=True).start()
+
+    def _serve(self, c, budget):
+        u = socket.create_connection(self.upstream)
+
+        def up():
+            try:
+                while True:
+                    b = c.recv(65536)
+                    if not b:
+                        break
+                    u.sendall(b)
+            except OSError:
+                pass
+        threading.Thread(target=up, daemon=True).start()
+        try:
+            while budget > 0:
+                b = u.recv(min(65536, budget))
+                if not b:
+                    break
+                c.sendall(b)
+                budget -= len(b)
+            if budget <= 0:
+                self.cuts += 1
+        except OSError:
+            pass
+        for s in (c, u):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+
+@pytest.fixture
+def stream_cutter(agentd):
+    p = StreamCutter(agentd.addr)
+    yield p
+    p.close()

@@ -225,3 +225,24 @@ def test_events(agentd):
     with pytest.raises(AgentdError) as e:
         c.events(cursor=999)
     assert e.value.code == 'invalid_cursor'
+
+
+def test_stream(agentd, stream_cutter):
+    direct = Client(agentd.url, token=agentd.token)
+    cut = Client(stream_cutter.url, token=agentd.token, retries=1000, backoff=0.001)
+    for c in (direct, cut):
+        sid = direct.create('i=0; while [ $i -lt 3000 ]; do i=$((i+1)); echo "line $i"; '
+                            '[ $((i % 100)) -eq 0 ] && sleep 0.02; done; exit 7',
+                            ring_bytes=4 << 20).session.id
+        got = bytearray()
+        items = list(c.stream(sid))
+        for ch in items[:-1]:
+            assert not isinstance(ch, int), 'a gap'
+            assert ch.offset == len(got)
+            got += ch.data
+        assert got.decode() == lines(3000)
+        assert items[-1].exit_code == 7
+    assert stream_cutter.cuts >= 2
+    with pytest.raises(AgentdError) as e:
+        list(direct.stream('nope'))
+    assert e.value.code == 'not_found'
