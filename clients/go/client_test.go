@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -329,5 +330,40 @@ func TestEvents(t *testing.T) {
 	}
 	if _, err = c.Events(ctx, EventsOptions{Cursor: 999}); !IsCode(err, "invalid_cursor") {
 		t.Fatalf("cursor past the newest: %v", err)
+	}
+}
+
+func TestPorts(t *testing.T) {
+	a := startAgentd(t)
+	c := a.tcp(t)
+	ctx := testCtx(t)
+	w, err := c.Create(ctx, CreateRequest{ID: "srv", Argv: []string{"python3", "-c",
+		"import socket, time\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\ns.listen()\n" +
+			"print(s.getsockname()[1], flush=True)\ntime.sleep(60)"}, Budget: Budget{WaitMs: 10000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	for _, ch := range w.Output {
+		out.Write(ch.Data)
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(out.String()))
+	if err != nil {
+		t.Fatalf("port %q: %v", out.String(), err)
+	}
+	ps, err := c.Ports(ctx, port, 10000)
+	if err != nil || len(ps) != 1 || ps[0].Port != port || ps[0].Protocol != "tcp" ||
+		ps[0].Session == nil || *ps[0].Session != "srv" || ps[0].PID == nil {
+		t.Fatalf("%+v %v", ps, err)
+	}
+	all, err := c.Ports(ctx, 0, 0)
+	if err != nil || len(all) == 0 {
+		t.Fatalf("%+v %v", all, err)
+	}
+	if _, err = c.Ports(ctx, 70000, 0); !IsCode(err, "invalid_request") {
+		t.Fatalf("port 70000: %v", err)
+	}
+	if _, err = c.Delete(ctx, "srv", 0); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -42,7 +42,7 @@ class TestDocument(unittest.TestCase):
             '/v1/files/fetch': {'post'},
             '/debug/stat': {'get'}, '/debug/logs': {'get'},
             # issues 22, 23 and 25
-            '/v1/events': {'get'}, '/v1/ports': {'get'},
+            '/v1/events': {'get'}, '/v1/ports': {'get', 'head'},
             '/v1/sandbox/resumed': {'post'}, '/v1/sandbox/pause': {'post'},
             '/mcp': {'post'},
         }

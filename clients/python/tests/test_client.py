@@ -246,3 +246,21 @@ def test_stream(agentd, stream_cutter):
     with pytest.raises(AgentdError) as e:
         list(direct.stream('nope'))
     assert e.value.code == 'not_found'
+
+
+def test_ports(agentd):
+    c = Client(agentd.url, token=agentd.token)
+    sw = c.create(argv=['python3', '-c',
+                        'import socket, time\ns = socket.socket()\n'
+                        's.bind(("127.0.0.1", 0))\ns.listen()\n'
+                        'print(s.getsockname()[1], flush=True)\ntime.sleep(60)'],
+                  id='srv', wait_ms=10000)
+    port = int(b''.join(ch.data for ch in sw.window.output))
+    ps = c.ports(port=port, wait_ms=10000)
+    assert [(p.port, p.protocol, p.session) for p in ps] == [(port, 'tcp', 'srv')]
+    assert ps[0].pid
+    assert c.ports()
+    with pytest.raises(AgentdError) as e:
+        c.ports(port=70000)
+    assert e.value.code == 'invalid_request'
+    c.delete('srv', grace_ms=0)
