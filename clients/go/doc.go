@@ -11,6 +11,8 @@
 //
 // Reads follow a cursor: a client that loses its connection in the middle of
 // an answer sends the same read again and gets the same chunks, so no output
-// is lost or repeated (Follow, the tools' polls). Writes to stdin are not
-// resent: a cut during POST .../stdin returns ErrStdinUncertain.
+// is lost or repeated (Follow, the tools' polls); Stream reads the same as
+// Server-Sent Events and opens a broken stream again after its last event
+// id. Writes to stdin are not resent: a cut during POST .../stdin returns
+// ErrStdinUncertain.
 package client
