@@ -17,7 +17,7 @@ func TestRoutes(t *testing.T) {
 	ctx := testCtx(t)
 
 	h, err := c.Health(ctx)
-	if err != nil || h.Status != "ok" || h.PID <= 0 {
+	if err != nil || h.Status != "ok" || h.PID <= 0 || h.Containment == "" || h.Generation == nil {
 		t.Fatalf("health %+v %v", h, err)
 	}
 	w, err := c.Create(ctx, CreateRequest{ID: "job.1", Cmd: "echo out; echo err >&2; exit 3",
@@ -25,7 +25,8 @@ func TestRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.ID != "job.1" || w.Running() || w.ExitCode == nil || *w.ExitCode != 3 {
+	if w.ID != "job.1" || w.Running() || w.ExitCode == nil || *w.ExitCode != 3 ||
+		w.OOMKilled == nil || *w.OOMKilled || w.Usage == nil {
 		t.Fatalf("create: %+v", w.Session)
 	}
 	streams := map[string]string{}

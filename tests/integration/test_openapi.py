@@ -69,7 +69,8 @@ class TestChecker(unittest.TestCase):
         with self.assertRaisesRegex(AssertionError, 'surprise'):
             openapi_check.check('GET', '/healthz', 200, JSON, body(
                 '{"status": "ok", "version": "1", "sessions": 0, "uptime_ms": 1,'
-                ' "pid": 7, "surprise": 1}'))
+                ' "pid": 7, "containment": "process_group", "generation": 0,'
+                ' "surprise": 1}'))
         with self.assertRaisesRegex(AssertionError, 'does not match'):
             openapi_check.check('GET', '/healthz', 200, JSON, body(
                 '{"status": "ok", "version": "1", "sessions": "0", "uptime_ms": 1,'

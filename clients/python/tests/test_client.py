@@ -14,10 +14,11 @@ def lines(n):
 def test_routes(agentd):
     with Client(agentd.url, token=agentd.token) as c:
         h = c.health()
-        assert h.status == 'ok' and h.pid > 0
+        assert h.status == 'ok' and h.pid > 0 and h.containment and h.generation == 0
         sw = c.create('echo out; echo err >&2; exit 3', id='job.1', yield_ms=5000)
         s = sw.session
-        assert (s.id, s.running, s.exit_code) == ('job.1', False, 3)
+        assert (s.id, s.running, s.exit_code, s.oom_killed) == ('job.1', False, 3, False)
+        assert s.usage is not None
         streams = {}
         for ch in sw.window.output:
             streams[ch.stream] = streams.get(ch.stream, b'') + ch.data
