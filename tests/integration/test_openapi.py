@@ -44,7 +44,7 @@ class TestDocument(unittest.TestCase):
             # issues 22, 23 and 25
             '/v1/events': {'get'}, '/v1/ports': {'get', 'head'},
             '/v1/sandbox/resumed': {'post'}, '/v1/sandbox/pause': {'post'},
-            '/mcp': {'post'},
+            '/mcp': {'post', 'delete'},
         }
         for path, methods in want.items():
             self.assertIn(path, paths)
