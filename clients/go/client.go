@@ -262,6 +262,22 @@ func (c *Client) ListSessions(ctx context.Context) ([]Session, error) {
 	return out.Sessions, err
 }
 
+// ListSessionsPage is GET /v1/sessions?limit=N&after=NEXT: at most limit
+// sessions after the position after ("" from the start), and the position
+// of the next page ("" when none follow).
+func (c *Client) ListSessionsPage(ctx context.Context, limit int, after string) ([]Session, string, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if after != "" {
+		q.Set("after", after)
+	}
+	var out struct {
+		Sessions []Session `json:"sessions"`
+		Next     string    `json:"next"`
+	}
+	_, err := c.call(ctx, http.MethodGet, withQuery("/v1/sessions", q), nil, 200, &out, true)
+	return out.Sessions, out.Next, err
+}
+
 // Create is POST /v1/sessions. It is not sent again after a connection
 // failure (ExecCommand is, by the session id it chooses).
 func (c *Client) Create(ctx context.Context, r CreateRequest) (*SessionWindow, error) {

@@ -50,6 +50,11 @@ func TestRoutes(t *testing.T) {
 		t.Fatalf("list %+v %v", list, err)
 	}
 
+	page, next, err := c.ListSessionsPage(ctx, 1, "")
+	if err != nil || len(page) != 1 || next != "" {
+		t.Fatalf("page %+v %q %v", page, next, err)
+	}
+
 	// Errors are typed and carry the API's code.
 	_, err = c.Read(ctx, "nope", ReadOptions{})
 	var apiErr *Error

@@ -216,6 +216,14 @@ class Client:
         return [Session.parse(s) for s in
                 self._call('GET', '/v1/sessions', retry=True)['sessions']]
 
+    def list_sessions_page(self, limit: int, after: Optional[str] = None
+                           ) -> Tuple[List[Session], Optional[str]]:
+        """GET /v1/sessions?limit=N&after=NEXT: at most limit sessions, and
+        the position of the next page (None when none follow)."""
+        d = self._call('GET', '/v1/sessions' + _query({'limit': limit, 'after': after}),
+                       retry=True)
+        return [Session.parse(s) for s in d['sessions']], d.get('next')
+
     def create(self, cmd: Optional[str] = None, argv: Optional[Sequence[str]] = None,
                **fields: Any) -> SessionWindow:
         """POST /v1/sessions; fields as API.md names them (id, tty, cwd, env,

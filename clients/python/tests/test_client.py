@@ -29,6 +29,8 @@ def test_routes(agentd):
         assert sorted(raw.data.splitlines()) == [b'err', b'out']
         assert raw.eof and raw.state == 'exited' and raw.exit_code == 3
         assert [x.id for x in c.list_sessions()] == ['job.1']
+        page, nxt = c.list_sessions_page(1)
+        assert [x.id for x in page] == ['job.1'] and nxt is None
 
         # Errors carry the API's code.
         with pytest.raises(AgentdError) as e:
