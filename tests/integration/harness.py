@@ -7,6 +7,8 @@ test when it does not exit 0 within the shutdown grace (plus slack), when it
 died on its own during the test, or when session processes outlive it.
 agentd's stderr goes to a file that is printed when a test fails.
 AGENTD_IT_KEEP=1 keeps each test's temporary directory (token, socket, stderr).
+Every answer a Client gets is checked against api/openapi.yaml
+(openapi_check.py; AGENTD_OPENAPI_CHECK=0 turns that off, for debugging only).
 
 Run: AGENTD=build/agentd/agentd /usr/bin/python3 -m unittest discover -s tests/integration -v
  or: meson test -C build --suite integration
@@ -31,6 +33,11 @@ import threading
 import time
 import unittest
 import urllib.parse
+
+import openapi_check
+
+if openapi_check.enabled():
+    openapi_check.state()   # load and check the document once, before any test
 
 # Generous bounds for a loaded 2-core machine.  AGENTD_IT_SLOW=N multiplies
 # the harness's own timeouts (agentd under valgrind is ~N times slower).
@@ -183,6 +190,9 @@ class Client:
             self.used = True
             if resp.will_close:
                 self.close()
+            if openapi_check.enabled():
+                # Every answer must be one that api/openapi.yaml describes.
+                openapi_check.check(method, path, resp.status, resp.msg, data)
             return Response(resp.status, resp.reason, resp.msg, data, elapsed)
         raise AssertionError('unreachable')
 

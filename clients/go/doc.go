@@ -1,0 +1,18 @@
+// Package client is a typed client for agentd's HTTP API (API.md; the
+// machine-readable form is api/openapi.yaml), over TCP with a token or over
+// the unix socket, standard library only.
+//
+// Besides one method per route it gives an agent platform its two tools,
+// ExecCommand and WriteStdin, with Codex's unified-exec semantics: a command
+// runs until it ends or YieldTimeMs passes; one still running keeps its
+// session id for later WriteStdin calls; the output handed back is cut to the
+// budget (MaxOutputTokens, about 4 bytes a token) keeping its head and its
+// tail, and says how many bytes were left out between them.
+//
+// Reads follow a cursor: a client that loses its connection in the middle of
+// an answer sends the same read again and gets the same chunks, so no output
+// is lost or repeated (Follow, the tools' polls); Stream reads the same as
+// Server-Sent Events and opens a broken stream again after its last event
+// id. Writes to stdin are not resent: a cut during POST .../stdin returns
+// ErrStdinUncertain.
+package client

@@ -1,0 +1,3 @@
+module agentd.dev/client
+
+go 1.19

@@ -1,0 +1,109 @@
+package client
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// lines is "line 1\n" .. "line n\n".
+func lines(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	return b.String()
+}
+
+// A reader whose connections are cut in the middle of answers resumes from
+// its cursor: every byte once, in order.
+func TestFollowAcrossCutConnections(t *testing.T) {
+	a := startAgentd(t)
+	ctx := testCtx(t)
+	direct := a.tcp(t)
+	p := newCutter(t, a.addr, 3)
+	c, err := New(p.url(), Options{Token: a.token, Retries: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	w, err := direct.Create(ctx, CreateRequest{
+		Cmd: "i=0; while [ $i -lt 3000 ]; do i=$((i+1)); echo \"line $i\"; " +
+			"[ $((i % 100)) -eq 0 ] && sleep 0.02; done",
+		RingBytes: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	gaps := 0
+	end, err := c.Follow(ctx, w.ID, 0, func(ch Chunk) error {
+		if ch.Offset != uint64(got.Len()) {
+			return fmt.Errorf("chunk %d at offset %d, expected %d", ch.ID, ch.Offset, got.Len())
+		}
+		got.Write(ch.Data)
+		return nil
+	}, func(uint64) error { gaps++; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gaps != 0 || got.String() != lines(3000) || *end.ExitCode != 0 {
+		t.Fatalf("gaps %d, %d bytes, want %d", gaps, got.Len(), len(lines(3000)))
+	}
+	if atomic.LoadInt64(&p.cuts) < 3 {
+		t.Fatalf("the proxy cut only %d connections", p.cuts)
+	}
+	t.Logf("%d connections, %d cut", p.conns, p.cuts)
+}
+
+// The tools go on across cut connections: exec_command's create answer lost
+// (it reads the session by its id), polls resent; no output lost or repeated.
+func TestToolsAcrossCutConnections(t *testing.T) {
+	a := startAgentd(t)
+	ctx := testCtx(t)
+	p := newCutter(t, a.addr, 3)
+	c, err := New(p.url(), Options{Token: a.token, Retries: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := 0; i < 5; i++ {
+		atomic.StoreInt32(&p.force, int32(i%2)) // the create's answer is lost
+		r, err := c.ExecCommand(ctx, ExecArgs{
+			Cmd:             "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); echo \"line $i\"; done",
+			MaxOutputTokens: 1 << 20, YieldTimeMs: 20000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Running || *r.ExitCode != 0 || r.OmittedBytes != 0 || r.Output != lines(2000) {
+			t.Fatalf("run %d: running %v, %d bytes, omitted %d", i, r.Running, len(r.Output), r.OmittedBytes)
+		}
+	}
+	// A command still running, polled through write_stdin with no chars.
+	r, err := c.ExecCommand(ctx, ExecArgs{
+		Cmd: "i=0; while [ $i -lt 1500 ]; do i=$((i+1)); echo \"line $i\"; " +
+			"[ $((i % 100)) -eq 0 ] && sleep 0.1; done", YieldTimeMs: 250, MaxOutputTokens: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := r.Output
+	for polls := 0; r.Running; polls++ {
+		if polls > 200 {
+			t.Fatal("still running after 200 polls")
+		}
+		if r, err = c.WriteStdin(ctx, WriteStdinArgs{SessionID: r.SessionID, YieldTimeMs: 300,
+			MaxOutputTokens: 1 << 20}); err != nil {
+			t.Fatal(err)
+		}
+		out += r.Output
+	}
+	if out != lines(1500) {
+		t.Fatalf("%d bytes, want %d", len(out), len(lines(1500)))
+	}
+	if atomic.LoadInt64(&p.cuts) < 3 {
+		t.Fatalf("the proxy cut only %d connections", p.cuts)
+	}
+	t.Logf("%d connections, %d cut", p.conns, p.cuts)
+}
