@@ -321,7 +321,7 @@ cmd_inspect(int argc, char **argv)
 	if (argc - optind != 1)
 		ctl_usage(argv[0], "want one session id");
 	c = ctl_connect();
-	path = ctl_session_path(argv[optind], "?max_bytes=1");
+	path = ctl_session_path(argv[optind], "?max_bytes=0");
 	status = ctl_api(c, "GET", path, NULL, NULL, 0, CTL_TIMEOUT_MS, &j);
 	if (status != 200)
 		ctl_api_fail(status, j);

@@ -381,7 +381,7 @@ exec_stdin_post(struct client *c, struct exec_ctx *x, const uint8_t *data,
 		n = len < piece ? len : piece;
 		last = n == len;
 		path = ctl_session_path(x->id, eof && last ?
-		    "/stdin?eof=true&max_bytes=1" : "/stdin?max_bytes=1");
+		    "/stdin?eof=true&max_bytes=0" : "/stdin?max_bytes=0");
 		status = ctl_api(c, "POST", path, "application/octet-stream",
 		    data, n, CTL_TIMEOUT_MS, &j);
 		free(path);
@@ -799,7 +799,7 @@ cmd_attach(int argc, char **argv)
 	f.id = argv[optind];
 	f.path = ctl_session_path(f.id, "");
 	c = ctl_connect();
-	if (asprintf(&path, "%s?max_bytes=1", f.path) == -1)
+	if (asprintf(&path, "%s?max_bytes=0", f.path) == -1)
 		ctl_fatal("out of memory");
 	status = ctl_api(c, "GET", path, NULL, NULL, 0, CTL_TIMEOUT_MS, &j);
 	free(path);
