@@ -34,7 +34,6 @@ static int	 proto_create_strings(json_t *, struct proto_create *,
 		    struct proto_err *);
 static int	 proto_create_numbers(json_t *, const struct proto_limits *,
 		    struct proto_create *, struct proto_err *);
-static void	 proto_strv_free(char **);
 static int	 proto_create_limits(json_t *, struct proto_create *,
 		    struct proto_err *);
 
@@ -197,7 +196,7 @@ bad:
 }
 
 /* Free a NULL-terminated array of strings. */
-static void
+void
 proto_strv_free(char **v)
 {
 	size_t	i;

@@ -184,6 +184,8 @@ int	proto_parse_create(const char *body, size_t len,
 	    const struct proto_limits *, struct proto_create *, struct proto_err *);
 /* Free what the struct owns and NULL it; safe after a failed parse. */
 void	proto_create_free(struct proto_create *);
+/* Free a NULL-terminated array of malloc'd strings and the array itself. */
+void	proto_strv_free(char **);
 
 /* PROTO_PROFILE_* for "default" or "noninteractive"; -1 when unknown. */
 int	proto_profile_number(const char *);

@@ -25,6 +25,7 @@
 
 #include "log.h"
 #include "pty.h"
+#include "proto.h"
 #include "spawner.h"
 #include "util.h"
 
@@ -79,7 +80,6 @@ static void	*spawner_main(void *);
 static void	 spawner_undo(struct spawner_job *);
 static void	 spawner_job_free(struct spawner_job *);
 static char	**spawner_strv_dup(char *const *);
-static void	 spawner_strv_free(char **);
 static void	 spawner_read_cb(evutil_socket_t, short, void *);
 static void	 spawner_timeout_cb(evutil_socket_t, short, void *);
 static void	 spawner_forget(struct spawner_job *);
@@ -190,8 +190,8 @@ spawner_undo(struct spawner_job *j)
 static void
 spawner_job_free(struct spawner_job *j)
 {
-	spawner_strv_free(j->argv);
-	spawner_strv_free(j->envp);
+	proto_strv_free(j->argv);
+	proto_strv_free(j->envp);
 	free(j->cwd);
 	if (j->spec.cgroup >= 0)
 		close(j->spec.cgroup);
@@ -211,19 +211,6 @@ spawner_strv_dup(char *const *v)
 	for (i = 0; i < n; i++)
 		d[i] = xstrdup(v[i]);
 	return (d);
-}
-
-/* Free a copy made by spawner_strv_dup(). */
-static void
-spawner_strv_free(char **v)
-{
-	size_t	i;
-
-	if (v == NULL)
-		return;
-	for (i = 0; v[i] != NULL; i++)
-		free(v[i]);
-	free(v);
 }
 
 /* Queue a spawn; see spawner.h. */
