@@ -60,21 +60,27 @@
 #define WAIT_IDLE	0x4	/* no new output for idle_ms, or exit */
 #define WAIT_GONE	0x8	/* a DELETE: exited, no process left */
 
+/* What one answer about a session carries. */
+struct sessions_answer {
+	int		 status;
+	int		 window;	/* with an output window */
+	uint64_t	 cursor;
+	struct window_opts o;		/* max_bytes, head_tail, strip_ansi */
+	int64_t		 written;	/* -1: none */
+	int		 duplicate;	/* stdin: a write seen before */
+	int64_t		 idle_ms;	/* a WAIT_IDLE's quiet time */
+	int64_t		 idle_left_ms;	/* of it, still to come (0: all) */
+};
+
 /* A request waiting on a session. */
 struct waiter {
 	TAILQ_ENTRY(waiter)	 entry;
 	struct evhttp_request	*req;
 	struct session		*s;
 	int			 flags;		/* WAIT_* */
-	int			 status;	/* 200, 201 */
 	int			 delete;	/* remove the session once
 						   answered */
-	int			 window;	/* answer with an output window */
-	uint64_t		 cursor;
-	struct window_opts	 o;
-	int64_t			 written;	/* stdin: bytes written, else -1 */
-	int			 duplicate;	/* stdin: a write seen before */
-	int64_t			 idle_ms;
+	struct sessions_answer	 a;		/* what the answer carries */
 	struct hold		*hold;		/* the deadline, the client */
 	struct event		*idle;		/* WAIT_IDLE: quiet for idle_ms */
 	sessions_wait_fn	 fn;		/* answers instead of
@@ -90,17 +96,6 @@ struct sessions_creating {
 	struct event		*closed;	/* the client went away */
 };
 
-/* What one answer about a session carries. */
-struct sessions_answer {
-	int		 status;
-	int		 window;	/* with an output window */
-	uint64_t	 cursor;
-	struct window_opts o;		/* max_bytes, head_tail, strip_ansi */
-	int64_t		 written;	/* -1: none */
-	int		 duplicate;	/* stdin: a write seen before */
-	int64_t		 idle_ms;	/* a WAIT_IDLE's quiet time */
-	int64_t		 idle_left_ms;	/* of it, still to come (0: all) */
-};
 
 static struct waiters	*sessions_waiters(struct session *);
 static void	sessions_answer(struct evhttp_request *, struct session *,
@@ -524,13 +519,7 @@ sessions_wait(struct evhttp_request *req, struct session *s, int flags,
 	w->req = req;
 	w->s = s;
 	w->flags = flags;
-	w->status = a->status;
-	w->window = a->window;
-	w->cursor = a->cursor;
-	w->o = a->o;
-	w->duplicate = a->duplicate;
-	w->written = a->written;
-	w->idle_ms = a->idle_ms;
+	w->a = *a;
 	w->delete = delete;
 	/*
 	 * The output closed before, the process runs on: the close is the
@@ -545,7 +534,7 @@ sessions_wait(struct evhttp_request *req, struct session *s, int flags,
 		if ((w->idle = evtimer_new(agentd_base, sessions_waiter_idle,
 		    w)) == NULL)
 			fatal("%s: out of memory", __func__);
-		idle = a->idle_left_ms > 0 ? a->idle_left_ms : w->idle_ms;
+		idle = a->idle_left_ms > 0 ? a->idle_left_ms : a->idle_ms;
 		evtimer_add(w->idle, timeval_ms(&tv, idle));
 	}
 	/* The client's close is watched by the hold (hold.h). */
@@ -579,7 +568,6 @@ sessions_wait_call(struct evhttp_request *req, struct session *s, int64_t ms,
 static int
 sessions_waiter_done(struct waiter *w, int answer)
 {
-	struct sessions_answer	 a;
 	int			 delete = w->delete;
 
 	TAILQ_REMOVE(sessions_waiters(w->s), w, entry);
@@ -590,16 +578,8 @@ sessions_waiter_done(struct waiter *w, int answer)
 		event_free(w->idle);
 	if (w->fn != NULL)
 		w->fn(answer ? w->req : NULL, w->s, w->arg);
-	else if (answer) {
-		a.status = w->status;
-		a.window = w->window;
-		a.cursor = w->cursor;
-		a.o = w->o;
-		a.duplicate = w->duplicate;
-		a.written = w->written;
-		a.idle_ms = w->idle_ms;
-		sessions_answer(w->req, w->s, &a);
-	}
+	else if (answer)
+		sessions_answer(w->req, w->s, &w->a);
 	free(w);
 	return (delete);
 }
@@ -625,7 +605,7 @@ sessions_waiter_idle(evutil_socket_t fd, short events, void *arg)
 	struct waiter	*w = arg;
 
 	log_debug("%s: session %s quiet for %lld ms", __func__,
-	    session_id(w->s), (long long)w->idle_ms);
+	    session_id(w->s), (long long)w->a.idle_ms);
 	sessions_waiter_done(w, 1);
 }
 
@@ -661,7 +641,7 @@ sessions_event(struct session *s, int events)
 		    (w->flags & ~WAIT_GONE) != 0) ||
 		    ((events & SESSION_EV_GONE) && (w->flags & WAIT_GONE)) ||
 		    ((w->flags & WAIT_OUTPUT) &&
-		    sessions_ready(s, w->cursor))) {
+		    sessions_ready(s, w->a.cursor))) {
 			if (events & SESSION_EV_REMOVED)
 				w->delete = 0;
 			remove |= sessions_waiter_done(w, 1);
@@ -680,7 +660,7 @@ sessions_event(struct session *s, int events)
 		} else if ((w->flags & WAIT_IDLE) &&
 		    (events & SESSION_EV_OUTPUT)) {
 			/* quiet from now on */
-			evtimer_add(w->idle, timeval_ms(&tv, w->idle_ms));
+			evtimer_add(w->idle, timeval_ms(&tv, w->a.idle_ms));
 		}
 	}
 	if (events & SESSION_EV_REMOVED) {
