@@ -90,6 +90,26 @@ def agentd(tmp_path):
     assert rc == 0, 'agentd exited with %r after SIGTERM:\n%s' % (rc, a.stderr())
 
 
+def _forward_up(c, u, half_close):
+    """Copy what the client c sends to the upstream u, on a thread of its own;
+    with half_close, shut u's write side when c is done."""
+    def up():
+        try:
+            while True:
+                b = c.recv(65536)
+                if not b:
+                    break
+                u.sendall(b)
+        except OSError:
+            pass
+        if half_close:
+            try:
+                u.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+    threading.Thread(target=up, daemon=True).start()
+
+
 class Cutter:
     """A TCP proxy that reads each answer of agentd whole (Content-Length)
     and, with probability 1/every (or when `force` is set, the next one),
@@ -136,20 +156,7 @@ class Cutter:
     def _serve(self, c):
         u = socket.create_connection(self.upstream)
 
-        def up():
-            try:
-                while True:
-                    b = c.recv(65536)
-                    if not b:
-                        break
-                    u.sendall(b)
-            except OSError:
-                pass
-            try:
-                u.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-        threading.Thread(target=up, daemon=True).start()
+        _forward_up(c, u, half_close=True)
         f = u.makefile('rb')
         try:
             while True:
@@ -221,16 +228,7 @@ class StreamCutter:
     def _serve(self, c, budget):
         u = socket.create_connection(self.upstream)
 
-        def up():
-            try:
-                while True:
-                    b = c.recv(65536)
-                    if not b:
-                        break
-                    u.sendall(b)
-            except OSError:
-                pass
-        threading.Thread(target=up, daemon=True).start()
+        _forward_up(c, u, half_close=False)
         try:
             while budget > 0:
                 b = u.recv(min(65536, budget))
