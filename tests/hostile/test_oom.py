@@ -55,9 +55,13 @@ class OomTest(AgentdTestCase):
                         ring_bytes=RING, tty=False)
         self.wait_state(s['id'], timeout=120)
         pid = self.agentd.proc.pid
-        # A 40 MiB head_tail window: the 40 MiB read that holds its head
-        # fits, then its 20 MiB tail finds no memory.
-        limit = vm_size(pid) + (50 << 20)
+        # A 40 MiB head_tail window of a pipe: its stdout's tail alone is
+        # one 20 MiB buffer, which 8 MiB of room can never hold.  How far
+        # the head gets first depends on the sizes of the chunks (the head
+        # takes at most a share of the window's pieces), so the room is
+        # left well under the tail: whichever buffer finds none, the
+        # answer is the head_tail 503, never the rendering's.
+        limit = vm_size(pid) + (8 << 20)
         hard = resource.prlimit(pid, resource.RLIMIT_AS)[1]
         resource.prlimit(pid, resource.RLIMIT_AS, (limit, hard))
         r = self.get_raw(s['id'], cursor=0, max_bytes=40 << 20,
