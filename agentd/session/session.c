@@ -141,7 +141,7 @@ struct session {
  */
 struct session_corpse {
 	LIST_ENTRY(session_corpse) entry;
-	pid_t		 pid;
+	pid_t		 pid;		/* its leader, or 0: a cgroup alone */
 	int		 reaped;	/* the status is in */
 	int		 killed;	/* the SIGKILL went out */
 	int		 wide;		/* SIGKILL every group of the session */
@@ -238,6 +238,7 @@ static void	session_hup(struct session_out *);
 static void	session_hup_cb(evutil_socket_t, short, void *);
 static void	session_bury(struct session *, int64_t ms);
 static void	session_corpse_cb(evutil_socket_t, short, void *);
+static void	session_bury_cgroup(struct cgroup *);
 static void	session_corpse_free(struct session_corpse *, int reap);
 static void	session_sweep_soon(int fresh);
 static void	session_sweep_cb(evutil_socket_t, short, void *);
@@ -627,13 +628,21 @@ session_bytes_total(void)
 	return (kept_total);
 }
 
-/* Free a pending create that no list holds, and what it still owns. */
+/*
+ * Free a pending create that no list holds, and what it still owns.  A
+ * spawn given up (its timeout, a cancel) may have its child in the cgroup
+ * already, on a spawner thread that reaps it: the cgroup is killed and
+ * removed once empty.
+ */
 static void
 session_pending_free(struct session_pending *p)
 {
 	if (p->ring != NULL)
 		ring_free(p->ring);
-	cgroup_session_free(p->cg);
+	if (p->cg != NULL && cgroup_session_populated(p->cg) > 0)
+		session_bury_cgroup(p->cg);
+	else
+		cgroup_session_free(p->cg);
 	session_strv_free(p->argv);
 	free(p->cwd);
 	free(p->user);
@@ -846,7 +855,7 @@ session_count_unreaped(void)
 	TAILQ_FOREACH(s, &sessions, entry)
 		n += s->reaped && !s->released;
 	LIST_FOREACH(c, &corpses, entry)
-		n += c->reaped;
+		n += c->pid > 0 && c->reaped;
 	return (n);
 }
 
@@ -1997,6 +2006,29 @@ session_bury(struct session *s, int64_t ms)
 		session_corpse_cb(-1, 0, c);
 }
 
+/*
+ * Keep a cgroup whose processes are not the loop's to reap (an abandoned
+ * spawn's child) until cgroup.kill has emptied it, then remove it.
+ */
+static void
+session_bury_cgroup(struct cgroup *cg)
+{
+	struct session_corpse	*c;
+
+	log_info("%s: cgroup %s: killing what is left of a spawn given up",
+	    __func__, cgroup_session_name(cg));
+	c = xcalloc(1, sizeof *c);
+	c->reaped = 1;			/* no leader: pid 0 */
+	c->fds[0] = c->fds[1] = -1;
+	c->cg = cg;
+	if ((c->kill_ev = evtimer_new(session_base, session_corpse_cb,
+	    c)) == NULL)
+		fatal("%s: out of memory", __func__);
+	LIST_INSERT_HEAD(&corpses, c, entry);
+	session_corpse_cb(-1, 0, c);	/* frees c if already empty */
+	session_sweep_soon(1);
+}
+
 /* A corpse's grace is over: SIGKILL its group, then reap the leader. */
 static void
 session_corpse_cb(evutil_socket_t fd, short events, void *arg)
@@ -2038,7 +2070,7 @@ session_corpse_free(struct session_corpse *c, int reap)
 {
 	size_t	i;
 
-	if (reap && c->reaped)
+	if (reap && c->reaped && c->pid > 0)
 		waitpid(c->pid, NULL, WNOHANG);
 	if (c->cg != NULL) {
 		/* At shutdown, wait a little for cgroup.kill to finish. */

@@ -51,6 +51,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 GUEST_PORT = 49984
 TTL_S = 4                   # agentd.exited-ttl in the guest
+SPAWN_TIMEOUT_S = 5         # agentd.spawn-timeout in the guest
 IP_ARG = "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off"
 
 failures = []
@@ -541,6 +542,37 @@ def cgroup_checks(agent):
           f"{st} {u}")
     log(f"usage of a shell loop: {u}")
 
+    # A spawn that times out with its child in its cgroup already (the
+    # sessions' parent frozen, by a helper that left for the root cgroup so
+    # as to thaw it again): the 504, then the cgroup killed and removed.
+    thaw_s = SPAWN_TIMEOUT_S + 4
+    st, doc = agent.run({"cmd": "echo $$ > /sys/fs/cgroup/cgroup.procs && "
+                                "echo 1 > /sys/fs/cgroup/sessions/cgroup.freeze && "
+                                f"sleep {thaw_s}; echo 0 > /sys/fs/cgroup/sessions/cgroup.freeze",
+                         "id": "freezer"})
+    time.sleep(1.5)
+    t0 = time.monotonic()
+    st2, _, d2 = agent.request("POST", "/v1/sessions", {"cmd": "echo never", "id": "frozen"},
+                               timeout=SPAWN_TIMEOUT_S + 30)
+    took = time.monotonic() - t0
+    check("spawn timeout: a child frozen before exec -> 504 spawn_timeout",
+          st == 201 and st2 == 504 and isinstance(d2, dict) and
+          d2.get("error", {}).get("code") == "spawn_timeout",
+          f"freezer {st}; {st2} {d2} after {took:.1f}s")
+    empty, seen = None, ""
+    end = time.monotonic() + thaw_s + 20
+    while time.monotonic() < end:
+        seen = guest(agent, "for d in /sys/fs/cgroup/sessions/*/; do "
+                            "[ -z \"$(cat ${d}cgroup.procs)\" ] && echo $d; done; echo checked")
+        empty = [l for l in seen.split() if l != "checked"]
+        if "checked" in seen and not empty:
+            break
+        time.sleep(0.5)
+    abandoned = metric(agent, "agentd_spawns_abandoned")
+    check("spawn timeout: its cgroup killed and removed, the thread's child reaped",
+          "checked" in seen and not empty and abandoned == 0,
+          f"empty cgroups {empty} {seen!r}; agentd_spawns_abandoned {abandoned}")
+
 
 def main():
     qemu = shutil.which(os.environ.get("QEMU", "qemu-system-x86_64"))
@@ -570,9 +602,11 @@ def main():
         sockdir = tempfile.mkdtemp(prefix="agentd-e2e-")
         monitor = os.path.join(sockdir, "monitor.sock")
     # A short TTL for the containment checks (an exited session's
-    # leftovers are killed when its TTL ends).
+    # leftovers are killed when its TTL ends), a short spawn timeout for
+    # the frozen spawn's.
     proc, console = boot(kernel, initrd, port, token, workdir, monitor,
-                         append_extra=f"agentd.exited-ttl={TTL_S}s")
+                         append_extra=f"agentd.exited-ttl={TTL_S}s "
+                                      f"agentd.spawn-timeout={SPAWN_TIMEOUT_S * 1000}")
     try:
         health, secs = wait_healthz(agent, proc, float(os.environ.get("E2E_BOOT_TIMEOUT", "240")))
         ok = check("healthz: 200, status ok, pid 1",
