@@ -1202,6 +1202,9 @@ child_fail(int rep, int stage, int err)
 /*
  * Write the child's oom_score_adj, formatted without stdio (the child may
  * only make async-signal-safe calls).  No /proc: nothing to write, 0.
+ * Lower than the floor our runtime set (a container started with a higher
+ * oom_score_adj and without CAP_SYS_RESOURCE) the kernel refuses it: the
+ * child keeps ours, which is higher, so it is still killed before agentd.
  */
 static int
 child_oom(int adj)
@@ -1222,6 +1225,8 @@ child_oom(int adj)
 	saved = errno;
 	close(fd);
 	errno = saved;
+	if (n == -1 && (saved == EACCES || saved == EPERM))
+		return 0;
 	return n == -1 ? -1 : 0;
 }
 /*

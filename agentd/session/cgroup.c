@@ -350,8 +350,8 @@ cgroup_oom_self(void)
 
 	if ((fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC)) ==
 	    -1 || write(fd, "-1000", 5) != 5)
-		log_debug("%s: oom_score_adj -1000: %s", __func__,
-		    strerror(errno));
+		log_info("%s: oom_score_adj -1000: %s (a session that may "
+		    "not go lower keeps ours)", __func__, strerror(errno));
 	if (fd != -1)
 		close(fd);
 }

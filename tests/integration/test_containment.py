@@ -4,10 +4,11 @@ answer coming only once the leader is reaped.  The cgroup side runs in the
 VM (tests/e2e/e2e.py)."""
 
 import os
+import shutil
 import time
 import unittest
 
-from harness import AgentdTestCase, pid_gone
+from harness import Agentd, AgentdTestCase, pid_gone
 
 
 def kill0(pid):
@@ -90,6 +91,33 @@ class ContainmentTest(AgentdTestCase):
         self.assertLess(time.monotonic() - t0, 4.0)
         self.assertFalse(kill0(w['pid']))
         self.assertTrue(pid_gone(left) or not kill0(left))
+
+
+class OomScoreFloorTest(AgentdTestCase):
+    """A container started with a raised oom_score_adj and without
+    CAP_SYS_RESOURCE: a session may not go lower than agentd's value.  It
+    keeps agentd's, where every create used to fail with 422."""
+    autostart = False
+
+    def test_session_lower_than_allowed_keeps_ours(self):
+        if os.geteuid() != 0 or shutil.which('setpriv') is None:
+            self.skipTest('needs root and setpriv')
+        a = Agentd(['--session-oom-score-adj', '-7'])
+        argv = a.argv
+        a.argv = lambda: (['setpriv', '--bounding-set', '-sys_resource',
+                           '--', 'sh', '-c',
+                           'echo 300 > /proc/self/oom_score_adj && exec "$@"',
+                           'sh'] + argv())
+        self._all_agentd.append(a)
+        a.start()
+        self.agentd = a
+        self.c = a.tcp_client()
+        with open('/proc/%d/oom_score_adj' % a.proc.pid) as f:
+            self.assertEqual(f.read().strip(), '300')
+        w, ck = self.run_cmd('cat /proc/self/oom_score_adj')
+        self.assertEqual(w['exit_code'], 0)
+        self.assertEqual(ck.data().strip(), b'300')
+        self.assertIn('oom_score_adj -1000', a.stderr())
 
 
 if __name__ == '__main__':
