@@ -523,15 +523,28 @@ session_create(const struct proto_create *pc, session_create_fn fn,
 		free(cwd);
 		return (-1);
 	}
+	memset(&spec, 0, sizeof spec);
+	spec.cgroup = -1;
+	/* The spawn's own fd: the session may close (and remove) cg first. */
+	if (cg != NULL && (spec.cgroup = fcntl(cgroup_session_fd(cg),
+	    F_DUPFD_CLOEXEC, 3)) == -1) {
+		agentd_stats.sessions_spawn_failed++;
+		proto_fail(err, 422, "spawn_failed", "cgroup fd: %s",
+		    strerror(errno));
+		free(cwd);
+		cgroup_session_free(cg);
+		return (-1);
+	}
 	if ((ring = ring_create(pc->ring_bytes, 1)) == NULL) {
 		free(cwd);
+		if (spec.cgroup != -1)
+			close(spec.cgroup);
 		cgroup_session_free(cg);
 		return (proto_fail(err, 429, "ring_budget_exceeded",
 		    "cannot allocate a ring of %zu bytes", pc->ring_bytes));
 	}
 	env = session_environ(pc, &u);
 
-	memset(&spec, 0, sizeof spec);
 	spec.argv = pc->argv;
 	spec.envp = env;
 	spec.cwd = cwd;
@@ -540,7 +553,6 @@ session_create(const struct proto_create *pc, session_create_fn fn,
 	spec.rows = pc->rows;
 	spec.cols = pc->cols;
 	spec.stdin_null = !pc->stdin_open;
-	spec.cgroup = cg != NULL ? cgroup_session_fd(cg) : -1;
 	spec.oom_score_adj = limits.oom_score_adj;
 	/* A CLI waiting on an open stdin would hang an agent's turn. */
 	if (session_profile(pc) == PROTO_PROFILE_NONINTERACTIVE && !pc->tty &&

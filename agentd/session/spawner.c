@@ -38,6 +38,7 @@ enum spawner_state {
 	SPAWNER_RUNNING,	/* a thread is in pty_spawn() */
 	SPAWNER_DONE,		/* its pointer is in the pipe, or read */
 	SPAWNER_ABANDONED,	/* timed out or cancelled while running */
+	SPAWNER_UNDO,		/* cancelled once done: queued to be undone */
 };
 
 struct spawner_job {
@@ -141,6 +142,13 @@ spawner_main(void *arg)
 		while ((j = TAILQ_FIRST(&spawner_queue)) == NULL)
 			pthread_cond_wait(&spawner_cond, &spawner_lock);
 		TAILQ_REMOVE(&spawner_queue, j, entry);
+		if (j->state == SPAWNER_UNDO) {
+			pthread_mutex_unlock(&spawner_lock);
+			spawner_undo(j);
+			spawner_job_free(j);
+			atomic_fetch_sub(&spawner_nabandoned, 1);
+			continue;
+		}
 		j->state = SPAWNER_RUNNING;
 		pthread_mutex_unlock(&spawner_lock);
 
@@ -229,10 +237,6 @@ spawner_start(const struct pty_spec *spec, int64_t timeout_ms,
 	j->spec.argv = j->argv;
 	j->spec.envp = j->envp;
 	j->spec.cwd = j->cwd;
-	/* The job's own: its caller may close (and remove) the cgroup first. */
-	if (spec->cgroup >= 0 &&
-	    (j->spec.cgroup = fcntl(spec->cgroup, F_DUPFD_CLOEXEC, 3)) == -1)
-		fatal("%s: F_DUPFD: %s", __func__, strerror(errno));
 	if (spec->user != NULL) {
 		j->user = *spec->user;
 		j->spec.user = &j->user;
@@ -302,11 +306,9 @@ spawner_cancel(struct spawner_job *j)
 		return;
 	/* Finished, unread: undo it here, the pipe's copy is skipped. */
 	spawner_forget(j);
-	j->done = NULL;			/* spawner_read_cb() frees it */
-	if (j->error == 0) {
+	j->done = NULL;		/* spawner_read_cb() has a thread undo it */
+	if (j->error == 0)
 		pty_kill_sessions(&j->proc.pid, 1, SIGKILL);
-		j->error = -ECANCELED;	/* the pid is reaped on read */
-	}
 }
 
 /* A job's deadline: answer it timed out, and abandon it. */
@@ -341,7 +343,6 @@ spawner_read_cb(evutil_socket_t fd, short events, void *arg)
 	struct spawner_job	*j;
 	struct spawner_result	 r;
 	ssize_t			 n;
-	pid_t			 p;
 
 	for (;;) {
 		n = read(spawner_pipe[0], &j, sizeof j);
@@ -350,15 +351,22 @@ spawner_read_cb(evutil_socket_t fd, short events, void *arg)
 		if (n != (ssize_t)sizeof j)
 			return;		/* EAGAIN: all read */
 		if (j->done == NULL) {
-			/* Cancelled after it finished (spawner_cancel()). */
-			if (j->error == -ECANCELED) {
-				/* SIGKILLed: dead or dying; this is short. */
-				do
-					p = waitpid(j->proc.pid, NULL, 0);
-				while (p == -1 && errno == EINTR);
-				pty_close(&j->proc);
+			/*
+			 * Cancelled after it finished (spawner_cancel()).  A
+			 * child SIGKILLed while it faults in its text from a
+			 * FUSE mount that does not answer dies only when the
+			 * mount does: a thread waits for it, never the loop.
+			 */
+			if (j->error != 0) {
+				spawner_job_free(j);
+				continue;
 			}
-			spawner_job_free(j);
+			atomic_fetch_add(&spawner_nabandoned, 1);
+			pthread_mutex_lock(&spawner_lock);
+			j->state = SPAWNER_UNDO;
+			TAILQ_INSERT_TAIL(&spawner_queue, j, entry);
+			pthread_cond_signal(&spawner_cond);
+			pthread_mutex_unlock(&spawner_lock);
 			continue;
 		}
 		spawner_forget(j);

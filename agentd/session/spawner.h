@@ -45,10 +45,11 @@ typedef void (*spawner_done_fn)(const struct spawner_result *, void *arg);
 void	spawner_init(struct event_base *, unsigned nthreads);
 
 /*
- * Queue a spawn of spec, copied (argv, envp, cwd, user; the cgroup fd
- * dup'ed): the caller may free its own at once.  done is called with the result, or after timeout_ms
- * (> 0) with timed_out set if the spawn has not ended by then (waiting in
- * the queue counts).  Never fails.
+ * Queue a spawn of spec, copied (argv, envp, cwd, user): the caller may
+ * free its own at once.  spec's cgroup fd (if not -1) becomes the job's,
+ * closed when the job ends.  done is called with the result, or after
+ * timeout_ms (> 0) with timed_out set if the spawn has not ended by then
+ * (waiting in the queue counts).  Never fails.
  */
 struct spawner_job *spawner_start(const struct pty_spec *, int64_t timeout_ms,
 	    spawner_done_fn done, void *arg);
