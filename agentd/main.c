@@ -411,6 +411,7 @@ main(int argc, char **argv)
 	event_base_dispatch(agentd_base);
 
 	/* The loop ended: the shutdown is over, or it broke on its own. */
+	http_stop_accepting();	/* new requests now get 503: the routes go */
 	sessions_flush_waiters();
 	session_create_cancel_all();
 	/* One more turn without waiting: the answers just given go out. */

@@ -72,6 +72,7 @@ static http_route_fn		 http_route;	/* the routes (api_route) */
 static char			*unix_path;	/* to unlink at the end */
 static int64_t			 accept_logged_ms = -HTTP_ACCEPT_LOG_MS;
 static uint64_t			 accept_failures;
+static int			 http_closing;	/* the loop is over: 503 */
 
 static void		 http_new(struct http_server *, int unix_socket);
 static void		 http_dispatch(struct evhttp_request *, void *);
@@ -445,12 +446,13 @@ http_start(struct event_base *base, const struct config *c,
 	return (0);
 }
 
-/* Stop accepting new connections. */
+/* Stop accepting new connections, and answer new requests 503. */
 void
 http_stop_accepting(void)
 {
 	size_t	i;
 
+	http_closing = 1;
 	for (i = 0; i < nlisteners; i++) {
 		evconnlistener_disable(listeners[i].lev);
 		event_del(listeners[i].resume);
@@ -531,6 +533,13 @@ http_dispatch(struct evhttp_request *req, void *arg)
 	bufferevent_set_max_single_write(evhttp_connection_get_bufferevent(
 	    evhttp_request_get_connection(req)), HTTP_WRITE_MAX);
 	conn_request_whole(req);
+	if (http_closing) {
+		/* The routes' state is being freed (agentd_drain()). */
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Connection", "close");
+		http_fail(req, 503, "shutting_down", "agentd is shutting down");
+		return;
+	}
 	memset(&hr, 0, sizeof hr);
 	hr.req = req;
 	hr.method = evhttp_request_get_command(req);

@@ -47,7 +47,7 @@ typedef void (*http_route_fn)(struct http_req *);
  * Returns 0, or -1 after logging why.
  */
 int	http_start(struct event_base *, const struct config *, http_route_fn);
-/* Stop accepting and close the listeners (shutdown). */
+/* Stop accepting (shutdown); requests that still come get 503. */
 void	http_stop_accepting(void);
 /* Free everything (after shutdown). */
 void	http_free(void);

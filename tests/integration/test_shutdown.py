@@ -1,7 +1,9 @@
 """Shutdown: SIGTERM stops sessions and agentd, 503 shutting_down meanwhile."""
 
 import http.client
+import os
 import signal
+import socket
 import time
 import unittest
 
@@ -111,6 +113,76 @@ class ShutdownTest(AgentdTestCase):
         for bg in bgs:
             r = bg.join_result(30)
             self.assertIn(r.status, (200, 503), r.body)
+
+
+    def test_requests_during_the_drain_get_503(self):
+        # After the loop ends, answers still going out hold the connections
+        # open up to 500 ms; a request that came on one of them then was
+        # routed to the event feed (or /metrics) after its ring was freed:
+        # a crash, as PID 1 a kernel panic.  Now it gets 503.
+        a = self.start_agentd(grace_ms=1000)
+        self.create(cmd='head -c 3000000 /dev/zero', id='big',
+                    ring_bytes=8 << 20, yield_ms=10000)
+
+        def unix():
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(a.socket_path)
+            s.settimeout(10)
+            return s
+
+        def ask(s, path):
+            s.sendall(b'GET %s HTTP/1.1\r\nHost: x\r\n\r\n' % path)
+
+        def status(s):
+            data = b''
+            while b'\r\n\r\n' not in data:
+                d = s.recv(65536)
+                if not d:
+                    return None
+                data += d
+            head, _, rest = data.partition(b'\r\n\r\n')
+            n = int([h for h in head.split(b'\r\n')
+                     if h.lower().startswith(b'content-length')][0]
+                    .split(b':')[1])
+            while len(rest) < n:
+                d = s.recv(65536)
+                if not d:
+                    return None
+                rest += d
+            return int(head.split(b' ')[1])
+
+        # An answer of 8 MB its client does not read: the drain goes on.
+        slow = unix()
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        ask(slow, b'/v1/sessions/big?max_bytes=8000000')
+        b = unix()
+        ask(b, b'/healthz')
+        self.assertEqual(status(b), 200)
+        a.proc.send_signal(signal.SIGTERM)
+        seen = []
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            try:
+                ask(b, b'/v1/events?cursor=0')
+                st = status(b)
+                if st is None:
+                    break
+                seen.append(st)
+                ask(b, b'/metrics')
+                st = status(b)
+                if st is None:
+                    break
+                seen.append(st)
+            except OSError:
+                break
+            time.sleep(0.005)
+        rc = a.proc.wait(30)
+        a.stopped = True
+        slow.close()
+        b.close()
+        self.assertEqual(rc, 0, 'agentd ended with %s after %s; stderr:\n%s'
+                         % (rc, seen, a.stderr()[-2000:]))
+        self.assertTrue(set(seen) <= {200, 503}, seen)
 
 
 if __name__ == '__main__':
