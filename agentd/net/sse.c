@@ -173,6 +173,7 @@ sse_start(struct http_req *hr, sse_pull_fn pull, sse_gone_fn gone, void *arg)
 	evhttp_add_header(h, "X-Accel-Buffering", "no");
 	http_count(200);
 	evhttp_send_reply_start(hr->req, 200, "OK");
+	sse_timeouts(st);	/* a silent stream is not cut before a frame */
 	evhttp_connection_set_closecb(st->evcon, sse_conn_gone, st);
 	st->closed = http_watch_client(hr->req, sse_client_closed, st);
 	evtimer_add(st->keepalive, timeval_ms(&tv, sse_keepalive_ms));

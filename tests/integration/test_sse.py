@@ -180,6 +180,17 @@ class SessionStreamTest(AgentdTestCase):
         self.assertGreaterEqual(r.comments, 3)
         r.close()
 
+    def test_idle_timeout_shorter_than_the_keepalive(self):
+        # Before its first frame a silent stream was cut by --idle-timeout
+        # when that came before the first keepalive comment.
+        self.start_agentd(['--sse-keepalive', '5000', '--idle-timeout', '500'])
+        self.create(id='q', cmd='sleep 1.5; echo late')
+        r = SSEReader(self, '/v1/sessions/q')
+        frames = r.until('exit')
+        self.assertEqual(output_of(frames), b'late\n')
+        self.assertEqual(frames[-1]['event'], 'exit')
+        r.close()
+
     def test_removed_session_ends_its_stream(self):
         self.create(id='d', cmd='sleep 30')
         r = SSEReader(self, '/v1/sessions/d')
