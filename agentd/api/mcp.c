@@ -25,6 +25,7 @@
 #include "http.h"
 #include "log.h"
 #include "mcp.h"
+#include "outq.h"
 #include "proto.h"
 #include "ringbuf.h"
 #include "session.h"
@@ -35,6 +36,7 @@
 #define MCP_ID_LEN		(2 * MCP_ID_BYTES)	/* its hex digits */
 
 /* Append a string literal. */
+#define MCP_BATCH_MAX		64	/* messages in one batch */
 #define MCP_PUT(b, lit)		proto_buf_append((b), (lit), sizeof (lit) - 1)
 
 /* JSON-RPC's error codes, and the transport's (as the TypeScript SDK's). */
@@ -489,6 +491,13 @@ mcp_post(struct http_req *hr)
 		mcp_call_free(c);
 		return;
 	}
+	if (batch && json_array_size(msgs) > MCP_BATCH_MAX) {
+		mcp_fail(hr->req, 400, RPC_INVALID_REQUEST, "a batch of %zu "
+		    "messages: at most %d", json_array_size(msgs),
+		    MCP_BATCH_MAX);
+		mcp_call_free(c);
+		return;
+	}
 	mcp_run(c);
 }
 
@@ -499,7 +508,16 @@ mcp_post(struct http_req *hr)
 static void
 mcp_run(struct mcp_call *c)
 {
+	struct proto_err	err;
+
 	while (c->next < json_array_size(c->msgs)) {
+		/* The answers made so far are held for this client. */
+		if (c->out.len > 0 && outq_admit(c->out.len, &err) != 0) {
+			mcp_fail(c->req, err.status, RPC_INTERNAL_ERROR, "%s",
+			    err.message);
+			mcp_call_free(c);
+			return;
+		}
 		if (mcp_message(c, json_array_get(c->msgs, c->next++)))
 			return;
 	}
@@ -594,16 +612,14 @@ mcp_finish(struct mcp_call *c)
 
 	if (c->nanswers == 0) {
 		http_reply_raw(c->req, 202, "application/json", &b);
-	} else if (c->batch) {
-		MCP_PUT(&b, "[");
-		proto_buf_append(&b, c->out.data, c->out.len);
-		MCP_PUT(&b, "]");
-		http_reply(c->req, 200, &b);
-	} else {
-		b = c->out;
-		memset(&c->out, 0, sizeof c->out);
-		http_reply(c->req, c->invalid ? 400 : 200, &b);
+		mcp_call_free(c);
+		return;
 	}
+	if (c->batch)
+		MCP_PUT(&c->out, "]");	/* mcp_begin() put the "[" */
+	b = c->out;
+	memset(&c->out, 0, sizeof c->out);
+	http_reply(c->req, c->invalid ? 400 : 200, &b);
 	mcp_call_free(c);
 }
 
@@ -666,12 +682,14 @@ mcp_continue(struct mcp_call *c)
 	evtimer_add(c->resume, timeval_ms(&tv, 0));
 }
 
-/* Start an answer to id: a comma first in a batch. */
+/* Start an answer to id: in a batch, a "[" or a comma first. */
 static void
 mcp_begin(struct mcp_call *c, json_t *id)
 {
 	if (c->nanswers++ > 0)
 		MCP_PUT(&c->out, ", ");
+	else if (c->batch)
+		MCP_PUT(&c->out, "[");
 	MCP_PUT(&c->out, "{\"jsonrpc\": \"2.0\", \"id\": ");
 	if (json_is_string(id))
 		proto_buf_json_string(&c->out, json_string_value(id),

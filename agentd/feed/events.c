@@ -26,6 +26,7 @@
 #include "evring.h"
 #include "http.h"
 #include "log.h"
+#include "outq.h"
 #include "proto.h"
 #include "session.h"
 #include "sse.h"
@@ -33,6 +34,8 @@
 
 #define EVENTS_READ_MAX		256	/* events rendered per ring read */
 #define EVENTS_ERR_MAX		256	/* bytes of a filter's error */
+#define EVENTS_ADMIT_MIN	(64 * 1024) /* bytes: smaller answers are
+					   always given (outq.h) */
 
 /* A GET /v1/events waiting for an event its filter keeps. */
 struct events_waiter {
@@ -283,6 +286,7 @@ events_answer(struct evhttp_request *req, uint64_t cursor,
 {
 	struct evring_result	 res;
 	struct proto_buf	 b = { 0 };
+	struct proto_err	 err;
 	uint64_t		 dropped = 0;
 	size_t			 i, n = 0;
 
@@ -305,6 +309,12 @@ events_answer(struct evhttp_request *req, uint64_t cursor,
 	proto_buf_append(&b, ",\"dropped_events\":", 18);
 	proto_buf_u64(&b, dropped);
 	proto_buf_append(&b, "}", 1);
+	/* Held until its client reads it: a large one counts first. */
+	if (b.len > EVENTS_ADMIT_MIN && outq_admit(b.len, &err) != 0) {
+		proto_buf_free(&b);
+		http_reply_error(req, &err, NULL);
+		return;
+	}
 	http_reply(req, 200, &b);
 }
 

@@ -235,6 +235,33 @@ class McpProtocolTest(AgentdTestCase):
         r = self.post([{'jsonrpc': '2.0', 'method': 'notifications/x'}], sid)
         self.expect(r, 202)
 
+    def test_batch_bounds(self):
+        # A batch of 150,000 tools/list made a 650 MB answer, past every
+        # budget, and held the loop for seconds.  Now a batch has at most
+        # 64 messages, and its answers count against --max-answer-bytes
+        # as they are made.
+        sid = self.session('2025-03-26')
+        ping = {'jsonrpc': '2.0', 'id': 1, 'method': 'ping'}
+        r = self.post([ping] * 65, sid)
+        self.rpc_error(r, 400, -32600, message='batch of 65 messages: at most 64')
+        r = self.post([dict(ping, id=i) for i in range(64)], sid)
+        self.expect(r, 200)
+        self.assertEqual([m['id'] for m in r.json], list(range(64)))
+
+        self.start_agentd(['--max-answer-bytes', '1MiB'])
+        sid = self.session('2025-03-26')
+        big = {'jsonrpc': '2.0', 'method': 'tools/call',
+               'params': {'name': 'exec_command',
+                          'arguments': {'cmd': 'head -c 300000 /dev/zero | tr "\\0" a',
+                                        'yield_time_ms': 10000,
+                                        'max_output_tokens': 80000}}}
+        r = self.post([dict(big, id=i) for i in range(8)], sid)
+        self.rpc_error(r, 503, -32603, message='--max-answer-bytes')
+        r = self.post([dict(big, id=i) for i in range(1)], sid)
+        self.expect(r, 200)
+        self.assertEqual(len(r.json[0]['result']['structuredContent']['output']),
+                         300000)
+
     def call(self, sid, name, args, id=1):
         r = self.post({'jsonrpc': '2.0', 'id': id, 'method': 'tools/call',
                        'params': {'name': name, 'arguments': args}}, sid)
