@@ -68,6 +68,7 @@ static int	 cgroup_pid_in(const pid_t *, size_t, pid_t);
 static int	 cgroup_signal_each(struct cgroup *, int sig);
 static int64_t	 cgroup_read_key(int dirfd, const char *file, const char *key);
 static int64_t	 cgroup_read_u64(int dirfd, const char *file);
+static void	 cgroup_release(struct cgroup *);
 
 /* Read a small file of a cgroup directory, NUL-terminated; bytes or -errno. */
 static int
@@ -746,17 +747,37 @@ cgroup_session_usage(struct cgroup *cg, struct cgroup_usage *u)
 	u->oom_kills = cgroup_read_key(cg->fd, "memory.events", "oom_kill");
 }
 
+/* Remove the cgroup unless a process is in it; see cgroup.h. */
+int
+cgroup_session_remove(struct cgroup *cg)
+{
+	if (unlinkat(cgroup_parent, cg->name, AT_REMOVEDIR) == -1) {
+		if (errno == EBUSY)
+			return (-EBUSY);
+		log_warn("%s: rmdir %s: %s", __func__,
+		    cg->path != NULL ? cg->path : cg->name, strerror(errno));
+	}
+	cgroup_release(cg);
+	return (0);
+}
+
 /* Remove the cgroup if empty, and free. */
 void
 cgroup_session_free(struct cgroup *cg)
 {
-	if (cg == NULL)
+	if (cg == NULL || cgroup_session_remove(cg) == 0)
 		return;
+	log_warn("%s: rmdir %s: %s", __func__,
+	    cg->path != NULL ? cg->path : cg->name, strerror(EBUSY));
+	cgroup_release(cg);
+}
+
+/* Free a session cgroup's memory and fd (its directory stays). */
+static void
+cgroup_release(struct cgroup *cg)
+{
 	if (cg->fd != -1)
 		close(cg->fd);
-	if (unlinkat(cgroup_parent, cg->name, AT_REMOVEDIR) == -1)
-		log_warn("%s: rmdir %s: %s", __func__,
-		    cg->path != NULL ? cg->path : cg->name, strerror(errno));
 	free(cg->path);
 	free(cg);
 }

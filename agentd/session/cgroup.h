@@ -127,6 +127,9 @@ int	 cgroup_session_wait_empty(struct cgroup *, int ms);
 void	 cgroup_session_usage(struct cgroup *, struct cgroup_usage *u);
 /* Remove the cgroup (if it is empty; else it is left, logged) and free. */
 void	 cgroup_session_free(struct cgroup *);
+/* Remove the cgroup and free it, unless a process is in it: 0 (another
+   failure is logged), or -EBUSY with nothing done. */
+int	 cgroup_session_remove(struct cgroup *);
 
 /*
  * Pure logic, shared with the unit tests.

@@ -651,10 +651,9 @@ session_pending_free(struct session_pending *p)
 {
 	if (p->ring != NULL)
 		ring_free(p->ring);
-	if (p->cg != NULL && cgroup_session_populated(p->cg) > 0)
+	/* Removed first: a child may still clone3 into it until then. */
+	if (p->cg != NULL && cgroup_session_remove(p->cg) == -EBUSY)
 		session_bury_cgroup(p->cg);
-	else
-		cgroup_session_free(p->cg);
 	session_strv_free(p->argv);
 	free(p->cwd);
 	free(p->user);
