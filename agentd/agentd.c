@@ -16,6 +16,7 @@
 #include "log.h"
 #include "ports_api.h"
 #include "outq.h"
+#include "pause.h"
 #include "session.h"
 #include "sse.h"
 #include "util.h"
@@ -72,6 +73,7 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.profile = cfg->profile;
 	events_init(cfg->max_events, cfg->events_bytes);
 	ports_api_init();	/* the baseline, the feed's port events */
+	pause_init(agentd_base);
 	sse_init(cfg->sse_buffer, cfg->sse_keepalive_ms, cfg->idle_timeout_ms);
 	agentd_observer = observer;
 	session_init(agentd_base, &limits, agentd_session_event);

@@ -36,9 +36,11 @@
 #include "log.h"
 #include "mcp.h"
 #include "outq.h"
+#include "pause.h"
 #include "pid1.h"
 #include "ports_api.h"
 #include "restore.h"
+#include "sandbox.h"
 #include "session.h"
 #include "sessions.h"
 #include "spawner.h"
@@ -180,6 +182,7 @@ agentd_shutdown(const char *why)
 	 */
 	companion_stop();
 	ports_api_stop();	/* a wait for a port ends: 503 */
+	sandbox_stop();		/* a pause waiting for its sync: 503 */
 	session_create_cancel_all();	/* creates still spawning: 503 */
 	/*
 	 * SIGTERM (and SIGCONT, for stopped ones) first, to every session;
@@ -417,6 +420,7 @@ main(int argc, char **argv)
 	/* One more turn without waiting: the answers just given go out. */
 	event_base_loop(agentd_base, EVLOOP_NONBLOCK);
 	ports_api_free();
+	pause_free();
 	mcp_free();
 	session_signal_all(SIGKILL, 0);
 	session_remove_all();

@@ -143,18 +143,6 @@ restore_resumed(int64_t unix_ms, const uint8_t *entropy, size_t len,
 	restore_do("platform", unix_ms, entropy, len, r);
 }
 
-/* Before a snapshot: sync. */
-uint64_t
-restore_pause(void)
-{
-	int64_t	t0 = clock_mono_ms();
-
-	sync();
-	log_info("%s: pause announced at generation %" PRIu64 ": synced in "
-	    "%" PRId64 " ms", __func__, generation, clock_mono_ms() - t0);
-	return (generation);
-}
-
 /* agentd_generation for /metrics. */
 void
 restore_metrics(struct proto_buf *b)

@@ -65,12 +65,6 @@ uint64_t restore_generation(void);
 void	 restore_resumed(int64_t unix_ms, const uint8_t *entropy, size_t len,
 	    struct restore_result *r);
 
-/*
- * The platform is about to snapshot: sync the file systems.  Returns the
- * generation.
- */
-uint64_t restore_pause(void);
-
 /* Append agentd_generation to a /metrics answer. */
 void	 restore_metrics(struct proto_buf *);
 

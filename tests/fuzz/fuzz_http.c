@@ -53,6 +53,7 @@
 #include "files.h"
 #include "http.h"
 #include "log.h"
+#include "pause.h"
 #include "proto.h"
 #include "pty.h"
 #include "restore.h"
@@ -412,11 +413,58 @@ restore_resumed(int64_t unix_ms, const uint8_t *entropy, size_t len,
 	r->entropy_bytes = len;
 }
 
-/* No sync here. */
-uint64_t
-restore_pause(void)
+/* No sync here: a pause's wait is done on the loop's next turn. */
+struct pause_wait {
+	struct event	*ev;
+	pause_done_fn	 done;
+	void		*arg;
+};
+
+static struct event_base	*fh_pause_base;
+
+static void
+fh_pause_cb(evutil_socket_t fd, short events, void *arg)
 {
-	return (fh_generation);
+	struct pause_wait	*w = arg;
+
+	(void)fd;
+	(void)events;
+	event_free(w->ev);
+	w->done(w->arg, 0);
+	free(w);
+}
+
+void
+pause_init(struct event_base *base)
+{
+	fh_pause_base = base;
+}
+
+void
+pause_free(void)
+{
+}
+
+struct pause_wait *
+pause_start(pause_done_fn done, void *arg)
+{
+	struct pause_wait	*w = calloc(1, sizeof *w);
+	struct timeval		 now = { 0, 0 };
+
+	if (w == NULL || (w->ev = evtimer_new(fh_pause_base, fh_pause_cb,
+	    w)) == NULL)
+		abort();
+	w->done = done;
+	w->arg = arg;
+	evtimer_add(w->ev, &now);
+	return (w);
+}
+
+void
+pause_cancel(struct pause_wait *w)
+{
+	event_free(w->ev);
+	free(w);
 }
 
 /* Restores counted. */

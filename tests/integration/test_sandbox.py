@@ -9,11 +9,13 @@ step, dead connections) is tests/e2e/restore.py.
 
 import base64
 import os
+import shutil
+import signal
 import socket
 import time
 import unittest
 
-from harness import AgentdTestCase
+from harness import Agentd, AgentdTestCase, Background
 
 PORT_STATE_ESTABLISHED = '01'
 
@@ -125,10 +127,12 @@ class SandboxTest(AgentdTestCase):
 
     def test_pause(self):
         doc = self.expect(self.req('POST', '/v1/sandbox/pause'), 200).json
-        self.assertEqual(doc, {'generation': 0})
+        self.assertEqual(set(doc), {'generation', 'synced', 'sync_ms'})
+        self.assertEqual((doc['generation'], doc['synced']), (0, True))
+        self.assertGreaterEqual(doc['sync_ms'], 0)
         self.resumed()
         doc = self.expect(self.req('POST', '/v1/sandbox/pause', {}), 200).json
-        self.assertEqual(doc, {'generation': 1})
+        self.assertEqual((doc['generation'], doc['synced']), (1, True))
 
     def test_probe_of_older_connections(self):
         # An idle keep-alive connection from before the restore.
@@ -155,6 +159,44 @@ class SandboxTest(AgentdTestCase):
         self.assertEqual(tcp_timer(nport, self.agentd.port), 0)
         old.close()
         new.close()
+
+
+class PauseOffLoopTest(AgentdTestCase):
+    """The pause's sync runs on a thread of its own: a slow one (strace
+    delays the sync system call by 3 s) holds only the pause, where it used
+    to hold the whole loop (a FUSE mount that never answers: forever)."""
+    autostart = False
+
+    def test_a_slow_sync_holds_only_the_pause(self):
+        if shutil.which('strace') is None:
+            self.skipTest('needs strace')
+        a = Agentd(['--clock-step', '0'])
+        argv = a.argv
+        a.argv = lambda: (['strace', '-f', '--seccomp-bpf', '-qq', '-o',
+                           '/dev/null', '-e', 'trace=sync', '-e',
+                           'inject=sync:delay_enter=3000000', '--'] + argv())
+        self._all_agentd.append(a)
+        a.start()
+        self.agentd = a
+        self.c = a.tcp_client()
+        with open('/proc/%d/task/%d/children' % (a.proc.pid, a.proc.pid)) as f:
+            pid = int(f.read().split()[0])     # agentd, strace's child
+        self.addCleanup(lambda: a.stopped or os.kill(pid, signal.SIGKILL))
+        bg = Background(self.req, 'POST', '/v1/sandbox/pause', b'',
+                        client=a.tcp_client())
+        time.sleep(0.3)
+        self.expect(self.req('GET', '/healthz'), 200)
+        w = self.create(cmd='echo during', yield_ms=10000)
+        self.assertEqual(w['state'], 'exited')
+        self.assertTrue(bg.is_alive(), 'the pause answered before its '
+                        '3 s sync ended, or the loop waited for it')
+        doc = self.expect(bg.join_result(30), 200).json
+        self.assertIs(doc['synced'], True)
+        self.assertGreaterEqual(doc['sync_ms'], 2500)
+        # agentd, not strace, gets the SIGTERM; strace exits with its status.
+        os.kill(pid, signal.SIGTERM)
+        self.assertEqual(a.proc.wait(30), 0)
+        a.stopped = True
 
 
 if __name__ == '__main__':
