@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -106,4 +107,59 @@ func TestToolsAcrossCutConnections(t *testing.T) {
 		t.Fatalf("the proxy cut only %d connections", p.cuts)
 	}
 	t.Logf("%d connections, %d cut", p.conns, p.cuts)
+}
+
+// A stdin write whose answer is lost after agentd took the bytes: without
+// an offset it is not sent again (ErrStdinUncertain, written once); with one
+// (Stdin, StdinRawAt) it is, and agentd answers the repeat as a duplicate.
+// cat echoes every line exactly once.
+func TestStdinAcrossLostAnswers(t *testing.T) {
+	a := startAgentd(t)
+	ctx := testCtx(t)
+	direct := a.tcp(t)
+	p := newCutter(t, a.addr, 0)
+	atomic.StoreInt32(&p.stdinEvery, 2) // each write's first try
+	c, err := New(p.url(), Options{Token: a.token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := direct.Create(ctx, CreateRequest{Argv: []string{"cat"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stdin(ctx, w.ID, StdinRequest{Text: "line 1\n"}); !errors.Is(err, ErrStdinUncertain) {
+		t.Fatalf("a write without offset, its answer lost: %v", err)
+	}
+	atomic.StoreInt64(&p.stdinReqs, 0)
+	off := uint64(len("line 1\n"))
+	for i := 2; i <= 10; i++ {
+		line := fmt.Sprintf("line %d\n", i)
+		var in *StdinAnswer
+		if i%2 == 0 {
+			in, err = c.Stdin(ctx, w.ID, StdinRequest{Text: line, Offset: &off})
+		} else {
+			in, err = c.StdinRawAt(ctx, w.ID, []byte(line), off, false, Budget{})
+		}
+		if err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		off += uint64(len(line))
+		if in.Written != 0 || !in.Duplicate || *in.StdinBytes != off {
+			t.Fatalf("line %d: the resend answered %+v", i, in)
+		}
+	}
+	if _, err := direct.Stdin(ctx, w.ID, StdinRequest{EOF: true}); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if _, err := direct.Follow(ctx, w.ID, 0, func(ch Chunk) error { got.Write(ch.Data); return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != lines(10) {
+		t.Fatalf("cat echoed %q", got.String())
+	}
+	if n := atomic.LoadInt64(&p.stdinCuts); n != 10 {
+		t.Fatalf("the proxy dropped %d stdin answers, want 10", n)
+	}
 }
