@@ -202,6 +202,28 @@ def test_stdin_is_never_resent(agentd, cutter):
     assert got == b'once\n'
 
 
+def test_stdin_across_lost_answers(agentd, stdin_cutter):
+    """Each write's first try is taken by agentd and its answer dropped: with
+    an offset (stdin, stdin_raw) the write is sent again and agentd answers
+    the repeat as a duplicate. cat echoes every line exactly once."""
+    c = Client(stdin_cutter.url, token=agentd.token)
+    direct = Client(agentd.url, token=agentd.token)
+    sid = direct.create(argv=['cat']).session.id
+    off = 0
+    for i in range(1, 11):
+        line = 'line %d\n' % i
+        if i % 2:
+            sw = c.stdin(sid, text=line, offset=off)
+        else:
+            sw = c.stdin_raw(sid, line.encode(), offset=off)
+        off += len(line)
+        assert (sw.written, sw.duplicate, sw.session.stdin_bytes) == (0, True, off)
+    assert stdin_cutter.stdin_cuts == 10
+    direct.stdin(sid, eof=True)
+    got = b''.join(ch.data for ch in direct.follow(sid) if not isinstance(ch, int))
+    assert got.decode() == lines(10)
+
+
 def test_sandbox(agentd):
     # agentd runs with --clock-step 0: the machine's clock is never stepped.
     c = Client(agentd.url, token=agentd.token)
