@@ -20,6 +20,7 @@ import urllib.parse
 from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional,
                     Sequence, Tuple, Union)
 
+from .tools import _StdinCount
 from .types import (Chunk, EventPage, Event, FileWritten, Health, Port,
                     RawWindow, Resumed, Session, SessionWindow, StatResult,
                     from_dict)
@@ -113,6 +114,7 @@ class Client:
         self.backoff = backoff
         self._local = threading.local()
         self._tools: Dict[str, Tuple[int, int]] = {}   # id -> (cursor, next offset)
+        self._stdin: Dict[str, _StdinCount] = {}         # id -> write_stdin's count
         self._tools_lock = threading.Lock()
         if endpoint.startswith('unix://'):
             path = endpoint[len('unix://'):]
@@ -321,6 +323,7 @@ class Client:
         s = Session.parse(self._call('DELETE', _sid(session_id) + _query({'grace_ms': grace_ms})))
         with self._tools_lock:
             self._tools.pop(session_id, None)
+            self._stdin.pop(session_id, None)
         return s
 
     def read_file(self, path: str, offset: Optional[int] = None,
