@@ -17,5 +17,7 @@
 // StdinRawAt; exactly-once stdin, API.md) is resent like a read, and agentd
 // takes each byte once however often it arrives; one without an offset is
 // never resent. A write whose connection stays broken returns
-// ErrStdinUncertain.
+// ErrStdinUncertain. WriteStdin always writes at an offset, the session's
+// stdin count as it keeps it, so its chars arrive once; it assumes it is
+// the session's only stdin writer.
 package client

@@ -3,8 +3,9 @@
 A command runs until it ends or yield_time_ms passes; one still running
 keeps its session id for write_stdin. The output handed back is cut to
 max_output_tokens (about 4 bytes a token), keeping its head and its tail,
-and says how many bytes were left out between them. Bound as methods of
-Client.
+and says how many bytes were left out between them. write_stdin writes
+at the session's stdin count (exactly-once stdin), assuming it is the
+session's only stdin writer. Bound as methods of Client.
 """
 
 from __future__ import annotations
