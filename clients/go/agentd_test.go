@@ -147,18 +147,25 @@ func testCtx(t *testing.T) context.Context {
 
 // cutter is a TCP proxy that cuts some answers in the middle: it reads each
 // answer of agentd whole (every answer has Content-Length) and, with
-// probability one in `every`, passes on a random part of it and closes both
-// connections. A request sent again on a new connection gets through sooner
-// or later, however large its answer.
+// probability one in `every` (0: never), passes on a random part of it and
+// closes both connections. A request sent again on a new connection gets
+// through sooner or later, however large its answer.
+//
+// With stdinEvery n > 0 it also drops the whole answer of every n-th stdin
+// request (the first, the n+1-th, ...) and closes both connections: agentd
+// took the bytes, the client never hears so.
 type cutter struct {
-	l        net.Listener
-	upstream string
-	every    int
-	force    int32 // 1: cut the next answer
-	cuts     int64
-	conns    int64
-	mu       sync.Mutex
-	rng      *rand.Rand
+	l          net.Listener
+	upstream   string
+	every      int
+	force      int32 // 1: cut the next answer
+	stdinEvery int32
+	stdinReqs  int64
+	stdinCuts  int64
+	cuts       int64
+	conns      int64
+	mu         sync.Mutex
+	rng        *rand.Rand
 }
 
 func newCutter(t *testing.T, upstream string, every int) *cutter {
@@ -191,10 +198,52 @@ func (p *cutter) cutAt(n int) int {
 	if n >= 2 && atomic.CompareAndSwapInt32(&p.force, 1, 0) {
 		return 1 + p.rng.Intn(n-1)
 	}
-	if n < 2 || p.rng.Intn(p.every) != 0 {
+	if n < 2 || p.every <= 0 || p.rng.Intn(p.every) != 0 {
 		return -1
 	}
 	return 1 + p.rng.Intn(n-1)
+}
+
+// dropAnswer tells whether the answer to the request whose head is req is
+// to be dropped (stdinEvery).
+func (p *cutter) dropAnswer(req []byte) bool {
+	f := strings.Fields(string(req[:bytes.IndexByte(req, '\n')+1]))
+	if len(f) < 2 || f[0] != "POST" {
+		return false
+	}
+	path, _, _ := strings.Cut(f[1], "?")
+	n := int64(atomic.LoadInt32(&p.stdinEvery))
+	return strings.HasSuffix(path, "/stdin") && n > 0 &&
+		(atomic.AddInt64(&p.stdinReqs, 1)-1)%n == 0
+}
+
+// readMessage reads one HTTP message whole: its head and its Content-Length
+// bytes of body (requests and answers here have no other framing).
+func readMessage(br *bufio.Reader) ([]byte, error) {
+	var head bytes.Buffer
+	length := 0
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		head.WriteString(line)
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok &&
+			strings.EqualFold(k, "Content-Length") {
+			length, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+		if line == "\r\n" {
+			break
+		}
+	}
+	if strings.HasPrefix(head.String(), "HTTP/1.1 100") {
+		length = 0
+	}
+	msg := append(head.Bytes(), make([]byte, length)...)
+	if _, err := io.ReadFull(br, msg[head.Len():]); err != nil {
+		return nil, err
+	}
+	return msg, nil
 }
 
 func (p *cutter) serve(c net.Conn) {
@@ -204,34 +253,39 @@ func (p *cutter) serve(c net.Conn) {
 		return
 	}
 	defer u.Close()
-	go func() { io.Copy(u, c); u.Close() }()
-	br := bufio.NewReader(u)
-	for {
-		var head bytes.Buffer
-		length := 0
+	// Requests go up whole, one by one; whether a request's answer is to be
+	// dropped is queued before agentd has the request.
+	drop := make(chan bool, 16)
+	go func() {
+		defer u.Close()
+		bc := bufio.NewReader(c)
 		for {
-			line, err := br.ReadString('\n')
+			req, err := readMessage(bc)
 			if err != nil {
 				return
 			}
-			head.WriteString(line)
-			if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok &&
-				strings.EqualFold(k, "Content-Length") {
-				length, _ = strconv.Atoi(strings.TrimSpace(v))
-			}
-			if line == "\r\n" {
-				break
+			drop <- p.dropAnswer(req)
+			if _, err := u.Write(req); err != nil {
+				return
 			}
 		}
-		if strings.HasPrefix(head.String(), "HTTP/1.1 100") {
-			length = 0
-		}
-		answer := head.Bytes()
-		body := make([]byte, length)
-		if _, err := io.ReadFull(br, body); err != nil {
+	}()
+	br := bufio.NewReader(u)
+	for {
+		answer, err := readMessage(br)
+		if err != nil {
 			return
 		}
-		answer = append(answer, body...)
+		if !bytes.HasPrefix(answer, []byte("HTTP/1.1 100")) {
+			select {
+			case d := <-drop:
+				if d {
+					atomic.AddInt64(&p.stdinCuts, 1)
+					return
+				}
+			default: // an answer to no request (agentd closing)
+			}
+		}
 		if at := p.cutAt(len(answer)); at >= 0 {
 			c.Write(answer[:at])
 			atomic.AddInt64(&p.cuts, 1)

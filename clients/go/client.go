@@ -22,8 +22,9 @@ type Options struct {
 	Token string
 	// HTTPClient replaces the default one (its Transport is then the caller's).
 	HTTPClient *http.Client
-	// Retries is how many times a read (a GET) is sent again after its
-	// connection failed; default 5, negative: none.
+	// Retries is how many times a read (a GET), or a stdin write that
+	// carries an offset, is sent again after its connection failed;
+	// default 5, negative: none.
 	Retries int
 	// RetryBackoff is the first pause between tries, doubled each time up to
 	// 2 s; default 50 ms.
@@ -145,8 +146,9 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte,
 	return &answer{resp.StatusCode, resp.Header, data}, nil
 }
 
-// do sends a request; a read (retry true) is sent again after a connection
-// failure, with the same parameters, so that a cursor read resumes exactly.
+// do sends a request; a read or an idempotent write (retry true) is sent
+// again after a connection failure, with the same parameters, so that a
+// cursor read resumes exactly and a stdin write at an offset lands once.
 func (c *Client) do(ctx context.Context, method, path string, body []byte,
 	hdr map[string]string, retry bool) (*answer, error) {
 	pause := c.backoff
@@ -334,11 +336,14 @@ func (c *Client) ReadRaw(ctx context.Context, id string, cursor uint64, maxBytes
 	return w, nil
 }
 
-// Stdin is POST /v1/sessions/{id}/stdin with a JSON body. Not sent again
-// after a connection failure: that is ErrStdinUncertain.
+// Stdin is POST /v1/sessions/{id}/stdin with a JSON body. With r.Offset
+// set (exactly-once stdin, API.md) it is sent again after a connection
+// failure, as reads are: agentd writes only what it has not accepted yet
+// and answers a repeat with Duplicate. Without an offset it is never sent
+// again. A connection failure that remains is ErrStdinUncertain.
 func (c *Client) Stdin(ctx context.Context, id string, r StdinRequest) (*StdinAnswer, error) {
 	var out StdinAnswer
-	_, err := c.call(ctx, http.MethodPost, sessionPath(id, "stdin"), r, 200, &out, false)
+	_, err := c.call(ctx, http.MethodPost, sessionPath(id, "stdin"), r, 200, &out, r.Offset != nil)
 	var ce *ConnError
 	if errors.As(err, &ce) {
 		return nil, fmt.Errorf("%w: %v", ErrStdinUncertain, err)
@@ -350,16 +355,32 @@ func (c *Client) Stdin(ctx context.Context, id string, r StdinRequest) (*StdinAn
 }
 
 // StdinRaw is POST /v1/sessions/{id}/stdin with a raw body and the options
-// as query parameters.
+// as query parameters. Like Stdin without an offset, it is never sent again.
 func (c *Client) StdinRaw(ctx context.Context, id string, data []byte, eof bool, b Budget) (*StdinAnswer, error) {
+	return c.stdinRaw(ctx, id, data, nil, eof, b)
+}
+
+// StdinRawAt is StdinRaw at an offset (?offset=N): the stdin bytes believed
+// accepted before data. Like Stdin with an offset, it is sent again after a
+// connection failure.
+func (c *Client) StdinRawAt(ctx context.Context, id string, data []byte, offset uint64,
+	eof bool, b Budget) (*StdinAnswer, error) {
+	return c.stdinRaw(ctx, id, data, &offset, eof, b)
+}
+
+func (c *Client) stdinRaw(ctx context.Context, id string, data []byte, offset *uint64,
+	eof bool, b Budget) (*StdinAnswer, error) {
 	q := url.Values{}
 	budgetQuery(q, b)
 	if eof {
 		q.Set("eof", "true")
 	}
+	if offset != nil {
+		q.Set("offset", strconv.FormatUint(*offset, 10))
+	}
 	path := withQuery(sessionPath(id, "stdin"), q)
 	a, err := c.do(ctx, http.MethodPost, path, data,
-		map[string]string{"Content-Type": "application/octet-stream"}, false)
+		map[string]string{"Content-Type": "application/octet-stream"}, offset != nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStdinUncertain, err)
 	}

@@ -13,6 +13,11 @@
 // an answer sends the same read again and gets the same chunks, so no output
 // is lost or repeated (Follow, the tools' polls); Stream reads the same as
 // Server-Sent Events and opens a broken stream again after its last event
-// id. Writes to stdin are not resent: a cut during POST .../stdin returns
-// ErrStdinUncertain.
+// id. A write to stdin that carries an offset (StdinRequest.Offset,
+// StdinRawAt; exactly-once stdin, API.md) is resent like a read, and agentd
+// takes each byte once however often it arrives; one without an offset is
+// never resent. A write whose connection stays broken returns
+// ErrStdinUncertain. WriteStdin always writes at an offset, the session's
+// stdin count as it keeps it, so its chars arrive once; it assumes it is
+// the session's only stdin writer.
 package client

@@ -25,8 +25,9 @@ func (e *Error) Error() string {
 }
 
 // ErrStdinUncertain: the connection failed while stdin was being written, so
-// the bytes may or may not have reached the session. Stdin is never sent
-// again by this package.
+// the bytes may or may not have reached the session. A write without an
+// offset is never sent again; one with an offset was sent again
+// (Options.Retries) and every try failed.
 var ErrStdinUncertain = errors.New("agentd: stdin write interrupted, delivery unknown")
 
 // IsCode tells whether err is (or wraps) an *Error with that code.

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -106,4 +107,192 @@ func TestToolsAcrossCutConnections(t *testing.T) {
 		t.Fatalf("the proxy cut only %d connections", p.cuts)
 	}
 	t.Logf("%d connections, %d cut", p.conns, p.cuts)
+}
+
+// A stdin write whose answer is lost after agentd took the bytes: without
+// an offset it is not sent again (ErrStdinUncertain, written once); with one
+// (Stdin, StdinRawAt) it is, and agentd answers the repeat as a duplicate.
+// cat echoes every line exactly once.
+func TestStdinAcrossLostAnswers(t *testing.T) {
+	a := startAgentd(t)
+	ctx := testCtx(t)
+	direct := a.tcp(t)
+	p := newCutter(t, a.addr, 0)
+	atomic.StoreInt32(&p.stdinEvery, 2) // each write's first try
+	c, err := New(p.url(), Options{Token: a.token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := direct.Create(ctx, CreateRequest{Argv: []string{"cat"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stdin(ctx, w.ID, StdinRequest{Text: "line 1\n"}); !errors.Is(err, ErrStdinUncertain) {
+		t.Fatalf("a write without offset, its answer lost: %v", err)
+	}
+	atomic.StoreInt64(&p.stdinReqs, 0)
+	off := uint64(len("line 1\n"))
+	for i := 2; i <= 10; i++ {
+		line := fmt.Sprintf("line %d\n", i)
+		var in *StdinAnswer
+		if i%2 == 0 {
+			in, err = c.Stdin(ctx, w.ID, StdinRequest{Text: line, Offset: &off})
+		} else {
+			in, err = c.StdinRawAt(ctx, w.ID, []byte(line), off, false, Budget{})
+		}
+		if err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		off += uint64(len(line))
+		if in.Written != 0 || !in.Duplicate || *in.StdinBytes != off {
+			t.Fatalf("line %d: the resend answered %+v", i, in)
+		}
+	}
+	if _, err := direct.Stdin(ctx, w.ID, StdinRequest{EOF: true}); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if _, err := direct.Follow(ctx, w.ID, 0, func(ch Chunk) error { got.Write(ch.Data); return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != lines(10) {
+		t.Fatalf("cat echoed %q", got.String())
+	}
+	if n := atomic.LoadInt64(&p.stdinCuts); n != 10 {
+		t.Fatalf("the proxy dropped %d stdin answers, want 10", n)
+	}
+}
+
+// WriteStdin across lost stdin answers: each write's first try is taken by
+// agentd and its answer dropped, and the resend lands as a duplicate. On a
+// session the tools did not start they read stdin_bytes first (7 here: a
+// line written directly); on one ExecCommand started they have it from the
+// create. cat echoes every line exactly once.
+func TestWriteStdinAcrossLostAnswers(t *testing.T) {
+	a := startAgentd(t)
+	ctx := testCtx(t)
+	direct := a.tcp(t)
+	p := newCutter(t, a.addr, 0)
+	c, err := New(p.url(), Options{Token: a.token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := direct.Create(ctx, CreateRequest{Argv: []string{"cat"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := direct.Stdin(ctx, w.ID, StdinRequest{Text: "line 1\n"}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.ExecCommand(ctx, ExecArgs{Cmd: "cat", YieldTimeMs: 250})
+	if err != nil || !e.Running {
+		t.Fatalf("%+v %v", e, err)
+	}
+	atomic.StoreInt32(&p.stdinEvery, 2)
+	out := ""
+	for i := 2; i <= 6; i++ {
+		line := fmt.Sprintf("line %d\n", i)
+		if _, err := c.WriteStdin(ctx, WriteStdinArgs{SessionID: w.ID, Chars: line}); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		r, err := c.WriteStdin(ctx, WriteStdinArgs{SessionID: e.SessionID, Chars: line})
+		if err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		out += r.Output
+	}
+	if n := atomic.LoadInt64(&p.stdinCuts); n != 10 {
+		t.Fatalf("the proxy dropped %d stdin answers, want 10", n)
+	}
+	for _, id := range []string{w.ID, e.SessionID} {
+		if _, err := direct.Stdin(ctx, id, StdinRequest{EOF: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got bytes.Buffer
+	if _, err := direct.Follow(ctx, w.ID, 0, func(ch Chunk) error { got.Write(ch.Data); return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != lines(6) {
+		t.Fatalf("cat echoed %q", got.String())
+	}
+	r, err := c.WriteStdin(ctx, WriteStdinArgs{SessionID: e.SessionID, YieldTimeMs: 5000})
+	if err != nil || r.Running {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if out += r.Output; out != lines(6)[len("line 1\n"):] {
+		t.Fatalf("exec_command's cat echoed %q", out)
+	}
+}
+
+// WriteStdin reads stdin_bytes again after a write whose outcome stayed
+// unknown (no retries here), so its next write neither repeats nor leaves a
+// gap; a count that no longer holds (the session deleted and created again
+// under its id) gives stdin_offset_mismatch once, then agentd's count.
+func TestWriteStdinUncertainAndMismatch(t *testing.T) {
+	a := startAgentd(t)
+	ctx := testCtx(t)
+	direct := a.tcp(t)
+	p := newCutter(t, a.addr, 0)
+	c, err := New(p.url(), Options{Token: a.token, Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	follow := func(id string) string {
+		var got bytes.Buffer
+		if _, err := direct.Stdin(ctx, id, StdinRequest{EOF: true}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := direct.Follow(ctx, id, 0, func(ch Chunk) error { got.Write(ch.Data); return nil }, nil); err != nil {
+			t.Fatal(err)
+		}
+		return got.String()
+	}
+
+	if _, err := direct.Create(ctx, CreateRequest{ID: "u", Argv: []string{"cat"}}); err != nil {
+		t.Fatal(err)
+	}
+	atomic.StoreInt32(&p.stdinEvery, 2)
+	if _, err := c.WriteStdin(ctx, WriteStdinArgs{SessionID: "u", Chars: "a\n"}); !errors.Is(err, ErrStdinUncertain) {
+		t.Fatalf("the answer lost, no retries: %v", err)
+	}
+	if _, err := c.WriteStdin(ctx, WriteStdinArgs{SessionID: "u", Chars: "b\n"}); err != nil {
+		t.Fatal(err)
+	}
+	atomic.StoreInt32(&p.stdinEvery, 0)
+	if got := follow("u"); got != "a\nb\n" {
+		t.Fatalf("cat echoed %q", got)
+	}
+
+	// A session with no output, so that the tools' cursor (0) stays valid
+	// for the next one of that id.
+	if _, err := direct.Create(ctx, CreateRequest{ID: "job", Cmd: "cat >/dev/null"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WriteStdin(ctx, WriteStdinArgs{SessionID: "job", Chars: "a\n"}); err != nil {
+		t.Fatal(err)
+	}
+	follow("job")
+	if _, err := direct.Delete(ctx, "job", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := direct.Create(ctx, CreateRequest{ID: "job", Argv: []string{"cat"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.WriteStdin(ctx, WriteStdinArgs{SessionID: "job", Chars: "c\n"})
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || apiErr.Code != "stdin_offset_mismatch" ||
+		apiErr.StdinBytes == nil || *apiErr.StdinBytes != 0 {
+		t.Fatalf("a count past the session's: %v", err)
+	}
+	r, err := c.WriteStdin(ctx, WriteStdinArgs{SessionID: "job", Chars: "c\n", YieldTimeMs: 1000})
+	if err != nil || r.Output != "c\n" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if got := follow("job"); got != "c\n" {
+		t.Fatalf("cat echoed %q", got)
+	}
 }

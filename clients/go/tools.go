@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -24,10 +27,16 @@ const (
 )
 
 // toolState is what the tools remember of a session: the cursor of the last
-// output handed to the model and the offset that follows it.
+// output handed to the model and the offset that follows it (under
+// Client.mu), and the session's stdin count as last learnt (under stdinMu,
+// which also keeps the tools' writes to the session one at a time).
 type toolState struct {
 	cursor uint64
 	next   uint64
+
+	stdinMu    sync.Mutex
+	stdin      uint64 // stdin_bytes, when stdinKnown
+	stdinKnown bool
 }
 
 // collector keeps the head and the tail of a run of output within a byte
@@ -180,6 +189,9 @@ func (c *Client) ExecCommand(ctx context.Context, a ExecArgs) (*ExecResult, erro
 	}
 	col.feed(&w.Window)
 	st := &toolState{cursor: w.Cursor, next: col.next}
+	if w.StdinBytes != nil {
+		st.stdin, st.stdinKnown = *w.StdinBytes, true
+	}
 	c.mu.Lock()
 	c.tools[id] = st
 	c.mu.Unlock()
@@ -194,6 +206,18 @@ func (c *Client) ExecCommand(ctx context.Context, a ExecArgs) (*ExecResult, erro
 // WriteStdin is the write_stdin tool: write Chars to the session (none: only
 // poll), then hand back the output since the last call, waiting up to
 // YieldTimeMs or until the command ends.
+//
+// Chars go exactly once (API.md's exactly-once stdin): the write carries
+// the session's stdin count as its offset and is resent after a connection
+// failure. The count comes from a session object (ExecCommand's create, or
+// a read before the first write to a session the tools did not start),
+// then from each answer. After a failed write (ErrStdinUncertain: every
+// try's connection broke, its outcome unknown) the count is read again
+// before the next write; a 409 stdin_offset_mismatch is returned once, and
+// the next call writes at agentd's count. The tools assume they are the
+// session's only stdin writer: bytes written by others (Stdin, another
+// client) while the tools' count is known make the tools' next write look
+// like a repeat, and agentd drops it (or its first bytes).
 func (c *Client) WriteStdin(ctx context.Context, a WriteStdinArgs) (*ExecResult, error) {
 	t0 := time.Now()
 	yield := clampYield(a.YieldTimeMs, DefaultStdinYieldMs)
@@ -207,8 +231,7 @@ func (c *Client) WriteStdin(ctx context.Context, a WriteStdinArgs) (*ExecResult,
 	next := st.next
 	c.mu.Unlock()
 	if a.Chars != "" {
-		if _, err := c.Stdin(ctx, a.SessionID, StdinRequest{Text: a.Chars,
-			Budget: Budget{MaxBytes: 1}}); err != nil {
+		if err := c.toolWrite(ctx, a.SessionID, st, a.Chars); err != nil {
 			return nil, err
 		}
 	}
@@ -218,6 +241,54 @@ func (c *Client) WriteStdin(ctx context.Context, a WriteStdinArgs) (*ExecResult,
 		return nil, err
 	}
 	return result(a.SessionID, &w.Session, col, t0), nil
+}
+
+// toolWrite writes chars to the session at st's stdin count (read first
+// when not known) and keeps the count (WriteStdin).
+func (c *Client) toolWrite(ctx context.Context, id string, st *toolState, chars string) error {
+	st.stdinMu.Lock()
+	defer st.stdinMu.Unlock()
+	if !st.stdinKnown {
+		s, err := c.session(ctx, id)
+		if err != nil {
+			return err
+		}
+		if s.StdinBytes != nil {
+			st.stdin, st.stdinKnown = *s.StdinBytes, true
+		}
+	}
+	r := StdinRequest{Text: chars, Budget: Budget{MaxBytes: 1}}
+	if st.stdinKnown { // else an agentd without stdin_bytes: no offset
+		off := st.stdin
+		r.Offset = &off
+	}
+	in, err := c.Stdin(ctx, id, r)
+	var e *Error
+	switch {
+	case err == nil:
+		st.stdinKnown = in.StdinBytes != nil
+		if st.stdinKnown {
+			st.stdin = *in.StdinBytes
+		}
+	case errors.As(err, &e) && e.Code == "stdin_offset_mismatch" && e.StdinBytes != nil:
+		st.stdin = *e.StdinBytes
+	default:
+		// ErrStdinUncertain, a cancelled ctx, or an error answer to a resend
+		// whose first try may have arrived: read the count again.
+		st.stdinKnown = false
+	}
+	return err
+}
+
+// session is GET /v1/sessions/{id} for the session object (max_bytes=0:
+// at most one chunk comes with it).
+func (c *Client) session(ctx context.Context, id string) (*Session, error) {
+	var w SessionWindow
+	path := withQuery(sessionPath(id, ""), url.Values{"max_bytes": {"0"}})
+	if _, err := c.call(ctx, http.MethodGet, path, nil, 200, &w, true); err != nil {
+		return nil, err
+	}
+	return &w.Session, nil
 }
 
 // pollUntil reads from st's cursor into col until the session has ended

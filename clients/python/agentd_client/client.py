@@ -2,8 +2,11 @@
 tools exec_command and write_stdin (tools.py). Standard library only.
 
 Reads follow a cursor: a read whose connection fails is sent again with the
-same parameters, so no output is lost or repeated. Writes to stdin are never
-sent again (StdinUncertain).
+same parameters, so no output is lost or repeated. A write to stdin that
+carries an offset (exactly-once stdin, API.md) is sent again the same way,
+and agentd takes each byte once however often it arrives; one without an
+offset is never sent again. A stdin write whose connection stays broken
+raises StdinUncertain.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import urllib.parse
 from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional,
                     Sequence, Tuple, Union)
 
+from .tools import _StdinCount
 from .types import (Chunk, EventPage, Event, FileWritten, Health, Port,
                     RawWindow, Resumed, Session, SessionWindow, StatResult,
                     from_dict)
@@ -45,7 +49,8 @@ class ConnectionLost(Exception):
 
 class StdinUncertain(ConnectionLost):
     """The connection failed during a stdin write: it may or may not have
-    reached the session."""
+    reached the session. A write without an offset is never sent again; one
+    with an offset was sent again (retries) and every try failed."""
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -109,6 +114,7 @@ class Client:
         self.backoff = backoff
         self._local = threading.local()
         self._tools: Dict[str, Tuple[int, int]] = {}   # id -> (cursor, next offset)
+        self._stdin: Dict[str, _StdinCount] = {}         # id -> write_stdin's count
         self._tools_lock = threading.Lock()
         if endpoint.startswith('unix://'):
             path = endpoint[len('unix://'):]
@@ -259,8 +265,12 @@ class Client:
               data: Optional[bytes] = None, eof: bool = False,
               offset: Optional[int] = None, **budget: Any) -> SessionWindow:
         """POST /v1/sessions/{id}/stdin (JSON); budget: yield_ms, wait_ms,
-        max_bytes, head_tail, idle_ms. Raises StdinUncertain when the
-        connection fails."""
+        max_bytes, head_tail, idle_ms. With offset (the stdin bytes believed
+        accepted before this write; exactly-once stdin, API.md) it is sent
+        again after a connection failure, as reads are: agentd writes only
+        what it has not accepted yet and answers a repeat with duplicate.
+        Without it, it is never sent again. Raises StdinUncertain when the
+        connection stays broken."""
         import base64
         body: Dict[str, Any] = {k: v for k, v in budget.items() if v is not None}
         if text is not None:
@@ -272,20 +282,26 @@ class Client:
         if offset is not None:
             body['offset'] = offset
         try:
-            return SessionWindow.parse(self._call('POST', _sid(session_id, 'stdin'), body))
+            return SessionWindow.parse(self._call('POST', _sid(session_id, 'stdin'), body,
+                                                  retry=offset is not None))
         except StdinUncertain:
             raise
         except ConnectionLost as e:
             raise StdinUncertain(str(e)) from e
 
     def stdin_raw(self, session_id: str, data: bytes, eof: bool = False,
-                  **budget: Any) -> SessionWindow:
+                  offset: Optional[int] = None, **budget: Any) -> SessionWindow:
+        """stdin() with a raw body, the options as query parameters
+        (?offset=N); sent again after a connection failure as stdin() is."""
         q = dict(budget)
         if eof:
             q['eof'] = True
+        if offset is not None:
+            q['offset'] = offset
         path = _sid(session_id, 'stdin') + _query(q)
         try:
-            status, _, raw = self._do('POST', path, data, {'Content-Type': OCTETS})
+            status, _, raw = self._do('POST', path, data, {'Content-Type': OCTETS},
+                                      retry=offset is not None)
         except ConnectionLost as e:
             raise StdinUncertain(str(e)) from e
         if status != 200:
@@ -307,6 +323,7 @@ class Client:
         s = Session.parse(self._call('DELETE', _sid(session_id) + _query({'grace_ms': grace_ms})))
         with self._tools_lock:
             self._tools.pop(session_id, None)
+            self._stdin.pop(session_id, None)
         return s
 
     def read_file(self, path: str, offset: Optional[int] = None,

@@ -3,13 +3,15 @@
 A command runs until it ends or yield_time_ms passes; one still running
 keeps its session id for write_stdin. The output handed back is cut to
 max_output_tokens (about 4 bytes a token), keeping its head and its tail,
-and says how many bytes were left out between them. Bound as methods of
-Client.
+and says how many bytes were left out between them. write_stdin writes
+at the session's stdin count (exactly-once stdin), assuming it is the
+session's only stdin writer. Bound as methods of Client.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import TYPE_CHECKING, Dict, List, Optional
 
@@ -100,6 +102,16 @@ def _trim_end(b: bytes) -> bytes:
     return b
 
 
+class _StdinCount:
+    """What write_stdin knows of a session's stdin: its stdin_bytes (None:
+    to be read before the next write), and a lock that keeps the tools'
+    writes to the session one at a time."""
+
+    def __init__(self, count: Optional[int] = None) -> None:
+        self.count = count
+        self.lock = threading.Lock()
+
+
 def _yield(ms: Optional[int], default: int) -> int:
     ms = default if not ms or ms <= 0 else ms
     return max(MIN_YIELD_MS, min(MAX_YIELD_MS, ms))
@@ -151,6 +163,7 @@ def exec_command(self: 'Client', cmd: str, workdir: Optional[str] = None,
     col.feed(sw)
     with self._tools_lock:
         self._tools[sid] = (sw.window.cursor, col.next)
+        self._stdin[sid] = _StdinCount(sw.session.stdin_bytes)
     deadline = t0 + yield_ms / 1000.0
     if sw.session.running and time.monotonic() < deadline:
         sw = _poll(self, sid, col, deadline, budget)
@@ -161,17 +174,50 @@ def write_stdin(self: 'Client', session_id: str, chars: str = '',
                 yield_time_ms: Optional[int] = None,
                 max_output_tokens: Optional[int] = None) -> ExecResult:
     """write_stdin: write chars (none: only poll), then the output since the
-    last call, waiting up to yield_time_ms or until the command ends."""
+    last call, waiting up to yield_time_ms or until the command ends.
+
+    chars go exactly once (API.md's exactly-once stdin): the write carries
+    the session's stdin count as its offset and is sent again after a
+    connection failure. The count comes from a session object (exec_command's
+    create, or a read before the first write to a session the tools did not
+    start), then from each answer. After a failed write (StdinUncertain:
+    every try's connection broke, its outcome unknown) the count is read
+    again before the next write; a 409 stdin_offset_mismatch is raised once,
+    and the next call writes at agentd's count. The tools assume they are
+    the session's only stdin writer: bytes written by others (stdin(),
+    another client) while the tools' count is known make the tools' next
+    write look like a repeat, and agentd drops it (or its first bytes)."""
     t0 = time.monotonic()
     yield_ms = _yield(yield_time_ms, DEFAULT_STDIN_YIELD_MS)
     budget = _budget(max_output_tokens)
     with self._tools_lock:
         nxt = self._tools.setdefault(session_id, (0, 0))[1]
+        st = self._stdin.setdefault(session_id, _StdinCount())
     if chars:
-        self.stdin(session_id, text=chars, max_bytes=1)
+        _write(self, session_id, st, chars)
     col = Collector(budget, nxt)
     sw = _poll(self, session_id, col, t0 + yield_ms / 1000.0, budget)
     return _result(session_id, sw, col, t0)
+
+
+def _write(self: 'Client', sid: str, st: _StdinCount, chars: str) -> None:
+    """Write chars at st's count (read first when not known); keep the count."""
+    from .client import AgentdError
+    with st.lock:
+        if st.count is None:
+            st.count = self.read(sid, max_bytes=0).session.stdin_bytes
+        try:
+            # No count (an agentd without stdin_bytes): no offset.
+            sw = self.stdin(sid, text=chars, offset=st.count, max_bytes=1)
+        except AgentdError as e:
+            # agentd's count after a mismatch; after another error (perhaps
+            # to a resend whose first try arrived) read it again.
+            st.count = e.stdin_bytes if e.code == 'stdin_offset_mismatch' else None
+            raise
+        except BaseException:
+            st.count = None     # StdinUncertain, an interrupt: unknown
+            raise
+        st.count = sw.session.stdin_bytes
 
 
 def _poll(self: 'Client', sid: str, col: Collector, deadline: float,

@@ -1,6 +1,7 @@
 """Fixtures: a real agentd (env AGENTD) per test, and a proxy that cuts answers."""
 
 import os
+import queue
 import random
 import signal
 import socket
@@ -90,18 +91,40 @@ def agentd(tmp_path):
     assert rc == 0, 'agentd exited with %r after SIGTERM:\n%s' % (rc, a.stderr())
 
 
-def _forward_up(c, u, half_close):
-    """Copy what the client c sends to the upstream u, on a thread of its own;
-    with half_close, shut u's write side when c is done."""
+def _read_message(f):
+    """One HTTP message read whole from the file f: its head and its
+    Content-Length bytes of body (requests and answers here have no other
+    framing); None at the end."""
+    head = b''
+    length = 0
+    while True:
+        line = f.readline()
+        if not line:
+            return None
+        head += line
+        if line.lower().startswith(b'content-length:'):
+            length = int(line.split(b':', 1)[1])
+        if line == b'\r\n':
+            return head + f.read(length)
+
+
+def _forward_up(c, u, half_close, on_request=None):
+    """Copy the requests the client c sends to the upstream u, each whole and
+    first handed to on_request (when given), on a thread of its own; with
+    half_close, shut u's write side when c is done."""
     def up():
+        f = c.makefile('rb')
         try:
             while True:
-                b = c.recv(65536)
-                if not b:
+                req = _read_message(f)
+                if req is None:
                     break
-                u.sendall(b)
+                if on_request is not None:
+                    on_request(req)
+                u.sendall(req)
         except OSError:
             pass
+        f.close()
         if half_close:
             try:
                 u.shutdown(socket.SHUT_WR)
@@ -112,15 +135,22 @@ def _forward_up(c, u, half_close):
 
 class Cutter:
     """A TCP proxy that reads each answer of agentd whole (Content-Length)
-    and, with probability 1/every (or when `force` is set, the next one),
-    passes on a random part of it and closes both connections."""
+    and, with probability 1/every (0: never; or when `force` is set, the
+    next one), passes on a random part of it and closes both connections.
 
-    def __init__(self, upstream, every=3):
+    With stdin_every n > 0 it also drops the whole answer of every n-th
+    stdin request (the first, the n+1-th, ...) and closes both connections:
+    agentd took the bytes, the client never hears so."""
+
+    def __init__(self, upstream, every=3, stdin_every=0):
         host, port = upstream.rsplit(':', 1)
         self.upstream = (host, int(port))
         self.every = every
         self.force = False
         self.cuts = 0
+        self.stdin_every = stdin_every
+        self.stdin_reqs = 0
+        self.stdin_cuts = 0
         self.conns = 0
         self.lock = threading.Lock()
         self.rng = random.Random()
@@ -147,31 +177,47 @@ class Cutter:
 
     def _cut_at(self, n):
         with self.lock:
-            if n >= 2 and (self.force or self.rng.randrange(self.every) == 0):
+            if n >= 2 and (self.force or (self.every > 0 and
+                                          self.rng.randrange(self.every) == 0)):
                 self.force = False
                 self.cuts += 1
                 return self.rng.randrange(1, n)
             return None
 
+    def _drop_answer(self, req):
+        """Whether the answer to the request req is to be dropped (stdin_every)."""
+        words = req.split(b'\r\n', 1)[0].split(b' ')
+        if len(words) < 2 or words[0] != b'POST' or \
+                not words[1].split(b'?', 1)[0].endswith(b'/stdin'):
+            return False
+        with self.lock:
+            if self.stdin_every <= 0:
+                return False
+            self.stdin_reqs += 1
+            return (self.stdin_reqs - 1) % self.stdin_every == 0
+
     def _serve(self, c):
         u = socket.create_connection(self.upstream)
 
-        _forward_up(c, u, half_close=True)
+        # Whether a request's answer is to be dropped, queued before agentd
+        # has the request.
+        drops = queue.Queue()
+        _forward_up(c, u, half_close=True,
+                    on_request=lambda req: drops.put(self._drop_answer(req)))
         f = u.makefile('rb')
         try:
             while True:
-                head = b''
-                length = 0
-                while True:
-                    line = f.readline()
-                    if not line:
-                        return
-                    head += line
-                    if line.lower().startswith(b'content-length:'):
-                        length = int(line.split(b':', 1)[1])
-                    if line == b'\r\n':
-                        break
-                answer = head + f.read(length)
+                answer = _read_message(f)
+                if answer is None:
+                    return
+                try:
+                    drop = drops.get_nowait()
+                except queue.Empty:
+                    drop = False        # an answer to no request (agentd closing)
+                if drop:
+                    with self.lock:
+                        self.stdin_cuts += 1
+                    return
                 at = self._cut_at(len(answer))
                 if at is not None:
                     c.sendall(answer[:at])
@@ -193,6 +239,14 @@ class Cutter:
 @pytest.fixture
 def cutter(agentd):
     p = Cutter(agentd.addr)
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def stdin_cutter(agentd):
+    """Drops the answer of every other stdin request (each write's first try)."""
+    p = Cutter(agentd.addr, every=0, stdin_every=2)
     yield p
     p.close()
 

@@ -202,6 +202,87 @@ def test_stdin_is_never_resent(agentd, cutter):
     assert got == b'once\n'
 
 
+def test_stdin_across_lost_answers(agentd, stdin_cutter):
+    """Each write's first try is taken by agentd and its answer dropped: with
+    an offset (stdin, stdin_raw) the write is sent again and agentd answers
+    the repeat as a duplicate. cat echoes every line exactly once."""
+    c = Client(stdin_cutter.url, token=agentd.token)
+    direct = Client(agentd.url, token=agentd.token)
+    sid = direct.create(argv=['cat']).session.id
+    off = 0
+    for i in range(1, 11):
+        line = 'line %d\n' % i
+        if i % 2:
+            sw = c.stdin(sid, text=line, offset=off)
+        else:
+            sw = c.stdin_raw(sid, line.encode(), offset=off)
+        off += len(line)
+        assert (sw.written, sw.duplicate, sw.session.stdin_bytes) == (0, True, off)
+    assert stdin_cutter.stdin_cuts == 10
+    direct.stdin(sid, eof=True)
+    got = b''.join(ch.data for ch in direct.follow(sid) if not isinstance(ch, int))
+    assert got.decode() == lines(10)
+
+
+def _echoed(direct, sid):
+    """What cat sid echoed, all of it (its stdin closed first)."""
+    direct.stdin(sid, eof=True)
+    return b''.join(ch.data for ch in direct.follow(sid) if not isinstance(ch, int)).decode()
+
+
+def test_write_stdin_across_lost_answers(agentd, stdin_cutter):
+    """write_stdin across lost stdin answers: each write's first try is taken
+    by agentd and its answer dropped, and the resend lands as a duplicate. On
+    a session the tools did not start they read stdin_bytes first (7 here: a
+    line written directly); on one exec_command started they have it from
+    the create. cat echoes every line exactly once."""
+    c = Client(stdin_cutter.url, token=agentd.token)
+    direct = Client(agentd.url, token=agentd.token)
+    sid = direct.create(argv=['cat']).session.id
+    direct.stdin(sid, text='line 1\n')
+    e = c.exec_command('cat', yield_time_ms=250)
+    assert e.running
+    out = ''
+    for i in range(2, 7):
+        c.write_stdin(sid, 'line %d\n' % i)
+        out += c.write_stdin(e.session_id, 'line %d\n' % i).output
+    assert stdin_cutter.stdin_cuts == 10
+    assert _echoed(direct, sid) == lines(6)
+    direct.stdin(e.session_id, eof=True)
+    r = c.write_stdin(e.session_id, yield_time_ms=5000)
+    assert not r.running
+    assert out + r.output == lines(6)[len('line 1\n'):]
+
+
+def test_write_stdin_uncertain_and_mismatch(agentd, stdin_cutter):
+    """write_stdin reads stdin_bytes again after a write whose outcome stayed
+    unknown (no retries here), so its next write neither repeats nor leaves
+    a gap; a count that no longer holds (the session deleted and created
+    again under its id) raises stdin_offset_mismatch once, then agentd's
+    count is used."""
+    c = Client(stdin_cutter.url, token=agentd.token, retries=0)
+    direct = Client(agentd.url, token=agentd.token)
+    direct.create(argv=['cat'], id='u')
+    with pytest.raises(StdinUncertain):
+        c.write_stdin('u', 'a\n')
+    c.write_stdin('u', 'b\n')
+    stdin_cutter.stdin_every = 0
+    assert _echoed(direct, 'u') == 'a\nb\n'
+
+    # A session with no output, so that the tools' cursor (0) stays valid
+    # for the next one of that id.
+    direct.create('cat >/dev/null', id='job')
+    c.write_stdin('job', 'a\n')
+    _echoed(direct, 'job')
+    direct.delete('job', grace_ms=0)
+    direct.create(argv=['cat'], id='job')
+    with pytest.raises(AgentdError) as e:
+        c.write_stdin('job', 'c\n')
+    assert (e.value.code, e.value.stdin_bytes) == ('stdin_offset_mismatch', 0)
+    assert c.write_stdin('job', 'c\n', yield_time_ms=1000).output == 'c\n'
+    assert _echoed(direct, 'job') == 'c\n'
+
+
 def test_sandbox(agentd):
     # agentd runs with --clock-step 0: the machine's clock is never stepped.
     c = Client(agentd.url, token=agentd.token)
