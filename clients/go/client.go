@@ -342,8 +342,14 @@ func (c *Client) ReadRaw(ctx context.Context, id string, cursor uint64, maxBytes
 // and answers a repeat with Duplicate. Without an offset it is never sent
 // again. A connection failure that remains is ErrStdinUncertain.
 func (c *Client) Stdin(ctx context.Context, id string, r StdinRequest) (*StdinAnswer, error) {
+	return c.stdin(ctx, id, r, r.Offset != nil)
+}
+
+// stdin posts body (a StdinRequest, or the tools' own) to the session's
+// stdin, sent again after a connection failure when retry (an offset).
+func (c *Client) stdin(ctx context.Context, id string, body interface{}, retry bool) (*StdinAnswer, error) {
 	var out StdinAnswer
-	_, err := c.call(ctx, http.MethodPost, sessionPath(id, "stdin"), r, 200, &out, r.Offset != nil)
+	_, err := c.call(ctx, http.MethodPost, sessionPath(id, "stdin"), body, 200, &out, retry)
 	var ce *ConnError
 	if errors.As(err, &ce) {
 		return nil, fmt.Errorf("%w: %v", ErrStdinUncertain, err)

@@ -250,6 +250,40 @@ func TestExecCommand(t *testing.T) {
 	}
 }
 
+// WriteStdin's own stdin write asked max_bytes 1, which makes the session
+// publish one chunk per read from then on (API.md): 100 lines written while
+// nobody looks came back as 100 chunks, not one.
+func TestWriteStdinLeavesTheJoiningAlone(t *testing.T) {
+	a := startAgentd(t)
+	c := a.tcp(t)
+	ctx := testCtx(t)
+
+	r, err := c.ExecCommand(ctx, ExecArgs{Cmd: "read x; sleep 1; for i in $(seq 1 100); " +
+		"do echo $i; sleep 0.002; done", YieldTimeMs: 250})
+	if err != nil || !r.Running {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if _, err := c.WriteStdin(ctx, WriteStdinArgs{SessionID: r.SessionID, Chars: "go\n",
+		YieldTimeMs: 250}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second) // nobody looks while the lines are written
+	w, err := c.Read(ctx, r.SessionID, ReadOptions{})
+	if err != nil || w.Session.Running() {
+		t.Fatalf("%+v %v", w, err)
+	}
+	var got, want strings.Builder
+	for _, ch := range w.Output {
+		got.Write(ch.Data)
+	}
+	for i := 1; i <= 100; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	if got.String() != want.String() || len(w.Output) >= 10 {
+		t.Fatalf("%d chunks: %q", len(w.Output), got.String())
+	}
+}
+
 func TestCollector(t *testing.T) {
 	c := newCollector(10, 0)
 	c.add(0, []byte("abc"))

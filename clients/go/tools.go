@@ -243,6 +243,15 @@ func (c *Client) WriteStdin(ctx context.Context, a WriteStdinArgs) (*ExecResult,
 	return result(a.SessionID, &w.Session, col, t0), nil
 }
 
+// toolStdin is the tools' stdin body. Its max_bytes is 0: the window that
+// comes back (one chunk at most) is not used, and a small max_bytes would
+// make the session publish a chunk per read from then on (API.md).
+type toolStdin struct {
+	Text     string  `json:"text"`
+	Offset   *uint64 `json:"offset,omitempty"`
+	MaxBytes int64   `json:"max_bytes"`
+}
+
 // toolWrite writes chars to the session at st's stdin count (read first
 // when not known) and keeps the count (WriteStdin).
 func (c *Client) toolWrite(ctx context.Context, id string, st *toolState, chars string) error {
@@ -257,12 +266,12 @@ func (c *Client) toolWrite(ctx context.Context, id string, st *toolState, chars 
 			st.stdin, st.stdinKnown = *s.StdinBytes, true
 		}
 	}
-	r := StdinRequest{Text: chars, Budget: Budget{MaxBytes: 1}}
+	r := toolStdin{Text: chars}
 	if st.stdinKnown { // else an agentd without stdin_bytes: no offset
 		off := st.stdin
 		r.Offset = &off
 	}
-	in, err := c.Stdin(ctx, id, r)
+	in, err := c.stdin(ctx, id, r, r.Offset != nil)
 	var e *Error
 	switch {
 	case err == nil:

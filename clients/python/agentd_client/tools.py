@@ -208,7 +208,9 @@ def _write(self: 'Client', sid: str, st: _StdinCount, chars: str) -> None:
             st.count = self.read(sid, max_bytes=0).session.stdin_bytes
         try:
             # No count (an agentd without stdin_bytes): no offset.
-            sw = self.stdin(sid, text=chars, offset=st.count, max_bytes=1)
+            # max_bytes 0: the window (a chunk at most) is not used, and a
+            # small one would make the session publish a chunk per read.
+            sw = self.stdin(sid, text=chars, offset=st.count, max_bytes=0)
         except AgentdError as e:
             # agentd's count after a mismatch; after another error (perhaps
             # to a resend whose first try arrived) read it again.

@@ -137,6 +137,25 @@ def test_exec_command(agentd):
     c.close()
 
 
+def test_write_stdin_leaves_the_joining_alone(agentd):
+    # write_stdin's own stdin write asked max_bytes 1, which makes the
+    # session publish one chunk per read from then on (API.md): 100 lines
+    # written while nobody looks came back as 100 chunks, not one.
+    c = Client(agentd.url, token=agentd.token)
+    r = c.exec_command('read x; sleep 1; for i in $(seq 1 100); do echo $i; '
+                       'sleep 0.002; done', yield_time_ms=250)
+    assert r.running
+    c.write_stdin(r.session_id, 'go\n', yield_time_ms=250)
+    time.sleep(4)           # nobody looks while the lines are written
+    sw = c.read(r.session_id)
+    assert not sw.session.running
+    w = sw.window
+    data = b''.join(ch.data for ch in w.output)
+    assert data == ''.join('%d\n' % i for i in range(1, 101)).encode()
+    assert len(w.output) < 10, len(w.output)
+    c.close()
+
+
 def test_collector():
     c = Collector(10)
     c.add(0, b'abc')
