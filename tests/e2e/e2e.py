@@ -383,7 +383,7 @@ ESCAPES = ("setsid sleep 777 & echo $! >>F; "
            "(trap '' HUP; exec sleep 778) & echo $! >>F; "
            "sh -c 'sleep 779 & echo $! >>F'; "
            "setsid sh -c 'exec 0<&- 1>&- 2>&-; sleep 780 & echo $! >>F' & "
-           "while [ $(wc -l <F) -lt 4 ]; do sleep 0.05; done; echo started")
+           "while [ $(wc -l <F) -lt 4 ]; do sleep 0.05; done")
 
 
 def guest(agent, cmd, timeout=60):
@@ -447,7 +447,8 @@ def cgroup_checks(agent):
     # Each escape is gone after DELETE, after timeout_ms, after the TTL.
     for how in ("delete", "timeout", "ttl"):
         f = f"/tmp/esc-{how}"
-        body = {"cmd": f"cd /tmp; rm -f F; {ESCAPES}; cp F {f}" +
+        # The pid file is in place before "started" (the check reads it).
+        body = {"cmd": f"cd /tmp; rm -f F; {ESCAPES}; cp F {f}; echo started" +
                 ("" if how == "ttl" else "; sleep 1000"), "id": f"esc-{how}"}
         if how == "timeout":
             body["timeout_ms"] = 6000
