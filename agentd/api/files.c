@@ -917,6 +917,9 @@ files_send_chunk(struct files_job *j)
 		evhttp_add_header(h, "Content-Length", len);
 		evhttp_send_reply_start(j->http, 200, "OK");
 		j->started = 1;
+		/* Written while watched from now on: level-triggered. */
+		event_free(j->closed);
+		j->closed = http_watch_stream(j->http, files_closed, j);
 	}
 	evhttp_send_reply_chunk_with_cb(j->http, buf, files_chunk_sent, j);
 	evbuffer_free(buf);

@@ -96,6 +96,8 @@ static void		 http_free_buf(const void *, size_t, void *);
 static void		 http_spares_free(void);
 static void		 http_reply_oom(struct evhttp_request *);
 static const char	*http_reason(int);
+static struct event	*http_watch(struct evhttp_request *, short,
+			    void (*)(evutil_socket_t, short, void *), void *);
 
 /* Create an evhttp serving the API. */
 static void
@@ -870,14 +872,30 @@ struct event *
 http_watch_client(struct evhttp_request *req,
     void (*fn)(evutil_socket_t, short, void *), void *arg)
 {
+	return (http_watch(req, EV_ET, fn, arg));
+}
+
+/* Watch the client of a stream (level-triggered); see http.h. */
+struct event *
+http_watch_stream(struct evhttp_request *req,
+    void (*fn)(evutil_socket_t, short, void *), void *arg)
+{
+	return (http_watch(req, 0, fn, arg));
+}
+
+/* A close watch on req's connection, with the flags et (EV_ET or 0). */
+static struct event *
+http_watch(struct evhttp_request *req, short et,
+    void (*fn)(evutil_socket_t, short, void *), void *arg)
+{
 	struct evhttp_connection	*evcon;
 	struct event			*ev;
 	int				 fd;
 
 	evcon = evhttp_request_get_connection(req);
 	fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
-	ev = event_new(http_base, fd, EV_CLOSED | EV_READ | EV_ET |
-	    EV_PERSIST, fn, arg);
+	ev = event_new(http_base, fd, EV_CLOSED | EV_READ | et | EV_PERSIST,
+	    fn, arg);
 	if (ev == NULL || event_add(ev, NULL) != 0)
 		fatal("%s: out of memory", __func__);
 	return (ev);

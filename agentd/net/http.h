@@ -67,6 +67,17 @@ int	http_method(struct http_req *, int allowed);
  */
 struct event *http_watch_client(struct evhttp_request *,
 	    void (*fn)(evutil_socket_t, short, void *), void *arg);
+/*
+ * The same for a request whose answer is written while it is watched (a
+ * stream, once its head went: evhttp reads the connection again then, so
+ * pipelined bytes do not keep the fd readable).  Level-triggered, where
+ * http_watch_client() is edge-triggered: libevent's epoll cannot mix the
+ * two on one fd, and the connection's writes would wait for an edge that
+ * never comes once a write was cut short (a stream stalled with its client
+ * idle and 350 KB unsent).
+ */
+struct event *http_watch_stream(struct evhttp_request *,
+	    void (*fn)(evutil_socket_t, short, void *), void *arg);
 /* In a watcher's callback: whether the client went away. */
 int	http_client_gone(evutil_socket_t fd, short events);
 

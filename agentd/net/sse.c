@@ -10,8 +10,9 @@
  * timeout of --idle-timeout: a silent SSE client would be cut by it, so a
  * stream keeps only the write timeout (a reader that stops reading for
  * --idle-timeout is cut).  The close is also watched for with EV_CLOSED
- * (http_watch_client()), as long-polls do: a client that goes away
- * without a byte to be written is seen at once.
+ * (http_watch_stream(), level-triggered since the stream writes), as
+ * long-polls do: a client that goes away without a byte to be written is
+ * seen at once.
  */
 #include <sys/queue.h>
 
@@ -175,7 +176,7 @@ sse_start(struct http_req *hr, sse_pull_fn pull, sse_gone_fn gone, void *arg)
 	evhttp_send_reply_start(hr->req, 200, "OK");
 	sse_timeouts(st);	/* a silent stream is not cut before a frame */
 	evhttp_connection_set_closecb(st->evcon, sse_conn_gone, st);
-	st->closed = http_watch_client(hr->req, sse_client_closed, st);
+	st->closed = http_watch_stream(hr->req, sse_client_closed, st);
 	evtimer_add(st->keepalive, timeval_ms(&tv, sse_keepalive_ms));
 	TAILQ_INSERT_TAIL(&sse_streams, st, entry);
 	sse_count++;
