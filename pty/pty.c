@@ -42,6 +42,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -193,9 +194,9 @@ static uint64_t	pty_sig_reset = ~(uint64_t)0;
 /*
  * Whether clone3(CLONE_INTO_CGROUP) works here: 1 until the kernel says
  * ENOSYS, E2BIG or EINVAL (older than 5.7), then the child joins itself.
- * Read and written by the spawning thread only.
+ * Atomic: agentd's spawner threads read and clear it at once.
  */
-static int	pty_clone3_ok = 1;
+static atomic_int pty_clone3_ok = 1;
 
 static void	 cause_set(char *, size_t, const char *, ...)
 		     __attribute__((format(printf, 3, 4)));
