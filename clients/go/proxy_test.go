@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -149,19 +150,25 @@ func TestStdinAcrossLostAnswers(t *testing.T) {
 			t.Fatalf("line %d: the resend answered %+v", i, in)
 		}
 	}
-	if _, err := direct.Stdin(ctx, w.ID, StdinRequest{EOF: true}); err != nil {
-		t.Fatal(err)
-	}
-	var got bytes.Buffer
-	if _, err := direct.Follow(ctx, w.ID, 0, func(ch Chunk) error { got.Write(ch.Data); return nil }, nil); err != nil {
-		t.Fatal(err)
-	}
-	if got.String() != lines(10) {
-		t.Fatalf("cat echoed %q", got.String())
+	if got := echoed(t, ctx, direct, w.ID); got != lines(10) {
+		t.Fatalf("cat echoed %q", got)
 	}
 	if n := atomic.LoadInt64(&p.stdinCuts); n != 10 {
 		t.Fatalf("the proxy dropped %d stdin answers, want 10", n)
 	}
+}
+
+// echoed ends the stdin of id (a cat) and returns all that it wrote.
+func echoed(t *testing.T, ctx context.Context, c *Client, id string) string {
+	t.Helper()
+	if _, err := c.Stdin(ctx, id, StdinRequest{EOF: true}); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if _, err := c.Follow(ctx, id, 0, func(ch Chunk) error { got.Write(ch.Data); return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	return got.String()
 }
 
 // WriteStdin across lost stdin answers: each write's first try is taken by
@@ -206,17 +213,11 @@ func TestWriteStdinAcrossLostAnswers(t *testing.T) {
 	if n := atomic.LoadInt64(&p.stdinCuts); n != 10 {
 		t.Fatalf("the proxy dropped %d stdin answers, want 10", n)
 	}
-	for _, id := range []string{w.ID, e.SessionID} {
-		if _, err := direct.Stdin(ctx, id, StdinRequest{EOF: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var got bytes.Buffer
-	if _, err := direct.Follow(ctx, w.ID, 0, func(ch Chunk) error { got.Write(ch.Data); return nil }, nil); err != nil {
+	if _, err := direct.Stdin(ctx, e.SessionID, StdinRequest{EOF: true}); err != nil {
 		t.Fatal(err)
 	}
-	if got.String() != lines(6) {
-		t.Fatalf("cat echoed %q", got.String())
+	if got := echoed(t, ctx, direct, w.ID); got != lines(6) {
+		t.Fatalf("cat echoed %q", got)
 	}
 	r, err := c.WriteStdin(ctx, WriteStdinArgs{SessionID: e.SessionID, YieldTimeMs: 5000})
 	if err != nil || r.Running {
@@ -241,17 +242,6 @@ func TestWriteStdinUncertainAndMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	follow := func(id string) string {
-		var got bytes.Buffer
-		if _, err := direct.Stdin(ctx, id, StdinRequest{EOF: true}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := direct.Follow(ctx, id, 0, func(ch Chunk) error { got.Write(ch.Data); return nil }, nil); err != nil {
-			t.Fatal(err)
-		}
-		return got.String()
-	}
-
 	if _, err := direct.Create(ctx, CreateRequest{ID: "u", Argv: []string{"cat"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +253,7 @@ func TestWriteStdinUncertainAndMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	atomic.StoreInt32(&p.stdinEvery, 0)
-	if got := follow("u"); got != "a\nb\n" {
+	if got := echoed(t, ctx, direct, "u"); got != "a\nb\n" {
 		t.Fatalf("cat echoed %q", got)
 	}
 
@@ -275,7 +265,7 @@ func TestWriteStdinUncertainAndMismatch(t *testing.T) {
 	if _, err := c.WriteStdin(ctx, WriteStdinArgs{SessionID: "job", Chars: "a\n"}); err != nil {
 		t.Fatal(err)
 	}
-	follow("job")
+	echoed(t, ctx, direct, "job")
 	if _, err := direct.Delete(ctx, "job", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +282,7 @@ func TestWriteStdinUncertainAndMismatch(t *testing.T) {
 	if err != nil || r.Output != "c\n" {
 		t.Fatalf("%+v %v", r, err)
 	}
-	if got := follow("job"); got != "c\n" {
+	if got := echoed(t, ctx, direct, "job"); got != "c\n" {
 		t.Fatalf("cat echoed %q", got)
 	}
 }
