@@ -35,8 +35,9 @@
 #define MCP_ID_BYTES		16	/* random bytes of an Mcp-Session-Id */
 #define MCP_ID_LEN		(2 * MCP_ID_BYTES)	/* its hex digits */
 
-/* Append a string literal. */
 #define MCP_BATCH_MAX		64	/* messages in one batch */
+
+/* Append a string literal. */
 #define MCP_PUT(b, lit)		proto_buf_append((b), (lit), sizeof (lit) - 1)
 
 /* JSON-RPC's error codes, and the transport's (as the TypeScript SDK's). */
