@@ -1458,8 +1458,11 @@ session_check_exit(struct session *s, int capped)
 	nrunning--;
 	event_del(s->drain_ev);
 	event_del(s->timeout_ev);
-	/* A timeout's SIGKILL still reaches what the leader left behind. */
-	if (s->nopen == 0 && !s->timed_out)
+	/*
+	 * A timeout's or a DELETE's SIGKILL still reaches what the leader
+	 * left behind (a job ignoring the SIGTERM that ended the leader).
+	 */
+	if (s->nopen == 0 && !s->timed_out && !s->terminating)
 		event_del(s->kill_ev);
 	session_usage_read(s, 1);
 	if (!s->tty)
@@ -1662,6 +1665,7 @@ static void
 session_kill_cb(evutil_socket_t fd, short events, void *arg)
 {
 	session_kill(arg, SIGKILL);
+	session_sweep_soon(1);	/* a DELETE waits for the release */
 }
 
 /* An exited session's time is up: its leftovers get the usual grace. */
@@ -2286,6 +2290,17 @@ out:
 		sweep_ms = SESSION_SWEEP_MS;
 	else if ((sweep_ms *= 2) > SESSION_SWEEP_MAX_MS)
 		sweep_ms = SESSION_SWEEP_MAX_MS;
+	/*
+	 * A DELETE's SIGKILL went out and it waits for the release: look
+	 * again, whether or not a reap comes (an orphan's end is init's
+	 * to see where agentd is no subreaper).
+	 */
+	TAILQ_FOREACH(s, &sessions, entry) {
+		if (s->terminating && s->killed && s->reaped && !s->released) {
+			session_timer_add(sweep_ev, sweep_ms);
+			break;
+		}
+	}
 }
 
 /*

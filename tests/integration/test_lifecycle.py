@@ -5,6 +5,7 @@ grace_ms's bound."""
 import base64
 import os
 import shutil
+import signal
 import threading
 import time
 
@@ -221,6 +222,40 @@ class LeftoverTest(AgentdTestCase):
         self.assertTrue(pid_gone(w['pid']))
         self.wait_until(lambda: pid_gone(pid), 15,
                         'leftover %d killed after the grace' % pid)
+
+    def delete_running_stubborn(self, cmd):
+        # A running session whose job ignores SIGTERM: the leader ends on
+        # the SIGTERM, the job at the grace's SIGKILL.  The answer comes
+        # then, not at the wait's cap (6.25 s): the exit of the leader
+        # used to cancel that SIGKILL.
+        w = self.create(cmd=cmd + ' & while [ ! -s left.pid ]; do '
+                        'sleep 0.01; done; exec sleep 1000')
+        self.wait_until(lambda: read_file(os.path.join(
+            self.agentd.workdir, 'left.pid')).strip(), 20, 'left.pid')
+        pid = int(read_file(os.path.join(self.agentd.workdir, 'left.pid')))
+        t0 = time.monotonic()
+        self.expect(self.delete(w['id'], grace_ms=1000), 200)
+        took = time.monotonic() - t0
+        self.assertLess(took, 1.5, 'DELETE took %.2f s' % took)
+        self.assertTrue(pid_gone(w['pid']), 'leader %d left (state %s)'
+                        % (w['pid'], pid_state(w['pid'])))
+        return pid, took
+
+    def test_delete_running_sigkills_a_job_ignoring_term(self):
+        pid, took = self.delete_running_stubborn(
+            "sh -c 'trap \"\" TERM; echo $$ >left.pid; "
+            "while :; do sleep 1; done' </dev/null >/dev/null 2>&1")
+        self.assertGreater(took, 0.9)
+        self.assertIn(pid_state(pid), (None, 'Z', 'X'))
+
+    def test_delete_running_with_a_setsid_daemon_ignoring_term(self):
+        # With process_group, the daemon left the session: beyond agentd's
+        # signals (API.md), and the answer comes with the leader's end.
+        pid, took = self.delete_running_stubborn(
+            "setsid sh -c 'trap \"\" TERM; echo $$ >left.pid; "
+            "while :; do sleep 1; done' </dev/null >/dev/null 2>&1")
+        self.assertNotIn(pid_state(pid), (None, 'Z', 'X'))
+        os.kill(pid, signal.SIGKILL)
 
     def test_ttl_expiry_gives_leftovers_the_grace(self):
         self.start_agentd(['--exited-ttl', '1s'])
