@@ -482,6 +482,31 @@ def cgroup_checks(agent):
             check("escapes (TTL): the session removed, all gone",
                   st == 404 and ok and not left, f"{st} alive={left}")
 
+    # A job that ignores SIGTERM (issue 32): the leader ends on the SIGTERM,
+    # the job on cgroup.kill at the grace's end, and DELETE answers then
+    # (it used to wait for its 6.25 s cap, the leader left a zombie).
+    for how, pre in (("trap", ""), ("setsid", "setsid ")):
+        f = f"/tmp/stubborn-{how}"
+        st, doc = agent.run({"cmd": f"rm -f {f}; {pre}sh -c 'trap \"\" TERM; echo $$ >{f}; "
+                                    "while :; do sleep 1; done' </dev/null >/dev/null 2>&1 & "
+                                    f"while [ ! -s {f} ]; do sleep 0.05; done; echo started; "
+                                    "sleep 1000", "id": f"stubborn-{how}", "wait_ms": 20000})
+        m, text = agent.read_until(f"stubborn-{how}", r"started", 0)
+        left, _ = alive(agent, f)
+        if not check(f"stubborn ({how}): the job ignoring SIGTERM started", m and len(left) == 1,
+                     f"{st} {text!r} alive={left}"):
+            continue
+        t0 = time.monotonic()
+        st, _, d = agent.request("DELETE", f"/v1/sessions/stubborn-{how}?grace_ms=1000")
+        took = time.monotonic() - t0
+        k = guest(agent, f"kill -0 {doc.get('pid')} 2>/dev/null && echo present || echo reaped")
+        left, ok = alive(agent, f)
+        check(f"stubborn ({how}): DELETE grace_ms=1000 answers within 1.5 s, "
+              "the job gone, the leader reaped",
+              st == 200 and took < 1.5 and ok and not left and k.strip() == "reaped",
+              f"{st} after {took:.2f}s alive={left} leader {doc.get('pid')}: {k.strip()}")
+        log(f"stubborn ({how}): DELETE answered after {took:.2f} s")
+
     # A memory hog over its limit: SIGKILL, oom_killed; agentd and another
     # session live on.
     st, other = agent.run({"argv": ["sleep", "600"], "id": "bystander"})
