@@ -113,6 +113,7 @@
 #define PTY_NOFILE_CAP		(1024 * 1024)	/* fds, close loop bound */
 #define PTY_CHILD_STACK		(32 * 1024)	/* bytes, the clone child's stack */
 #define PTY_CLONE_INTO_CGROUP	0x200000000ULL	/* clone3's flag, Linux 5.7 */
+#define PTY_CLONE_PIDFD		0x00001000ULL	/* clone's flag, Linux 5.2 */
 #define PTY_OOM_PATH		"/proc/self/oom_score_adj"
 #define PTY_PATH_DEFAULT	"/usr/local/bin:/bin:/usr/bin"	/* no PATH (musl's) */
 
@@ -197,6 +198,9 @@ static uint64_t	pty_sig_reset = ~(uint64_t)0;
  * Atomic: agentd's spawner threads read and clear it at once.
  */
 static atomic_int pty_clone3_ok = 1;
+
+/* Whether clone3(CLONE_PIDFD) works here (spec->watch): 1 until ENOSYS. */
+static atomic_int pty_watch_ok = 1;
 
 static void	 cause_set(char *, size_t, const char *, ...)
 		     __attribute__((format(printf, 3, 4)));
@@ -816,8 +820,9 @@ pty_clone3(struct pty_clone_args *ca, int (*fn)(void *), void *arg)
 /*
  * Make the child of a spawn on stack, in spec->cgroup if there is one: born
  * there by clone3(CLONE_INTO_CGROUP), else (an older kernel, another
- * architecture) it writes itself into a->procs, opened here.  Returns the
- * pid, or -errno with a cause.
+ * architecture) it writes itself into a->procs, opened here.  With
+ * spec->watch, clone3 also hands out its pid and a pidfd as it is made.
+ * Returns the pid, or -errno with a cause.
  */
 static pid_t
 spawn_clone(struct child_args *a, char *stack, size_t stacklen, char *cause,
@@ -829,21 +834,37 @@ spawn_clone(struct child_args *a, char *stack, size_t stacklen, char *cause,
 	struct pty_clone_args	ca;
 	long			ret;
 
-	if (a->spec->cgroup >= 0 && pty_clone3_ok) {
+	if ((a->spec->cgroup >= 0 && pty_clone3_ok) ||
+	    (a->spec->cgroup < 0 && a->spec->watch != NULL && pty_watch_ok)) {
 		memset(&ca, 0, sizeof ca);
-		ca.flags = CLONE_VM | CLONE_VFORK | PTY_CLONE_INTO_CGROUP;
+		ca.flags = CLONE_VM | CLONE_VFORK;
 		ca.exit_signal = SIGCHLD;
 		ca.stack = (uint64_t)(uintptr_t)stack;
 		ca.stack_size = stacklen;
-		ca.cgroup = (uint64_t)a->spec->cgroup;
+		if (a->spec->cgroup >= 0) {
+			ca.flags |= PTY_CLONE_INTO_CGROUP;
+			ca.cgroup = (uint64_t)a->spec->cgroup;
+		}
+		if (a->spec->watch != NULL) {
+			/* A child another thread can kill before exec. */
+			ca.flags |= PTY_CLONE_PIDFD | CLONE_PARENT_SETTID;
+			ca.pidfd = (uint64_t)(uintptr_t)&a->spec->watch->pidfd;
+			ca.parent_tid = (uint64_t)(uintptr_t)
+			    &a->spec->watch->pid;
+		}
 		if ((ret = pty_clone3(&ca, child_run, a)) >= 0)
 			return (pid_t)ret;
 		if (ret != -ENOSYS && ret != -E2BIG && ret != -EINVAL) {
-			cause_set(cause, causelen, "clone3 into cgroup: %s",
+			cause_set(cause, causelen, "clone3%s: %s",
+			    a->spec->cgroup >= 0 ? " into cgroup" : "",
 			    strerror((int)-ret));
 			return (pid_t)ret;
 		}
-		pty_clone3_ok = 0;	/* older than 5.7: the child joins */
+		/* Older than 5.7: the child joins; than 5.3: no watch. */
+		if (a->spec->cgroup >= 0)
+			pty_clone3_ok = 0;
+		if (a->spec->cgroup < 0 || ret == -ENOSYS)
+			pty_watch_ok = 0;
 	}
 #endif
 	if (a->spec->cgroup >= 0 && (a->procs = openat(a->spec->cgroup,

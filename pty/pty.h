@@ -38,6 +38,21 @@ struct pty_user {
 	char		 home[256];
 };
 
+/*
+ * Where the kernel writes, as the child is made (before pty_spawn()
+ * returns, while it may still wait for a chdir or an execve that does not
+ * answer), the child's pid and a pidfd of it: clone3 with CLONE_PIDFD and
+ * CLONE_PARENT_SETTID (x86-64, Linux 5.3).  Another thread may then SIGKILL
+ * a child stuck before its exec through the pidfd.  pid stays 0 where that
+ * is not available.  The pidfd is valid, and the caller's to close, only
+ * once pid is > 0: a clone that failed may have left there a number that is
+ * not ours.
+ */
+struct pty_watch {
+	_Atomic int	 pid;		/* 0, then the child's */
+	_Atomic int	 pidfd;		/* valid once pid > 0 */
+};
+
 /* What to run, and how. */
 struct pty_spec {
 	char *const		*argv;		/* argv[0] searched in the PATH of envp */
@@ -50,6 +65,7 @@ struct pty_spec {
 	int			 cgroup;	/* a cgroup v2 directory fd the
 						   child starts in, or -1 */
 	int			 oom_score_adj;	/* the child's, -1000..1000 */
+	struct pty_watch	*watch;		/* or NULL; zeroed by the caller */
 };
 
 /* A running child and the parent's ends of its fds; -1 where there is none. */

@@ -5,9 +5,13 @@
  * (the loop queues and abandons, a thread takes and finishes); a finished
  * job's pointer goes back to the loop through spawner_pipe.  Whichever side
  * changes a job's state last under the lock owns what the job holds: the
- * thread an abandoned job's child, the loop a finished job's.
+ * thread an abandoned job's child, the loop a finished job's.  An abandoned
+ * job still running is on spawner_stuck (the lock's) until its thread is
+ * back: the loop SIGKILLs its child through the pidfd clone3 handed out
+ * (pty.h), which no one closes while the job is on that list.
  */
 #include <sys/queue.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -31,6 +35,13 @@
 
 #define SPAWNER_STACK	(256 * 1024)	/* bytes: pty_spawn() keeps a 32 KiB
 					   child stack and a PATH_MAX on it */
+#define SPAWNER_KILL_RETRY_MS	50	/* a child not made yet: look again */
+#define SPAWNER_KILL_TRIES	100	/* ... this many times at most */
+
+/* pidfd_send_signal(2) is Linux 5.1. */
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal	424
+#endif
 
 /* Where a job is; changed only under spawner_lock. */
 enum spawner_state {
@@ -44,7 +55,11 @@ enum spawner_state {
 struct spawner_job {
 	TAILQ_ENTRY(spawner_job) entry;	/* on the queue (the lock's) */
 	LIST_ENTRY(spawner_job)	 live;	/* on spawner_jobs (the loop's) */
+	LIST_ENTRY(spawner_job)	 stuck;	/* on spawner_stuck (the lock's) */
 	enum spawner_state	 state;
+	struct pty_watch	 watch;	/* the child's pid and pidfd */
+	int			 killed;	/* its child got SIGKILL (lock) */
+	int			 tries;		/* looks for its child (lock) */
 
 	/* The spec and what it points to, the job's own. */
 	struct pty_spec		 spec;
@@ -71,6 +86,9 @@ static TAILQ_HEAD(, spawner_job) spawner_queue =
     TAILQ_HEAD_INITIALIZER(spawner_queue);
 static LIST_HEAD(, spawner_job) spawner_jobs =
     LIST_HEAD_INITIALIZER(spawner_jobs);
+static LIST_HEAD(, spawner_job) spawner_stuck =
+    LIST_HEAD_INITIALIZER(spawner_stuck);
+static struct event	*spawner_kill_ev;	/* looks for stuck children */
 static size_t		 spawner_njobs;		/* on spawner_jobs */
 static atomic_size_t	 spawner_nabandoned;	/* abandoned, still running */
 static int		 spawner_pipe[2] = { -1, -1 };	/* thread -> loop */
@@ -84,6 +102,9 @@ static char	**spawner_strv_dup(char *const *);
 static void	 spawner_read_cb(evutil_socket_t, short, void *);
 static void	 spawner_timeout_cb(evutil_socket_t, short, void *);
 static void	 spawner_forget(struct spawner_job *);
+static int	 spawner_kill_locked(struct spawner_job *);
+static void	 spawner_kill_cb(evutil_socket_t, short, void *);
+static void	 spawner_unwatch_locked(struct spawner_job *);
 
 /* Start the threads, every signal blocked in them, and the pipe's event. */
 void
@@ -103,6 +124,8 @@ spawner_init(struct event_base *base, unsigned nthreads)
 	spawner_pipe_ev = event_new(base, spawner_pipe[0], EV_READ | EV_PERSIST,
 	    spawner_read_cb, NULL);
 	if (spawner_pipe_ev == NULL || event_add(spawner_pipe_ev, NULL) != 0)
+		fatal("%s: out of memory", __func__);
+	if ((spawner_kill_ev = evtimer_new(base, spawner_kill_cb, NULL)) == NULL)
 		fatal("%s: out of memory", __func__);
 
 	pthread_attr_init(&attr);
@@ -126,6 +149,10 @@ spawner_free(void)
 	if (spawner_pipe_ev != NULL) {
 		event_free(spawner_pipe_ev);
 		spawner_pipe_ev = NULL;
+	}
+	if (spawner_kill_ev != NULL) {
+		event_free(spawner_kill_ev);
+		spawner_kill_ev = NULL;
 	}
 }
 
@@ -157,8 +184,11 @@ spawner_main(void *arg)
 
 		pthread_mutex_lock(&spawner_lock);
 		abandoned = j->state == SPAWNER_ABANDONED;
-		if (!abandoned)
+		if (abandoned)
+			LIST_REMOVE(j, stuck);
+		else
 			j->state = SPAWNER_DONE;
+		spawner_unwatch_locked(j);
 		pthread_mutex_unlock(&spawner_lock);
 		if (abandoned) {
 			spawner_undo(j);
@@ -173,6 +203,15 @@ spawner_main(void *arg)
 			fatal("%s: write: %s", __func__, strerror(errno));
 	}
 	return (NULL);
+}
+
+/* Close the pidfd of the job's child, if clone3 made one (pty.h). */
+static void
+spawner_unwatch_locked(struct spawner_job *j)
+{
+	if (atomic_load(&j->watch.pid) > 0)
+		close(atomic_load(&j->watch.pidfd));
+	atomic_store(&j->watch.pid, 0);
 }
 
 /*
@@ -241,6 +280,7 @@ spawner_start(const struct pty_spec *spec, int64_t timeout_ms,
 		j->user = *spec->user;
 		j->spec.user = &j->user;
 	}
+	j->spec.watch = &j->watch;	/* zeroed: pid 0 */
 	j->proc.pid = -1;
 	j->proc.master = j->proc.in = j->proc.out = j->proc.err = -1;
 	j->timeout_ms = timeout_ms;
@@ -263,29 +303,88 @@ spawner_start(const struct pty_spec *spec, int64_t timeout_ms,
 
 /*
  * Take a job from the loop's side: off the queue if no thread has it
- * (then the loop frees it), else abandoned to its thread.  Returns 1 when
- * the job finished already (its pointer is in the pipe): nothing changed.
+ * (then the loop frees it), else abandoned to its thread, its child
+ * SIGKILLed if it has one yet (else soon, by spawner_kill_cb()): a child
+ * stuck before exec (a chdir into a FUSE mount that does not answer) would
+ * keep the thread for good.  Returns 1 when the job finished already (its
+ * pointer is in the pipe): nothing changed.
  */
 static int
 spawner_abandon(struct spawner_job *j)
 {
+	struct timeval		tv;
 	enum spawner_state	st;
+	int			killed = 1;
 
 	pthread_mutex_lock(&spawner_lock);
 	st = j->state;
+	if (st != SPAWNER_DONE)
+		spawner_forget(j);	/* before the thread may free it */
 	if (st == SPAWNER_QUEUED)
 		TAILQ_REMOVE(&spawner_queue, j, entry);
 	else if (st == SPAWNER_RUNNING) {
 		j->state = SPAWNER_ABANDONED;
 		atomic_fetch_add(&spawner_nabandoned, 1);
+		LIST_INSERT_HEAD(&spawner_stuck, j, stuck);
+		killed = spawner_kill_locked(j);
 	}
 	pthread_mutex_unlock(&spawner_lock);
+	if (!killed && !evtimer_pending(spawner_kill_ev, NULL))
+		evtimer_add(spawner_kill_ev, timeval_ms(&tv,
+		    SPAWNER_KILL_RETRY_MS));
 	if (st == SPAWNER_DONE)
 		return (1);
-	spawner_forget(j);
 	if (st == SPAWNER_QUEUED)
 		spawner_job_free(j);
 	return (0);
+}
+
+/*
+ * SIGKILL an abandoned job's child, through the pidfd that stays open
+ * while the job is on spawner_stuck.  1 once sent, 0 while the thread has
+ * not made the child yet (or clone3 gives no pidfd here).
+ */
+static int
+spawner_kill_locked(struct spawner_job *j)
+{
+	if (j->killed)
+		return (1);
+	if (atomic_load(&j->watch.pid) <= 0)
+		return (0);
+	if (syscall(SYS_pidfd_send_signal, atomic_load(&j->watch.pidfd),
+	    SIGKILL, NULL, 0U) == -1 && errno != ESRCH)
+		log_warn("%s: pid %d: %s", __func__,
+		    atomic_load(&j->watch.pid), strerror(errno));
+	else
+		log_info("%s: pid %d: SIGKILL, its spawn given up", __func__,
+		    atomic_load(&j->watch.pid));
+	j->killed = 1;
+	return (1);
+}
+
+/* Look again for the children of abandoned jobs that had none yet. */
+static void
+spawner_kill_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct spawner_job	*j;
+	struct timeval		 tv;
+	int			 again = 0;
+
+	pthread_mutex_lock(&spawner_lock);
+	LIST_FOREACH(j, &spawner_stuck, stuck) {
+		if (spawner_kill_locked(j) || j->tries >= SPAWNER_KILL_TRIES)
+			continue;
+		if (++j->tries < SPAWNER_KILL_TRIES)
+			again = 1;
+		else
+			log_warn("%s: a spawn given up has no child to kill "
+			    "(no clone3 here?): its thread waits for it",
+			    __func__);
+	}
+	pthread_mutex_unlock(&spawner_lock);
+	if (again)
+		evtimer_add(spawner_kill_ev, timeval_ms(&tv,
+		    SPAWNER_KILL_RETRY_MS));
 }
 
 /* Drop the loop's hold of a job: its timer, its place on the list. */

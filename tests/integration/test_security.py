@@ -131,8 +131,13 @@ class SpawnOffLoopTest(AgentdTestCase):
         self.assertEqual(self.metric('agentd_spawn_timeouts_total'), 2)
         self.assertEqual(self.metric('agentd_sessions_starting'), 0)
 
-        # The children exec once the lease goes: killed and reaped then.
-        self.assertEqual(self.metric('agentd_spawns_abandoned'), 2)
+        # The children, still waiting in execve, are killed at once (issue
+        # 32 R5): their threads are back while the lease holds.
+        deadline = time.monotonic() + 10
+        while (time.monotonic() < deadline and
+               self.metric('agentd_spawns_abandoned') != 0):
+            time.sleep(0.05)
+        self.assertEqual(self.metric('agentd_spawns_abandoned'), 0)
         self.release()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and (
@@ -199,6 +204,56 @@ class SpawnOffLoopTest(AgentdTestCase):
         self.assertEqual(rc, 0)
         self.assertError(out['r'], 503, 'shutting_down')
         self.agentd.stopped = True
+
+
+class StuckSpawnTest(AgentdTestCase):
+    """Issue 32 R5: a spawn given up while its child is stuck in chdir on a
+    FUSE mount that never answers: the child is killed, so its spawner
+    thread comes back.  Before, each kept its thread for good, and once all
+    of them were stuck every create anywhere got 504."""
+
+    agentd_args = ('--spawn-timeout', '1000', '--spawn-threads', '2')
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(
+            os.path.abspath(__file__)), '..', 'files'))
+        import slowfs
+        if not slowfs.available():
+            raise unittest.SkipTest('needs root and /dev/fuse')
+        super().setUp()
+        self.mnt = tempfile.mkdtemp(prefix='agentd-stuck-')
+        self.fs = slowfs.SlowFS(self.mnt, stall=True)
+
+    def tearDown(self):
+        self.fs.close()
+        super().tearDown()
+        os.rmdir(self.mnt)
+
+    def test_given_up_spawns_keep_no_thread(self):
+        cwd = os.path.join(self.mnt, 'sub')
+        for i in range(4):
+            r = self.create_raw(cmd='echo never', cwd=cwd)
+            self.assertError(r, 504, 'spawn_timeout')
+        # The threads are back: an unrelated create is answered.
+        other = self.create_raw(cmd='echo other', yield_ms=5000)
+        self.expect(other, 201, 'a create after 4 stuck spawns')
+        self.assertEqual(other.json['exit_code'], 0)
+        r = self.req('GET', '/metrics')
+        self.assertIn('\nagentd_spawns_abandoned 0\n', r.body.decode())
+        # A client gone during a stuck spawn: the same.
+        c = self.agentd.tcp_client()
+        conn = c._connection()
+        conn.request('POST', '/v1/sessions',
+                     body=json.dumps({'cmd': 'echo never', 'cwd': cwd}),
+                     headers=dict(self.agentd.auth_headers(),
+                                  **{'Content-Type': 'application/json'}))
+        time.sleep(0.3)
+        c.close()
+        for i in range(2):
+            r = self.create_raw(cmd='echo never', cwd=cwd)
+            self.assertError(r, 504, 'spawn_timeout')
+        other = self.create_raw(cmd='echo other', yield_ms=5000)
+        self.expect(other, 201, 'a create after a client gone')
 
 
 class HeldMemoryTest(AgentdTestCase):
