@@ -561,7 +561,8 @@ files_work_get(struct files_job *j, uid_t owner)
 		    "%.200s is not a regular file", j->q.path);
 		goto out;
 	}
-	if (fileio_links_ok(&st, owner, j->q.path, &j->err) != 0)
+	if (fileio_links_ok(&st, owner, j->q.path, &j->err) != 0 ||
+	    fileio_link_folder_ok(&st, owner, j->q.path, &j->err) != 0)
 		goto out;
 	if (fstatfs(fd, &sfs) == 0)
 		kind = files_fs_kind((int)sfs.f_type);

@@ -567,6 +567,46 @@ fileio_links_ok(const struct stat *st, uid_t owner, const char *path,
 	    (unsigned long)st->st_uid, (unsigned long)owner));
 }
 
+/*
+ * A file of several hard links must be reached through a folder that only
+ * its owner or root can have put a link in; see fileio.h.
+ */
+int
+fileio_link_folder_ok(const struct stat *st, uid_t owner, const char *path,
+    struct proto_err *err)
+{
+	struct stat	 dst, lst;
+	char		*base = NULL;
+	int		 dfd, rc = -1;
+
+	if (st->st_nlink <= 1)
+		return (0);
+	if ((dfd = fileio_parent(path, 0, owner, &base, err)) == -1)
+		return (-1);
+	if (fstat(dfd, &dst) == -1 || fstatat(dfd, base, &lst,
+	    AT_SYMLINK_NOFOLLOW) == -1)
+		fileio_fail(err, errno, "stat", path);
+	else if (lst.st_dev != st->st_dev || lst.st_ino != st->st_ino)
+		proto_fail(err, 403, "permission_denied", "%.160s has %lu hard "
+		    "links and is reached through a symlink (or was replaced "
+		    "meanwhile): such a file is read by its own name only",
+		    path, (unsigned long)st->st_nlink);
+	else if ((dst.st_uid != st->st_uid && dst.st_uid != 0) ||
+	    (dst.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+		proto_fail(err, 403, "permission_denied", "%.160s has %lu hard "
+		    "links and its folder belongs to uid %lu (mode %04o), "
+		    "where the file belongs to uid %lu: another user may have "
+		    "linked it there", path, (unsigned long)st->st_nlink,
+		    (unsigned long)dst.st_uid,
+		    (unsigned)(dst.st_mode & 07777),
+		    (unsigned long)st->st_uid);
+	else
+		rc = 0;
+	free(base);
+	close(dfd);
+	return (rc);
+}
+
 /* Remove the temporary file and free t. */
 void
 fileio_tmp_abort(struct fileio_tmp *t)

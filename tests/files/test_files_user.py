@@ -172,6 +172,39 @@ class UserTest(FilesCase):
         os.unlink(f)
         self.expect(self.get_file(link), 200)
 
+    def test_hard_link_into_another_users_folder(self):
+        # Issue 32 R6: where fs.protected_hardlinks is 0, nobody can link
+        # root's 0600 file into its own folder (made here by root: the
+        # rule is about owners, not about who made the link).  A GET acting
+        # as root reaches a file of root's, but through nobody's folder.
+        key = os.path.join(self.secret, 'key')
+        os.chmod(key, 0o600)
+        link = os.path.join(self.u, 'stolen')
+        os.link(key, link)
+        r = self.get_file(link)
+        self.assertError(r, 403, 'permission_denied', 'hard links')
+        self.assertNotIn(b'root only', r.body)
+        # The same through a folder others may write (a sticky /tmp).
+        tmp = os.path.join(self.top, 'tmp')
+        os.mkdir(tmp)
+        os.chmod(tmp, 0o1777)
+        os.link(key, os.path.join(tmp, 'stolen'))
+        r = self.get_file(os.path.join(tmp, 'stolen'))
+        self.assertError(r, 403, 'permission_denied', 'hard links')
+        self.assertNotIn(b'root only', r.body)
+        # Root's own folders are fine, so is the name in the 0700 folder.
+        os.link(key, os.path.join(self.pub, 'key2'))
+        r = self.get_file(os.path.join(self.pub, 'key2'))
+        self.expect(r, 200)
+        self.assertEqual(r.body, b'root only')
+        r = self.expect(self.get_file(key), 200)
+        self.assertEqual(r.body, b'root only')
+        # Once the only link left is root's own, the file reads again.
+        os.unlink(os.path.join(self.pub, 'key2'))
+        os.unlink(os.path.join(tmp, 'stolen'))
+        os.unlink(key)
+        self.expect(self.get_file(link), 200)
+
     def test_user_has_no_capabilities(self):
         # As a process of that user: agentd's memory map is not its to
         # read, and kernel addresses read as zeros (no CAP_SYSLOG).
