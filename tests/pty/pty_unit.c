@@ -30,6 +30,10 @@
 
 #include "pty.h"
 
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal	424
+#endif
+
 #ifndef PTY_HELPER
 #error "PTY_HELPER must name the helper binary"
 #endif
@@ -452,6 +456,49 @@ START_TEST(test_pipes_session)
 	ck_assert_int_eq(pgid, pid);
 	ck_assert_int_eq(ctty, 0);
 	ck_assert_int_eq(status, 0);
+}
+END_TEST
+
+/*
+ * spec->watch: the child's pid and a pidfd of it, the caller's (x86-64,
+ * clone3): SIGKILL through it reaches the child; a failed spawn's pidfd is
+ * the caller's to close too.
+ */
+START_TEST(test_watch)
+{
+	char			*argv[] = { "sleep", "30", NULL };
+	char			*nope[] = { "pty-unit-nope", NULL };
+	char			 cause[PTY_CAUSE_MAX];
+	struct pty_spec		 s;
+	struct pty_proc		 p;
+	struct pty_watch	 w;
+	int			 before = t_count_fds();
+
+	memset(&w, 0, sizeof w);
+	t_spec(&s, argv, 0);
+	s.watch = &w;
+	ck_assert_int_eq(pty_spawn(&s, &p, cause, sizeof cause), 0);
+#if defined(__x86_64__)
+	ck_assert_int_eq(w.pid, p.pid);
+	ck_assert_int_eq(syscall(SYS_pidfd_send_signal, (int)w.pidfd, SIGKILL,
+	    NULL, 0U), 0);
+	t_wait_killed(p.pid, SIGKILL);
+	close(w.pidfd);
+#else
+	kill(p.pid, SIGKILL);
+	t_wait_killed(p.pid, SIGKILL);
+#endif
+	pty_close(&p);
+	ck_assert_int_eq(t_count_fds(), before);
+
+	memset(&w, 0, sizeof w);
+	t_spec(&s, nope, 0);
+	s.watch = &w;
+	ck_assert_int_ne(pty_spawn(&s, &p, cause, sizeof cause), 0);
+	if (w.pid > 0)
+		close(w.pidfd);
+	ck_assert_int_eq(t_count_fds(), before);
+	t_no_children();
 }
 END_TEST
 
@@ -1257,6 +1304,7 @@ pty_suite(void)
 	tcase_add_test(spawn, test_tty_basic);
 	tcase_add_test(spawn, test_tty_session);
 	tcase_add_test(spawn, test_pipes_session);
+	tcase_add_test(spawn, test_watch);
 	tcase_add_test(spawn, test_tty_eio);
 	tcase_add_test(spawn, test_pipes_separate);
 	tcase_add_test(spawn, test_pipes_stdin);
