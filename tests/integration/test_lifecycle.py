@@ -9,7 +9,7 @@ import signal
 import threading
 import time
 
-from harness import AgentdTestCase, Background, pid_gone, pid_state
+from harness import SLOW, AgentdTestCase, Background, pid_gone, pid_state
 
 
 def read_file(path):
@@ -236,7 +236,8 @@ class LeftoverTest(AgentdTestCase):
         t0 = time.monotonic()
         self.expect(self.delete(w['id'], grace_ms=1000), 200)
         took = time.monotonic() - t0
-        self.assertLess(took, 1.5, 'DELETE took %.2f s' % took)
+        # 1.03-1.06 s here; the bound is for a loaded machine (6.25 s before).
+        self.assertLess(took, 2.5 * SLOW, 'DELETE took %.2f s' % took)
         self.assertTrue(pid_gone(w['pid']), 'leader %d left (state %s)'
                         % (w['pid'], pid_state(w['pid'])))
         return pid, took
