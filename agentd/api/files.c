@@ -562,7 +562,7 @@ files_work_get(struct files_job *j, uid_t owner)
 		goto out;
 	}
 	if (fileio_links_ok(&st, owner, j->q.path, &j->err) != 0 ||
-	    fileio_link_folder_ok(&st, owner, j->q.path, &j->err) != 0)
+	    fileio_link_folder_ok(fd, &st, owner, j->q.path, &j->err) != 0)
 		goto out;
 	if (fstatfs(fd, &sfs) == 0)
 		kind = files_fs_kind((int)sfs.f_type);

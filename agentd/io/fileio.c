@@ -572,25 +572,35 @@ fileio_links_ok(const struct stat *st, uid_t owner, const char *path,
  * its owner or root can have put a link in; see fileio.h.
  */
 int
-fileio_link_folder_ok(const struct stat *st, uid_t owner, const char *path,
-    struct proto_err *err)
+fileio_link_folder_ok(int fd, const struct stat *st, uid_t owner,
+    const char *path, struct proto_err *err)
 {
 	struct stat	 dst, lst;
-	char		*base = NULL;
+	char		 proc[64], *real = NULL, *base = NULL;
+	const char	*at = path;
+	ssize_t		 n;
 	int		 dfd, rc = -1;
 
 	if (st->st_nlink <= 1)
 		return (0);
-	if ((dfd = fileio_parent(path, 0, owner, &base, err)) == -1)
+	/* The name it was opened by, past a trusted symlink at the end. */
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	if ((real = malloc(PATH_MAX)) != NULL &&
+	    (n = readlink(proc, real, PATH_MAX - 1)) > 0 && real[0] == '/') {
+		real[n] = '\0';
+		at = real;
+	}
+	if ((dfd = fileio_parent(at, 0, owner, &base, err)) == -1) {
+		free(real);
 		return (-1);
+	}
 	if (fstat(dfd, &dst) == -1 || fstatat(dfd, base, &lst,
 	    AT_SYMLINK_NOFOLLOW) == -1)
 		fileio_fail(err, errno, "stat", path);
 	else if (lst.st_dev != st->st_dev || lst.st_ino != st->st_ino)
 		proto_fail(err, 403, "permission_denied", "%.160s has %lu hard "
-		    "links and is reached through a symlink (or was replaced "
-		    "meanwhile): such a file is read by its own name only",
-		    path, (unsigned long)st->st_nlink);
+		    "links and its name changed meanwhile", path,
+		    (unsigned long)st->st_nlink);
 	else if ((dst.st_uid != st->st_uid && dst.st_uid != 0) ||
 	    (dst.st_mode & (S_IWGRP | S_IWOTH)) != 0)
 		proto_fail(err, 403, "permission_denied", "%.160s has %lu hard "
@@ -602,6 +612,7 @@ fileio_link_folder_ok(const struct stat *st, uid_t owner, const char *path,
 		    (unsigned long)st->st_uid);
 	else
 		rc = 0;
+	free(real);
 	free(base);
 	close(dfd);
 	return (rc);

@@ -82,16 +82,17 @@ int	fileio_tmp_commit(struct fileio_tmp *, mode_t mode, struct proto_err *);
 int	fileio_links_ok(const struct stat *, uid_t owner, const char *path,
 	    struct proto_err *);
 /*
- * Whether a file of more than one hard link, st, opened at path as owner,
- * may be read: the folder path names it in (resolved again, as
- * fileio_parent() does) must hold it under that name (not a symlink to it),
- * belong to the file's owner or to root, and be writable by neither group
- * nor others.  Else another user may have linked there a file it cannot
- * read (where fs.protected_hardlinks is 0), for a call acting as the
+ * Whether a file of more than one hard link, st, open as fd (path, as
+ * owner), may be read: the folder of the name it was opened by (its
+ * /proc/self/fd link, so past a trusted symlink at the end; else path),
+ * resolved again as fileio_parent() does, must still hold it under that
+ * name, belong to the file's owner or to root, and be writable by neither
+ * group nor others.  Else another user may have linked there a file it
+ * cannot read (where fs.protected_hardlinks is 0), for a call acting as the
  * file's owner, root included, to pass on.  0 (one link: always), or -1
  * with err (403 permission_denied).
  */
-int	fileio_link_folder_ok(const struct stat *, uid_t owner,
+int	fileio_link_folder_ok(int fd, const struct stat *, uid_t owner,
 	    const char *path, struct proto_err *);
 /*
  * Whether fd is a /proc file of agentd's own process (/proc/PID/..., of

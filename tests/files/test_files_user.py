@@ -199,6 +199,15 @@ class UserTest(FilesCase):
         self.assertEqual(r.body, b'root only')
         r = self.expect(self.get_file(key), 200)
         self.assertEqual(r.body, b'root only')
+        # Through root's symlink (/etc/localtime to a zoneinfo file of
+        # several links): the folder of the name it leads to counts.
+        os.symlink(os.path.join(self.pub, 'key2'),
+                   os.path.join(self.top, 'ok'))
+        r = self.expect(self.get_file(os.path.join(self.top, 'ok')), 200)
+        self.assertEqual(r.body, b'root only')
+        os.symlink(link, os.path.join(self.top, 'bad'))
+        r = self.get_file(os.path.join(self.top, 'bad'))
+        self.assertError(r, 403, 'permission_denied', 'hard links')
         # Once the only link left is root's own, the file reads again.
         os.unlink(os.path.join(self.pub, 'key2'))
         os.unlink(os.path.join(tmp, 'stolen'))
