@@ -307,8 +307,15 @@ proto_window_len(const struct proto_window *w)
 	size_t	i, need = 256, n;
 
 	for (i = 0; i < w->n; i++) {
-		n = proto_b64_encoded_len(w->chunks[i].len) +
-		    PROTO_CHUNK_OVERHEAD;
+		n = SIZE_MAX;
+		/* Text: exact (it may take up to 6 bytes per byte). */
+		if (w->encoding == PROTO_ENC_TEXT)
+			n = proto_text_len(w->chunks[i].data,
+			    w->chunks[i].len);
+		if (n == SIZE_MAX)
+			n = proto_b64_encoded_len(w->chunks[i].len);
+		n = n > SIZE_MAX - PROTO_CHUNK_OVERHEAD ? SIZE_MAX :
+		    n + PROTO_CHUNK_OVERHEAD;
 		need = need > SIZE_MAX - n ? SIZE_MAX : need + n;
 	}
 	return (need);
@@ -318,6 +325,17 @@ proto_window_len(const struct proto_window *w)
 void
 proto_render_chunk(struct proto_buf *b, const struct proto_chunk *c)
 {
+	proto_render_chunk_enc(b, c, PROTO_ENC_BASE64);
+}
+
+/* Append one chunk object: id, stream, offset, then text or base64 data. */
+void
+proto_render_chunk_enc(struct proto_buf *b, const struct proto_chunk *c,
+    int encoding)
+{
+	size_t	 n;
+	char	*out;
+
 	LIT(b, "{\"id\":");
 	proto_put_u64(b, c->id);
 	LIT(b, ",\"stream\":\"");
@@ -328,6 +346,17 @@ proto_render_chunk(struct proto_buf *b, const struct proto_chunk *c)
 		LIT(b, "unknown");
 	LIT(b, "\",\"offset\":");
 	proto_put_u64(b, c->offset);
+	if (encoding == PROTO_ENC_TEXT &&
+	    (n = proto_text_len(c->data, c->len)) != SIZE_MAX) {
+		LIT(b, ",\"text\":\"");
+		/* Escaped straight into the answer: no copy between. */
+		if ((out = proto_buf_space(b, n + 2)) != NULL) {
+			n = proto_text_write(out, c->data, c->len);
+			memcpy(out + n, "\"}", 2);
+			b->len += n + 2;
+		}
+		return;
+	}
 	LIT(b, ",\"data\":\"");
 	proto_b64_encode(b, c->data, c->len);
 	LIT(b, "\"}");
@@ -347,7 +376,7 @@ proto_window_fields(struct proto_buf *b, const struct proto_window *w)
 	for (i = 0; i < w->n; i++) {
 		if (i > 0)
 			LIT(b, ",");
-		proto_render_chunk(b, &w->chunks[i]);
+		proto_render_chunk_enc(b, &w->chunks[i], w->encoding);
 	}
 	LIT(b, "],\"cursor\":");
 	proto_put_u64(b, w->cursor);

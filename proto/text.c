@@ -1,0 +1,233 @@
+/*
+ * text.c -- output as JSON text (encoding=text): UTF-8 validation, the
+ * exact escaped length, escaping straight into the answer, cuts on UTF-8
+ * boundaries, and cursors that point inside a chunk.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "proto.h"
+
+#define TEXT_ONES	0x0101010101010101ull
+#define TEXT_HIGHS	0x8080808080808080ull
+#define TEXT_SHIFT	32	/* bits of a cursor's chunk id */
+#define TEXT_SKIP_MAX	((1u << 21) - 1) /* bytes into a chunk a cursor
+					   says: the cursor stays below 2^53 */
+
+static size_t	text_seq(const uint8_t *, size_t);
+static int	text_plain8(uint64_t);
+
+/* Extra bytes each ASCII byte takes escaped: 1 for \n and the like, 5 for \u00XX. */
+static const uint8_t text_extra[128] = {
+	5, 5, 5, 5, 5, 5, 5, 5, 1, 1, 1, 5, 1, 1, 5, 5,
+	5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+	0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
+/* Whether 8 bytes are ASCII that needs no escape (no control, '"', '\\'). */
+static int
+text_plain8(uint64_t x)
+{
+	uint64_t	q = x ^ (TEXT_ONES * '"'), s = x ^ (TEXT_ONES * '\\');
+
+	/* A byte below 0x20, a zero byte of q or s, or a high bit. */
+	return ((((x - TEXT_ONES * 0x20) | (q - TEXT_ONES) | (s - TEXT_ONES) |
+	    x) & TEXT_HIGHS) == 0);
+}
+
+/* Length of the valid multibyte UTF-8 sequence at p (n left), 0 if none. */
+static size_t
+text_seq(const uint8_t *p, size_t n)
+{
+	uint8_t	c = p[0], lo = 0x80, hi = 0xbf;
+	size_t	len, i;
+
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		if (c == 0xe0)
+			lo = 0xa0;	/* no overlong forms */
+		else if (c == 0xed)
+			hi = 0x9f;	/* no surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		if (c == 0xf0)
+			lo = 0x90;	/* no overlong forms */
+		else if (c == 0xf4)
+			hi = 0x8f;	/* nothing above U+10FFFF */
+	} else
+		return (0);
+	if (n < len || p[1] < lo || p[1] > hi)
+		return (0);
+	for (i = 2; i < len; i++) {
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return (0);
+	}
+	return (len);
+}
+
+/* The escaped length of p[0..len), or SIZE_MAX when it is not UTF-8. */
+size_t
+proto_text_len(const uint8_t *p, size_t len)
+{
+	size_t		i = 0, out = len, n;
+	uint64_t	x;
+
+	while (i < len) {
+		if (len - i >= 8) {
+			memcpy(&x, p + i, 8);
+			if (text_plain8(x)) {
+				i += 8;
+				continue;
+			}
+		}
+		if (p[i] < 0x80) {
+			out += text_extra[p[i++]];
+			continue;
+		}
+		if ((n = text_seq(p + i, len - i)) == 0)
+			return (SIZE_MAX);
+		i += n;
+	}
+	return (out);
+}
+
+/* Write p[0..len) (valid UTF-8) escaped as JSON string contents into out. */
+size_t
+proto_text_write(char *out, const uint8_t *p, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t		i = 0, run, o = 0;
+	uint64_t	x;
+	uint8_t		c;
+
+	while (i < len) {
+		/* The longest run that needs no escape goes in one copy. */
+		for (run = i; run < len; run++) {
+			if (len - run >= 8) {
+				memcpy(&x, p + run, 8);
+				if (text_plain8(x)) {
+					run += 7;
+					continue;
+				}
+			}
+			c = p[run];
+			if (c < 0x80 && text_extra[c] != 0)
+				break;
+		}
+		memcpy(out + o, p + i, run - i);
+		o += run - i;
+		if ((i = run) >= len)
+			break;
+		c = p[i++];
+		out[o++] = '\\';
+		switch (c) {
+		case '"':
+		case '\\':
+			out[o++] = (char)c;
+			break;
+		case '\n':
+			out[o++] = 'n';
+			break;
+		case '\r':
+			out[o++] = 'r';
+			break;
+		case '\t':
+			out[o++] = 't';
+			break;
+		case '\b':
+			out[o++] = 'b';
+			break;
+		case '\f':
+			out[o++] = 'f';
+			break;
+		default:
+			memcpy(out + o, "u00", 3);
+			out[o + 3] = hex[c >> 4];
+			out[o + 4] = hex[c & 15];
+			o += 5;
+			break;
+		}
+	}
+	return (o);
+}
+
+/* Append p[0..len) escaped (no quotes); -1 (nothing appended) if not UTF-8. */
+int
+proto_text_encode(struct proto_buf *b, const uint8_t *p, size_t len)
+{
+	size_t	n;
+	char	*out;
+
+	if ((n = proto_text_len(p, len)) == SIZE_MAX)
+		return (-1);
+	if ((out = proto_buf_space(b, n)) == NULL)
+		return (0);	/* oom is recorded in b */
+	b->len += proto_text_write(out, p, len);
+	return (0);
+}
+
+/* The largest cut at or before end that splits no UTF-8 sequence. */
+size_t
+proto_utf8_cut(const uint8_t *p, size_t end)
+{
+	size_t	i = end, n;
+	uint8_t	c;
+
+	while (i > 0 && end - i < 3 && (p[i - 1] & 0xc0) == 0x80)
+		i--;
+	if (i == 0 || i == end)
+		return (end);
+	c = p[i - 1];
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4;
+	else
+		return (end);
+	return (i - 1 + n > end ? i - 1 : end);
+}
+
+/* Split a cursor into the chunk id it follows and the bytes of the next. */
+void
+proto_cursor_split(uint64_t cursor, uint64_t newest, uint64_t *after,
+    size_t *skip)
+{
+	*after = cursor;
+	*skip = 0;
+	/* Ids past 2^32 are never cut inside: the cursor is the id. */
+	if (cursor >> TEXT_SHIFT == 0 || newest >> TEXT_SHIFT != 0 ||
+	    (cursor & 0xffffffffull) == 0)
+		return;
+	*skip = (size_t)(cursor >> TEXT_SHIFT);
+	*after = (cursor & 0xffffffffull) - 1;
+}
+
+/* The cursor after taken bytes of chunk id; 0 when it cannot say it. */
+uint64_t
+proto_cursor_make(uint64_t id, size_t taken)
+{
+	if (id == 0 || id >> TEXT_SHIFT != 0 || taken == 0 ||
+	    taken > TEXT_SKIP_MAX)
+		return (0);
+	return ((uint64_t)taken << TEXT_SHIFT | id);
+}
+
+/* PROTO_ENC_* of an encoding's name, or -1. */
+int
+proto_encoding(const char *s, size_t len)
+{
+	if (len == 6 && memcmp(s, "base64", 6) == 0)
+		return (PROTO_ENC_BASE64);
+	if (len == 4 && memcmp(s, "text", 4) == 0)
+		return (PROTO_ENC_TEXT);
+	return (-1);
+}
