@@ -182,7 +182,7 @@ proto_utf8_cut(const uint8_t *p, size_t end)
 
 	while (i > 0 && end - i < 3 && (p[i - 1] & 0xc0) == 0x80)
 		i--;
-	if (i == 0 || i == end)
+	if (i == 0)
 		return (end);
 	c = p[i - 1];
 	if (c >= 0xc2 && c <= 0xdf)
