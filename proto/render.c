@@ -333,8 +333,7 @@ void
 proto_render_chunk_enc(struct proto_buf *b, const struct proto_chunk *c,
     int encoding)
 {
-	size_t	 n;
-	char	*out;
+	size_t	 mark;
 
 	LIT(b, "{\"id\":");
 	proto_put_u64(b, c->id);
@@ -346,16 +345,15 @@ proto_render_chunk_enc(struct proto_buf *b, const struct proto_chunk *c,
 		LIT(b, "unknown");
 	LIT(b, "\",\"offset\":");
 	proto_put_u64(b, c->offset);
-	if (encoding == PROTO_ENC_TEXT &&
-	    (n = proto_text_len(c->data, c->len)) != SIZE_MAX) {
+	if (encoding == PROTO_ENC_TEXT) {
+		/* Escaped straight into the answer, in one pass. */
+		mark = b->len;
 		LIT(b, ",\"text\":\"");
-		/* Escaped straight into the answer: no copy between. */
-		if ((out = proto_buf_space(b, n + 2)) != NULL) {
-			n = proto_text_write(out, c->data, c->len);
-			memcpy(out + n, "\"}", 2);
-			b->len += n + 2;
+		if (proto_text_encode(b, c->data, c->len) == 0 || b->oom) {
+			LIT(b, "\"}");
+			return;
 		}
-		return;
+		b->len = mark;		/* not UTF-8: base64 */
 	}
 	LIT(b, ",\"data\":\"");
 	proto_b64_encode(b, c->data, c->len);

@@ -15,7 +15,7 @@
 					   says: the cursor stays below 2^53 */
 
 static size_t	text_seq(const uint8_t *, size_t);
-static int	text_plain8(uint64_t);
+static size_t	text_plain(const uint8_t *, size_t);
 
 /* Extra bytes each ASCII byte takes escaped: 1 for \n and the like, 5 for \u00XX. */
 static const uint8_t text_extra[128] = {
@@ -29,15 +29,34 @@ static const uint8_t text_extra[128] = {
 	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 
-/* Whether 8 bytes are ASCII that needs no escape (no control, '"', '\\'). */
-static int
-text_plain8(uint64_t x)
+/*
+ * Bytes at the start of p[0..len) that are ASCII needing no escape (no
+ * control, '"', '\\'), 8 at a time: a block's lowest flagged byte is the
+ * first that is not (a borrow only flags bytes above a real one).
+ */
+static size_t
+text_plain(const uint8_t *p, size_t len)
 {
-	uint64_t	q = x ^ (TEXT_ONES * '"'), s = x ^ (TEXT_ONES * '\\');
+	size_t		i = 0;
+	uint64_t	x, q, s, m;
 
-	/* A byte below 0x20, a zero byte of q or s, or a high bit. */
-	return ((((x - TEXT_ONES * 0x20) | (q - TEXT_ONES) | (s - TEXT_ONES) |
-	    x) & TEXT_HIGHS) == 0);
+	for (; len - i >= 8; i += 8) {
+		memcpy(&x, p + i, 8);
+		q = x ^ (TEXT_ONES * '"');
+		s = x ^ (TEXT_ONES * '\\');
+		m = ((x - TEXT_ONES * 0x20) | (q - TEXT_ONES) |
+		    (s - TEXT_ONES) | x) & TEXT_HIGHS;
+		if (m != 0) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			return (i + (size_t)__builtin_ctzll(m) / 8);
+#else
+			break;
+#endif
+		}
+	}
+	while (i < len && p[i] < 0x80 && text_extra[p[i]] == 0)
+		i++;
+	return (i);
 }
 
 /* Length of the valid multibyte UTF-8 sequence at p (n left), 0 if none. */
@@ -77,16 +96,10 @@ size_t
 proto_text_len(const uint8_t *p, size_t len)
 {
 	size_t		i = 0, out = len, n;
-	uint64_t	x;
 
 	while (i < len) {
-		if (len - i >= 8) {
-			memcpy(&x, p + i, 8);
-			if (text_plain8(x)) {
-				i += 8;
-				continue;
-			}
-		}
+		if ((i += text_plain(p + i, len - i)) >= len)
+			break;
 		if (p[i] < 0x80) {
 			out += text_extra[p[i++]];
 			continue;
@@ -104,22 +117,19 @@ proto_text_write(char *out, const uint8_t *p, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t		i = 0, run, o = 0;
-	uint64_t	x;
 	uint8_t		c;
 
 	while (i < len) {
 		/* The longest run that needs no escape goes in one copy. */
 		for (run = i; run < len; run++) {
-			if (len - run >= 8) {
-				memcpy(&x, p + run, 8);
-				if (text_plain8(x)) {
-					run += 7;
-					continue;
-				}
-			}
-			c = p[run];
-			if (c < 0x80 && text_extra[c] != 0)
+			run += text_plain(p + run, len - run);
+			if (run >= len)
 				break;
+			c = p[run];
+			if (c < 0x80)
+				break;	/* to escape */
+			/* Valid UTF-8 (proto_text_len said): 2 to 4 bytes. */
+			run += c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
 		}
 		memcpy(out + o, p + i, run - i);
 		o += run - i;
@@ -158,18 +168,47 @@ proto_text_write(char *out, const uint8_t *p, size_t len)
 	return (o);
 }
 
-/* Append p[0..len) escaped (no quotes); -1 (nothing appended) if not UTF-8. */
+/*
+ * Append p[0..len) escaped (no quotes); -1 (nothing appended) if not UTF-8.
+ * One pass: runs that need no escape, valid multibyte sequences included,
+ * go in one copy each; an invalid byte undoes what was appended.
+ */
 int
 proto_text_encode(struct proto_buf *b, const uint8_t *p, size_t len)
 {
-	size_t	n;
-	char	*out;
+	static const char hex[] = "0123456789abcdef";
+	size_t		i = 0, run, n, start = b->len;
+	char		esc[6] = { '\\', 'u', '0', '0' };
+	uint8_t		c;
 
-	if ((n = proto_text_len(p, len)) == SIZE_MAX)
-		return (-1);
-	if ((out = proto_buf_space(b, n)) == NULL)
-		return (0);	/* oom is recorded in b */
-	b->len += proto_text_write(out, p, len);
+	while (i < len) {
+		for (run = i;;) {
+			if ((run += text_plain(p + run, len - run)) >= len ||
+			    p[run] < 0x80)
+				break;
+			if ((n = text_seq(p + run, len - run)) == 0) {
+				if (!b->oom)
+					b->len = start;
+				return (-1);
+			}
+			run += n;
+		}
+		proto_buf_append(b, p + i, run - i);
+		if (run >= len)
+			break;
+		c = p[run];
+		i = run + 1;
+		esc[1] = c == '"' ? '"' : c == '\\' ? '\\' : c == '\n' ? 'n' :
+		    c == '\r' ? 'r' : c == '\t' ? 't' : c == '\b' ? 'b' :
+		    c == '\f' ? 'f' : 'u';
+		if (esc[1] != 'u') {
+			proto_buf_append(b, esc, 2);
+			continue;
+		}
+		esc[4] = hex[c >> 4];
+		esc[5] = hex[c & 15];
+		proto_buf_append(b, esc, 6);
+	}
 	return (0);
 }
 
