@@ -174,3 +174,35 @@ class DefaultTextTest(AgentdTestCase):
         self.assertEqual(w['output'][0]['text'], 'hi\n')
         g = self.get_raw(w['id'], cursor=0, encoding='base64')
         self.assertEqual(g.json['output'][0]['data'], 'aGkK')
+
+
+class CursorInsideTest(AgentdTestCase):
+    """A cursor inside a chunk goes on from there in SSE and raw mode too."""
+
+    def test_sse_and_raw_from_inside_a_chunk(self):
+        w = self.create(id='c', cmd="printf 'h\\303\\251llo w\\303\\266rld'",
+                        yield_ms=5000, max_bytes=0)
+        self.assertEqual(w['last_chunk'], 1)
+        g = self.get_raw('c', cursor=0, max_bytes=2, encoding='text')
+        # 'h' and half of 'é' would split it: the cut goes back to 'h'
+        self.assertEqual(g.json['output'][0]['text'], 'h')
+        cur = g.json['cursor']
+        self.assertEqual(cur, (1 << 32) | 1)
+        r = SSEReader(self, '/v1/sessions/c' + query(cursor=cur, encoding='text'))
+        frames = r.until('exit')
+        r.close()
+        chunks = [json.loads(f['data']) for f in frames if f['event'] == 'output']
+        self.assertEqual(chunks[0]['text'], '\u00e9llo w\u00f6rld')
+        self.assertEqual(chunks[0]['offset'], 1)
+        r = self.req('GET', '/v1/sessions/c' + query(cursor=cur),
+                     headers={'Accept': 'application/octet-stream'})
+        self.expect(r, 200)
+        self.assertEqual(r.body, '\u00e9llo w\u00f6rld'.encode())
+        self.assertEqual(r.headers.get('X-Agentd-Offset'), '1')
+        # strip_ansi and head_tail from inside the chunk
+        g = self.get_raw('c', cursor=cur, strip_ansi='1', encoding='text')
+        self.assertEqual(g.json['output'][0]['text'], '\u00e9llo w\u00f6rld')
+        g = self.get_raw('c', cursor=cur, head_tail='1', max_bytes=4,
+                         encoding='text')
+        self.assertEqual(wbytes(g.json), '\u00e9ld'.encode())
+        self.assertEqual(g.json['truncated_cursor'], cur)
