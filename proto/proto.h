@@ -341,6 +341,14 @@ int	proto_text_encode(struct proto_buf *, const uint8_t *p, size_t len);
  */
 size_t	proto_utf8_cut(const uint8_t *p, size_t end);
 /*
+ * Whether p[0..len) is not UTF-8 only at its ends (a read that split a
+ * character): *lead continuation bytes first, *tail bytes of a character
+ * cut short last (at most 3 each), valid UTF-8 between, not empty.  A
+ * text window renders such a chunk as pieces: base64, text, base64.
+ */
+int	proto_text_ends(const uint8_t *p, size_t len, size_t *lead,
+	    size_t *tail);
+/*
  * Cursors inside a chunk (API.md, "Output window").  A window that ends
  * inside chunk k after j bytes of it answers cursor j * 2^32 + k (k below
  * 2^32, j below 2^21: below 2^53, exact in a double); proto_cursor_make

@@ -235,6 +235,27 @@ proto_utf8_cut(const uint8_t *p, size_t end)
 	return (i - 1 + n > end ? i - 1 : end);
 }
 
+/*
+ * Whether p[0..len), not UTF-8, is so only at its ends: *lead continuation
+ * bytes first (a character begun in the chunk before), *tail bytes of a
+ * character cut short last (at most 3 each), UTF-8 between, not empty.
+ */
+int
+proto_text_ends(const uint8_t *p, size_t len, size_t *lead, size_t *tail)
+{
+	size_t	l = 0, t;
+
+	while (l < len && l < 3 && (p[l] & 0xc0) == 0x80)
+		l++;
+	t = len - proto_utf8_cut(p, len);
+	if ((l == 0 && t == 0) || l + t >= len ||
+	    proto_text_len(p + l, len - l - t) == SIZE_MAX)
+		return (0);
+	*lead = l;
+	*tail = t;
+	return (1);
+}
+
 /* Split a cursor into the chunk id it follows and the bytes of the next. */
 void
 proto_cursor_split(uint64_t cursor, uint64_t newest, uint64_t *after,

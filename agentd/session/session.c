@@ -1279,7 +1279,11 @@ session_room(struct session_out *o, size_t avail, size_t *len)
 	}
 	if (avail == 0)
 		return (NULL);
-	session_publish(s);
+	/* A read of the same stream follows: no character split between. */
+	if (s->pend != NULL && s->pend_stream == o->stream)
+		session_publish_full(s);
+	else
+		session_publish(s);
 
 	join = ring_chunk_max(s->ring) / SESSION_JOIN_SHARE;
 	if (join > SESSION_JOIN_BYTES)
@@ -1328,7 +1332,8 @@ session_publish(struct session *s)
 }
 
 /*
- * Publish the pending chunk, full: when it ends inside a UTF-8 sequence
+ * Publish the pending chunk, full (or too full for the next read of its
+ * stream): when it ends inside a UTF-8 sequence
  * (the last read stopped there, and more of the stream is likely to
  * follow), that sequence's first bytes are left to the next chunk of the
  * stream, so that a cut agentd chose splits no character (API.md).

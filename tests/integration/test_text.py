@@ -102,11 +102,27 @@ class TextTest(AgentdTestCase):
         # inside one; agentd hands its first bytes to the next chunk.
         w = self.create(cmd="printf a; i=0; while [ $i -lt 3000 ]; do "
                             "printf '\\360\\237\\230\\200'; i=$((i+1)); done")
-        self.wait_state(w['id'])
+        time.sleep(3)       # nobody looks meanwhile: reads are joined
         g = self.get_text(w['id'], cursor=0, max_bytes=1 << 20)
         self.assertEqual(wbytes(g), b'a' + EMOJI * 3000)
         self.assertGreater(len(g['output']), 1)
         self.assertEqual(set(kinds(g)), {'text'}, [len(chunk_bytes(c)) for c in g['output']])
+
+    def test_tty_chunks_end_on_a_character(self):
+        # A PTY hands out 4095 bytes a read: the chunk a read does not fit
+        # in is published, a split character handed to the next.
+        w = self.create(tty=True, cmd="stty -onlcr; printf a; i=0; while [ $i -lt 3000 ]; do "
+                            "printf '\\303\\251'; i=$((i+1)); done")
+        time.sleep(3)       # nobody looks meanwhile: reads are joined
+        g = self.get_text(w['id'], cursor=0, max_bytes=1 << 20)
+        self.assertEqual(wbytes(g), b'a' + '\u00e9'.encode() * 3000)
+        # A read that stops inside a character, published when agentd's
+        # own observers look after a chunk (a new chunk's notification),
+        # stays split: such chunks go as base64; the rest is text.
+        self.assertIn('text', kinds(g))
+        for c in g['output']:
+            if 'data' in c:
+                self.assertLessEqual(len(chunk_bytes(c)), 3, g['output'])
 
     def test_emoji_at_every_cut_position(self):
         out = b'ab' + EMOJI + b'c' + EMOJI + EMOJI + b'de' + EMOJI

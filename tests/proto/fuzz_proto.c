@@ -70,9 +70,9 @@ fuzz_text(const char *p, size_t n)
 	struct proto_session	 s = base_session();
 	struct proto_buf	 b = { 0 };
 	json_error_t		 jerr;
-	json_t			*o, *ch, *v;
+	json_t			*o, *ch, *v, *out;
 	uint8_t			*d;
-	size_t			 nc = 0, at = 0, k, i, len, step;
+	size_t			 nc = 0, at = 0, k, i, j, len, step, off;
 	int			 enc;
 
 	step = n > 0 ? (uint8_t)p[0] % 16 + 1 : 1;
@@ -99,27 +99,40 @@ fuzz_text(const char *p, size_t n)
 		must(b.len <= proto_window_len(&w) + 4096, "window_len short");
 		o = json_loadb(b.data, b.len, JSON_ALLOW_NUL, &jerr);
 		must(o != NULL, "window does not parse");
-		for (i = 0; i < nc; i++) {
-			ch = json_array_get(json_object_get(o, "output"), i);
-			must(ch != NULL, "chunk missing");
+		/* Each chunk whole, or in text its pieces, in order. */
+		out = json_object_get(o, "output");
+		for (i = 0, j = 0, off = 0; j < json_array_size(out); j++) {
+			ch = json_array_get(out, j);
+			must(i < nc, "more objects than chunks");
+			must((uint64_t)json_integer_value(json_object_get(ch,
+			    "offset")) == c[i].offset + off, "piece offset");
 			if ((v = json_object_get(ch, "text")) != NULL) {
 				must(enc == PROTO_ENC_TEXT, "text in base64");
-				must(json_string_length(v) == c[i].len &&
-				    memcmp(json_string_value(v), c[i].data,
-				    c[i].len) == 0, "text changed the bytes");
-				continue;
+				len = json_string_length(v);
+				must(off + len <= c[i].len && memcmp(
+				    json_string_value(v), c[i].data + off,
+				    len) == 0, "text changed the bytes");
+			} else {
+				v = json_object_get(ch, "data");
+				must(v != NULL && json_is_string(v), "no data");
+				must(proto_b64_decode(json_string_value(v),
+				    json_string_length(v), &d, &len) == 0 &&
+				    off + len <= c[i].len && (len == 0 ||
+				    memcmp(d, c[i].data + off, len) == 0),
+				    "base64 changed the bytes");
+				free(d);
+				must(enc == PROTO_ENC_BASE64 || len <= 3 ||
+				    proto_text_len(c[i].data, c[i].len) ==
+				    SIZE_MAX, "UTF-8 as data");
 			}
-			v = json_object_get(ch, "data");
-			must(v != NULL && json_is_string(v), "no data");
-			must(enc == PROTO_ENC_BASE64 || proto_text_len(
-			    c[i].data, c[i].len) == SIZE_MAX, "UTF-8 as data");
-			must(proto_b64_decode(json_string_value(v),
-			    json_string_length(v), &d, &len) == 0 &&
-			    len == c[i].len && (len == 0 ||
-			    memcmp(d, c[i].data, len) == 0),
-			    "base64 changed the bytes");
-			free(d);
+			must(enc == PROTO_ENC_TEXT || len == c[i].len,
+			    "a base64 chunk in pieces");
+			if ((off += len) == c[i].len) {
+				i++;
+				off = 0;
+			}
 		}
+		must(i == nc || (i == nc - 1 && c[i].len == 0), "chunks missing");
 		json_decref(o);
 	}
 	proto_buf_free(&b);
