@@ -106,6 +106,8 @@ char	*ctl_session_path(const char *id, const char *suffix);
 /* Integer / string / bool members of an object, with defaults. */
 long long	 ctl_json_int(json_t *, const char *, long long def);
 const char	*ctl_json_str(json_t *, const char *, const char *def);
+/* A chunk's bytes from "text" or base64 "data" (malloc'd); -1 if neither. */
+int		 ctl_chunk_bytes(json_t *chunk, uint8_t **out, size_t *n);
 int		 ctl_json_bool(json_t *, const char *, int def);
 
 #endif /* AGENTCTL_CTL_H */

@@ -193,7 +193,7 @@ static int
 follow_window(struct follow *f, json_t *j)
 {
 	json_t		*out, *chunk, *ec;
-	const char	*data, *stream;
+	const char	*stream;
 	size_t		 i, n, need, pending = 0;
 	uint8_t		*dec;
 	int		 fd, pending_fd = -1;
@@ -209,7 +209,6 @@ follow_window(struct follow *f, json_t *j)
 		    "from its ring before they were read (a larger ring keeps "
 		    "more: exec --ring-bytes)", dropped, f->id);
 	json_array_foreach(out, i, chunk) {
-		data = ctl_json_str(chunk, "data", "");
 		stream = ctl_json_str(chunk, "stream", "stdout");
 		fd = !f->merge && strcmp(stream, "stderr") == 0 ?
 		    STDERR_FILENO : STDOUT_FILENO;
@@ -218,8 +217,8 @@ follow_window(struct follow *f, json_t *j)
 			pending = 0;
 			pending_fd = fd;
 		}
-		if (proto_b64_decode(data, strlen(data), &dec, &n) != 0)
-			ctl_fatal("agentd sent bad base64 in chunk %lld",
+		if (ctl_chunk_bytes(chunk, &dec, &n) != 0)
+			ctl_fatal("agentd sent bad output in chunk %lld",
 			    ctl_json_int(chunk, "id", 0));
 		need = pending + n;
 		if (need > f->cap) {

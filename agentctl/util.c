@@ -12,6 +12,7 @@
 
 #include "client.h"
 #include "ctl.h"
+#include "proto.h"
 #include "term.h"
 
 static atomic_int	ctl_exiting;
@@ -161,7 +162,8 @@ ctl_api(struct client *c, const char *method, const char *path,
 		ctl_fatal("%s", cause);
 	status = resp.status;
 	if (json != NULL)
-		*json = json_loadb(resp.body, resp.len, 0, NULL);
+		/* "text" output (encoding=text) may hold NUL bytes. */
+		*json = json_loadb(resp.body, resp.len, JSON_ALLOW_NUL, NULL);
 	client_resp_free(&resp);
 	return (status);
 }
@@ -187,6 +189,33 @@ ctl_api_fail(int status, json_t *j)
 		    "the socket admits root and agentd's own user" :
 		    "set AGENTD_TOKEN to agentd's token");
 	ctl_fatal("%s", msg);
+}
+
+/*
+ * A chunk's bytes, from its "text" (encoding=text) or its base64 "data",
+ * into a malloc'd *out (NULL for none) of *n bytes.  -1 when it has
+ * neither or bad base64.
+ */
+int
+ctl_chunk_bytes(json_t *chunk, uint8_t **out, size_t *n)
+{
+	json_t	*v;
+
+	if ((v = json_object_get(chunk, "text")) != NULL &&
+	    json_is_string(v)) {
+		*n = json_string_length(v);
+		*out = NULL;
+		if (*n == 0)
+			return (0);
+		if ((*out = malloc(*n)) == NULL)
+			ctl_fatal("out of memory");
+		memcpy(*out, json_string_value(v), *n);
+		return (0);
+	}
+	if ((v = json_object_get(chunk, "data")) == NULL || !json_is_string(v))
+		return (-1);
+	return (proto_b64_decode(json_string_value(v), json_string_length(v),
+	    out, n));
 }
 
 /* An integer member, or def. */

@@ -75,6 +75,7 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	ports_api_init();	/* the baseline, the feed's port events */
 	pause_init(agentd_base);
 	sse_init(cfg->sse_buffer, cfg->sse_keepalive_ms, cfg->idle_timeout_ms);
+	sse_set_encoding(cfg->encoding);
 	agentd_observer = observer;
 	session_init(agentd_base, &limits, agentd_session_event);
 

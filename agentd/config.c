@@ -25,6 +25,7 @@ enum opt_kind {
 	OPT_SHUTDOWN,	/* int: poweroff|reboot */
 	OPT_ADJ,	/* int: an oom_score_adj, -1000..1000 */
 	OPT_PROFILE,	/* int: PROTO_PROFILE_* by name */
+	OPT_ENCODING,	/* int: PROTO_ENC_* by name */
 };
 
 struct opt {
@@ -184,6 +185,10 @@ static const struct opt opts[] = {
 	  "noninteractive sets TERM=dumb (pipes), NO_COLOR=1, PAGER=cat, "
 	  "GIT_PAGER=cat, GH_PAGER=cat, LC_ALL=C.UTF-8 and gives pipe "
 	  "sessions /dev/null as stdin (default: default, none of that)" },
+	{ "encoding", OPT_ENCODING, OFF(encoding), 0, 0, "base64|text",
+	  "how JSON reads carry output when the request names no encoding: "
+	  "base64 \"data\", or \"text\" for chunks that are UTF-8 (default "
+	  "base64)" },
 	{ "log-level", OPT_STRING, OFF(log_level), 0, 0, "LEVEL",
 	  "debug, info, warn or error (default info)" },
 };
@@ -350,6 +355,14 @@ config_set(struct config *cfg, const struct opt *o, const char *value,
 		if ((*(int *)field = proto_profile_number(value)) < 0) {
 			fprintf(stderr, "agentd: --%s: '%s' is not "
 			    "noninteractive or default\n", o->name, value);
+			return (-1);
+		}
+		break;
+	case OPT_ENCODING:
+		if ((*(int *)field = proto_encoding(value,
+		    strlen(value))) < 0) {
+			fprintf(stderr, "agentd: --%s: '%s' is not base64 or "
+			    "text\n", o->name, value);
 			return (-1);
 		}
 		break;

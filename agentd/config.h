@@ -69,6 +69,7 @@ struct config {
 	int64_t		  shutdown_grace_ms;
 	int		  shutdown_reboot;	/* --shutdown=reboot */
 	int		  profile;		/* --profile: PROTO_PROFILE_* */
+	int		  encoding;		/* --encoding: PROTO_ENC_* */
 	uint64_t	  max_connections;
 	int64_t		  idle_timeout_ms;
 	int64_t		  header_timeout_ms;

@@ -369,25 +369,127 @@ b64_decode(const char *in, size_t len, uint8_t *out)
 	return o;
 }
 
-/* Decode every chunk of an answer's "output" array. */
+/*
+ * Unescape a JSON string's contents v..q (agentd's escapes: \" \\ \n \r \t
+ * \b \f \uXXXX, surrogate pairs) into out (NULL: only count); the bytes.
+ */
+static size_t
+json_text_decode(const char *v, const char *q, uint8_t *out)
+{
+	const char	*bs;
+	size_t		 o = 0, n;
+	unsigned	 cp, lo;
+
+	while (v < q) {
+		if ((bs = memchr(v, '\\', q - v)) == NULL)
+			bs = q;
+		n = (size_t)(bs - v);
+		if (out != NULL)
+			memcpy(out + o, v, n);
+		o += n;
+		if ((v = bs) >= q)
+			break;
+		if (v[1] != 'u') {
+			if (out != NULL)
+				out[o] = v[1] == 'n' ? '\n' : v[1] == 'r' ? '\r' :
+				    v[1] == 't' ? '\t' : v[1] == 'b' ? '\b' :
+				    v[1] == 'f' ? '\f' : (uint8_t)v[1];
+			o++;
+			v += 2;
+			continue;
+		}
+		cp = (unsigned)strtoul((char[5]){ v[2], v[3], v[4], v[5], 0 },
+		    NULL, 16);
+		v += 6;
+		if (cp >= 0xd800 && cp < 0xdc00 && q - v >= 6 && v[1] == 'u') {
+			lo = (unsigned)strtoul((char[5]){ v[2], v[3], v[4],
+			    v[5], 0 }, NULL, 16);
+			cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+			v += 6;
+		}
+		n = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+		if (out != NULL) {
+			if (n == 1)
+				out[o] = (uint8_t)cp;
+			else if (n == 2) {
+				out[o] = (uint8_t)(0xc0 | cp >> 6);
+				out[o + 1] = (uint8_t)(0x80 | (cp & 0x3f));
+			} else if (n == 3) {
+				out[o] = (uint8_t)(0xe0 | cp >> 12);
+				out[o + 1] = (uint8_t)(0x80 | (cp >> 6 & 0x3f));
+				out[o + 2] = (uint8_t)(0x80 | (cp & 0x3f));
+			} else {
+				out[o] = (uint8_t)(0xf0 | cp >> 18);
+				out[o + 1] = (uint8_t)(0x80 | (cp >> 12 & 0x3f));
+				out[o + 2] = (uint8_t)(0x80 | (cp >> 6 & 0x3f));
+				out[o + 3] = (uint8_t)(0x80 | (cp & 0x3f));
+			}
+		}
+		o += n;
+	}
+	return o;
+}
+
+/* The closing quote of a JSON string whose contents start at v. */
+static const char *
+json_string_end(const char *v, const char *end)
+{
+	const char	*q = v;
+
+	while ((q = memchr(q, '"', end - q)) != NULL) {
+		const char	*b = q;
+
+		while (b > v && b[-1] == '\\')
+			b--;
+		if ((q - b) % 2 == 0)
+			return q;
+		q++;
+	}
+	return NULL;
+}
+
+/* Decode every chunk of an answer's "output" array: "data" or "text". */
 size_t
 json_output(const char *p, const char *end, uint8_t *out, size_t outlen,
     int *last, const char **rest)
 {
-	const char	*v, *q;
+	const char	*v, *q, *nd = NULL, *nt = NULL;
 	size_t		 total = 0, n, room;
+	int		 text;
 
 	*last = -1;
 	if (rest != NULL)
 		*rest = p;
 	if ((p = json_find(p, end, "output")) == NULL || *p != '[')
 		return 0;
-	while ((v = json_find(p, end, "data")) != NULL && *v == '"') {
+	for (;;) {
+		/* The next "data" and "text", each looked for once. */
+		if (nd != NULL && nd < p)
+			nd = NULL;
+		if (nt != NULL && nt < p)
+			nt = NULL;
+		if (nd == NULL && (nd = json_find(p, end, "data")) == NULL)
+			nd = end;
+		if (nt == NULL && (nt = json_find(p, end, "text")) == NULL)
+			nt = end;
+		text = nt < nd;
+		v = text ? nt : nd;
+		if (v >= end || *v != '"')
+			break;
 		v++;
-		if ((q = memchr(v, '"', end - v)) == NULL)
+		if ((q = text ? json_string_end(v, end) :
+		    memchr(v, '"', end - v)) == NULL)
 			break;
 		room = out != NULL && total < outlen ? outlen - total : 0;
-		if (out != NULL && (size_t)(q - v) / 4 * 3 <= room) {
+		if (text) {
+			/* Unescaped, it is no longer than escaped. */
+			if (out != NULL && (size_t)(q - v) <= room) {
+				n = json_text_decode(v, q, out + total);
+				if (n > 0)
+					*last = out[total + n - 1];
+			} else
+				n = json_text_decode(v, q, NULL);
+		} else if (out != NULL && (size_t)(q - v) / 4 * 3 <= room) {
 			n = b64_decode(v, (size_t)(q - v), out + total);
 			if (n > 0)
 				*last = out[total + n - 1];

@@ -32,6 +32,7 @@
  */
 #define TP_RING_BYTES	(4u << 20)
 #define TP_BACKOFF_US	1000		/* then it waits this long */
+#define TP_TEXT_LINE	"The quick brown fox jumps over the lazy dog, 0123456789 h\303\251llo w\303\266rld"	/* a line of output for JSON text */
 #define KEY_X		"eA=="		/* 'x' */
 #define KEY_DEL		"fw=="		/* DEL (VERASE): erases the 'x' */
 
@@ -553,9 +554,9 @@ tp_direct(char *const argv[], int tty, size_t size)
  * chunk while the command wants the CPU).
  */
 static double
-tp_agentd(struct conn *c, int tty, int raw, size_t size)
+tp_agentd(struct conn *c, int tty, int raw, size_t size, int text)
 {
-	char		 body[512], path[256], id[128], v[64];
+	char		 body[768], path[256], id[128], v[64], argv[256];
 	const char	*b, *e;
 	uint64_t	 cursor = 0, dropped = 0;
 	size_t		 got = 0, n, ring = TP_RING_BYTES;
@@ -566,10 +567,17 @@ tp_agentd(struct conn *c, int tty, int raw, size_t size)
 
 	if (getenv("BENCH_TP_RING") != NULL)
 		ring = strtoull(getenv("BENCH_TP_RING"), NULL, 0);
-	snprintf(body, sizeof body, "{\"argv\":[\"head\",\"-c\",\"%zu\","
-	    "\"/dev/zero\"],\"tty\":%s,\"ring_bytes\":%zu,\"max_bytes\":%u,"
-	    "\"wait_ms\":%d}", size, tty ? "true" : "false", ring,
-	    TP_MAX_BYTES, WAIT_MS);
+	/* Text: lines of UTF-8 (JSON text), else NUL bytes (base64). */
+	if (text)
+		snprintf(argv, sizeof argv, "\"sh\",\"-c\",\"yes '%s' | head "
+		    "-c %zu\"", TP_TEXT_LINE, size);
+	else
+		snprintf(argv, sizeof argv, "\"head\",\"-c\",\"%zu\","
+		    "\"/dev/zero\"", size);
+	snprintf(body, sizeof body, "{\"argv\":[%s],\"tty\":%s,"
+	    "\"ring_bytes\":%zu,\"max_bytes\":%u,\"wait_ms\":%d%s}", argv,
+	    tty ? "true" : "false", ring, TP_MAX_BYTES, WAIT_MS,
+	    text ? ",\"encoding\":\"text\"" : "");
 	t = now_us();
 	need_status(session_create(c, body, id, sizeof id), 201,
 	    "throughput: create");
@@ -604,8 +612,9 @@ tp_agentd(struct conn *c, int tty, int raw, size_t size)
 		if (n < TP_SMALL)
 			sleep_us(TP_BACKOFF_US);
 		snprintf(path, sizeof path, "/v1/sessions/%s?cursor=%llu&"
-		    "max_bytes=%u%s", id, (unsigned long long)cursor,
-		    TP_MAX_BYTES, raw ? "" : "&wait_ms=5000");
+		    "max_bytes=%u%s%s", id, (unsigned long long)cursor,
+		    TP_MAX_BYTES, raw ? "" : "&wait_ms=5000",
+		    text ? "&encoding=text" : "");
 		st = conn_do(c, "GET", path, raw ?
 		    "Accept: application/octet-stream\r\n" : NULL, NULL, 0);
 		need_status(st, 200, "throughput: GET");
@@ -615,14 +624,17 @@ tp_agentd(struct conn *c, int tty, int raw, size_t size)
 		cpu = cpu_main_seconds(bench_ag.pid) - cpu0;
 		fprintf(stderr, "tp %s %s: %.0f ms, agentd cpu %.1f ms (%.2f "
 		    "ms/MiB of %zu MiB), client cpu %.1f ms\n",
-		    tty ? "pty" : "pipe", raw ? "raw" : "json", dt / 1000,
+		    tty ? "pty" : "pipe", raw ? "raw" : text ? "json-text" :
+		    "json", dt / 1000,
 		    cpu * 1000, cpu * 1000 / ((double)size / (1 << 20)),
 		    size >> 20, (cpu_self() - me0) * 1000);
 	}
 	session_delete(c, id);
-	if (got != size || dropped != 0)
+	/* A PTY's ONLCR makes each line's \n \r\n: more bytes, not fewer. */
+	if ((text && tty ? got < size : got != size) || dropped != 0)
 		note("   warning: agentd %s %s read %zu of %zu bytes, %llu "
-		    "chunks dropped", tty ? "pty" : "pipe", raw ? "raw" : "json",
+		    "chunks dropped", tty ? "pty" : "pipe", raw ? "raw" : text ?
+		    "json-text" : "json",
 		    got, size, (unsigned long long)dropped);
 	return got / dt;	/* delivered bytes */
 }
@@ -656,30 +668,36 @@ tp_ssh(int tty, const char *num, size_t size)
 void
 sc_throughput(void)
 {
-	struct samples	 s[2][4];	/* [tty][direct, json, raw, ssh] */
-	char		 num[32], what[160];
+	struct samples	 s[2][6];	/* [tty][direct, json, raw, ssh,
+					   direct text, json text] */
+	char		 num[32], what[160], tcmd[256];
 	char		*argv[] = { "head", "-c", num, "/dev/zero", NULL };
+	char		*targv[] = { "sh", "-c", tcmd, NULL };
 	const char	*kind[2] = { "pipe", "PTY" };
 	struct conn	 c;
 	size_t		 size = cfg.quick ? (1u << 20) : (32u << 20);
 	int		 rounds = cfg.quick ? 1 : 5, r, tty;
-	double		 d, j, w, x;
+	double		 d, j, w, x, td, tj;
 	const char	*only = getenv("BENCH_TP_ONLY");	/* pipe, PTY */
 
 	note("3. output throughput, %zu MiB per run", size >> 20);
 	memset(s, 0, sizeof s);
 	snprintf(num, sizeof num, "%zu", size);
+	snprintf(tcmd, sizeof tcmd, "yes '%s' | head -c %zu", TP_TEXT_LINE,
+	    size);
 	if (conn_open(&c, &bench_ag.addr) != 0)
 		die("connect: %s", strerror(errno));
 	tp_agentd(&c, only != NULL && strcmp(only, "PTY") == 0, 0,
-	    size);	/* warm-up */
+	    size, 0);	/* warm-up */
 	for (r = 0; r < rounds; r++) {
 		for (tty = 0; tty < 2; tty++) {
 			if (only != NULL && strcmp(only, kind[tty]) != 0)
 				continue;
 			samples_add(&s[tty][0], tp_direct(argv, tty, size));
-			samples_add(&s[tty][1], tp_agentd(&c, tty, 0, size));
-			samples_add(&s[tty][2], tp_agentd(&c, tty, 1, size));
+			samples_add(&s[tty][1], tp_agentd(&c, tty, 0, size, 0));
+			samples_add(&s[tty][2], tp_agentd(&c, tty, 1, size, 0));
+			samples_add(&s[tty][4], tp_direct(targv, tty, size));
+			samples_add(&s[tty][5], tp_agentd(&c, tty, 0, size, 1));
 			if (cfg.ssh_config != NULL)
 				samples_add(&s[tty][3], tp_ssh(tty, num, size));
 		}
@@ -695,6 +713,14 @@ sc_throughput(void)
 		    "polling vs reading the %s", kind[tty], kind[tty]);
 		table_row(what, fmt_mbs(j), fmt_mbs(d), j / d, "≥ 0.6×",
 		    met_ge(j / d, 0.6), 0.6 / (j / d));
+		/* UTF-8 lines through encoding=text, against the same lines. */
+		td = samples_median(&s[tty][4]);
+		tj = samples_median(&s[tty][5]);
+		snprintf(what, sizeof what, "3 throughput %s, JSON/text "
+		    "polling vs reading the %s (UTF-8 lines)", kind[tty],
+		    kind[tty]);
+		table_row(what, fmt_mbs(tj), fmt_mbs(td), tj / td, "≥ 0.6×",
+		    met_ge(tj / td, 0.6), 0.6 / (tj / td));
 		snprintf(what, sizeof what, "3 throughput %s, raw mode vs "
 		    "reading the %s", kind[tty], kind[tty]);
 		table_row(what, fmt_mbs(w), fmt_mbs(d), w / d, "≥ 0.9×",
@@ -706,6 +732,6 @@ sc_throughput(void)
 		note("   %s: ssh %.2f× reading it directly", kind[tty], x / d);
 	}
 	for (tty = 0; tty < 2; tty++)
-		for (r = 0; r < 4; r++)
+		for (r = 0; r < 6; r++)
 			samples_free(&s[tty][r]);
 }

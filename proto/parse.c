@@ -24,6 +24,7 @@ static int	 proto_get_int(json_t *, const char *, int64_t, int64_t,
 		    int64_t *, struct proto_err *);
 static int	 proto_get_count(json_t *, const char *, int64_t, int64_t *,
 		    struct proto_err *);
+static int	 proto_get_encoding(json_t *, int *, struct proto_err *);
 static int	 proto_get_string(json_t *, const char *, int,
 		    const char **, size_t *, struct proto_err *);
 static int	 proto_create_argv(json_t *, struct proto_create *,
@@ -41,7 +42,7 @@ static const char *const proto_create_fields[] = {
 	"cmd", "argv", "shell", "tty", "rows", "cols", "cwd", "env", "user",
 	"stdin", "timeout_ms", "yield_ms", "wait_ms", "max_bytes", "ring_bytes",
 	"id", "login", "idle_ms", "head_tail", "limits", "max_bytes_stdout",
-	"max_bytes_stderr", "strip_ansi", "profile", NULL
+	"max_bytes_stderr", "strip_ansi", "profile", "encoding", NULL
 };
 static const char *const proto_limits_fields[] = {
 	"memory_bytes", "pids", "cpu_percent", NULL
@@ -49,7 +50,7 @@ static const char *const proto_limits_fields[] = {
 static const char *const proto_stdin_fields[] = {
 	"data", "text", "eof", "yield_ms", "wait_ms", "max_bytes", "idle_ms",
 	"head_tail", "max_bytes_stdout", "max_bytes_stderr", "strip_ansi",
-	"offset", NULL
+	"offset", "encoding", NULL
 };
 static const char *const proto_resize_fields[] = { "rows", "cols", NULL };
 static const char *const proto_signal_fields[] = { "signal", "target", NULL };
@@ -164,6 +165,25 @@ proto_get_count(json_t *o, const char *key, int64_t clamp, int64_t *out,
 		return (proto_fail(err, 400, "invalid_request",
 		    "field '%s' must be an integer >= 0", key));
 	*out = n > clamp ? clamp : n;
+	return (0);
+}
+
+/* Read "encoding" ("base64" or "text") into *out if present. */
+static int
+proto_get_encoding(json_t *o, int *out, struct proto_err *err)
+{
+	json_t	*v;
+	int	 e = -1;
+
+	if ((v = proto_field(o, "encoding")) == NULL)
+		return (0);
+	if (json_is_string(v))
+		e = proto_encoding(json_string_value(v),
+		    json_string_length(v));
+	if (e < 0)
+		return (proto_fail(err, 400, "invalid_request",
+		    "field 'encoding' must be \"base64\" or \"text\""));
+	*out = e;
 	return (0);
 }
 
@@ -405,6 +425,7 @@ proto_create_numbers(json_t *o, const struct proto_limits *lim,
 	    proto_get_count(o, "max_bytes_stderr", PROTO_MAX_BYTES_MAX,
 	    &err_bytes, err) != 0 ||
 	    proto_get_bool(o, "strip_ansi", &c->strip_ansi, err) != 0 ||
+	    proto_get_encoding(o, &c->encoding, err) != 0 ||
 	    proto_get_int(o, "ring_bytes", ring_min, ring_max, &ring, err) != 0)
 		return (-1);
 	c->stdin_given = json_object_get(o, "stdin") != NULL &&
@@ -473,6 +494,7 @@ proto_parse_create(const char *body, size_t len,
 	memset(c, 0, sizeof *c);
 	c->stdin_open = 1;
 	c->profile = PROTO_PROFILE_UNSET;
+	c->encoding = PROTO_ENC_UNSET;
 	if (proto_load(body, len, proto_create_fields, &o, err) != 0)
 		return (-1);
 	if (proto_create_argv(o, c, err) != 0 ||
@@ -513,6 +535,7 @@ proto_parse_stdin(const char *body, size_t len, struct proto_stdin *in,
 
 	memset(in, 0, sizeof *in);
 	in->offset = -1;
+	in->encoding = PROTO_ENC_UNSET;
 	if (proto_load(body, len, proto_stdin_fields, &o, err) != 0)
 		return (-1);
 	if (proto_get_string(o, "data", 1, &data, &dlen, err) != 0 ||
@@ -532,6 +555,7 @@ proto_parse_stdin(const char *body, size_t len, struct proto_stdin *in,
 	    proto_get_count(o, "max_bytes_stderr", PROTO_MAX_BYTES_MAX,
 	    &err_bytes, err) != 0 ||
 	    proto_get_bool(o, "strip_ansi", &in->strip_ansi, err) != 0 ||
+	    proto_get_encoding(o, &in->encoding, err) != 0 ||
 	    proto_get_count(o, "offset", INT64_MAX, &in->offset, err) != 0)
 		goto fail;
 	in->max_bytes = (size_t)max_bytes;

@@ -174,6 +174,7 @@ struct proto_create {
 	size_t		  max_bytes_stdout;	/* head_tail's budget of each */
 	size_t		  max_bytes_stderr;	/* stream; UNSET: max_bytes */
 	int		  strip_ansi;	/* escape sequences left out */
+	int		  encoding;	/* PROTO_ENC_*, UNSET if not given */
 	size_t		  ring_bytes;
 	char		  id[PROTO_ID_MAX + 1];	/* "" when not given */
 	uint64_t	  limit_memory;	/* limits.memory_bytes; 0: the default */
@@ -214,6 +215,7 @@ struct proto_stdin {
 	size_t		 max_bytes_stdout;	/* PROTO_MAX_BYTES_UNSET: */
 	size_t		 max_bytes_stderr;	/* max_bytes */
 	int		 strip_ansi;
+	int		 encoding;	/* PROTO_ENC_*, UNSET if not given */
 	int64_t		 offset;	/* -1: not given */
 };
 int	proto_parse_stdin(const char *body, size_t len, struct proto_stdin *,
@@ -266,6 +268,8 @@ struct proto_query {
 	size_t		 max_bytes_stdout;	/* default PROTO_MAX_BYTES_UNSET */
 	size_t		 max_bytes_stderr;	/* default PROTO_MAX_BYTES_UNSET */
 	int		 strip_ansi;	/* strip_ansi=true|1 */
+	int		 encoding;	/* encoding=base64|text; default
+					   PROTO_ENC_UNSET */
 	int64_t		 offset;	/* stdin's offset; default -1 */
 };
 /*
@@ -317,6 +321,54 @@ struct proto_session {
 	uint64_t	 stdin_bytes;	/* stdin accepted so far */
 };
 
+/*
+ * Output as JSON text (encoding=text; text.c).  proto_text_len: the bytes
+ * p[0..len) take JSON-escaped (no quotes; a control byte takes up to 6),
+ * SIZE_MAX when they are not valid UTF-8 (overlong forms, surrogates and
+ * sequences cut short are not).  proto_text_write: write them escaped into
+ * out (proto_text_len bytes of room), return the bytes written.
+ * proto_text_encode: append them escaped to b, or return -1 (nothing
+ * appended) when they are not UTF-8.
+ */
+size_t	proto_text_len(const uint8_t *p, size_t len);
+size_t	proto_text_write(char *out, const uint8_t *p, size_t len);
+int	proto_text_encode(struct proto_buf *, const uint8_t *p, size_t len);
+/*
+ * The largest cut at or before end of p[0..end) that splits no UTF-8
+ * sequence (end itself when p[end-1] ends one, or when the bytes before end
+ * are not the start of a valid-looking sequence: only real sequences are
+ * kept whole, at most 3 bytes go back).
+ */
+size_t	proto_utf8_cut(const uint8_t *p, size_t end);
+/*
+ * Whether p[0..len) is not UTF-8 only at its ends (a read that split a
+ * character): *lead continuation bytes first, *tail bytes of a character
+ * cut short last (at most 3 each), valid UTF-8 between, not empty.  A
+ * text window renders such a chunk as pieces: base64, text, base64.
+ */
+int	proto_text_ends(const uint8_t *p, size_t len, size_t *lead,
+	    size_t *tail);
+/*
+ * Cursors inside a chunk (API.md, "Output window").  A window that ends
+ * inside chunk k after j bytes of it answers cursor j * 2^32 + k (k below
+ * 2^32, j below 2^21: below 2^53, exact in a double); proto_cursor_make
+ * gives it, 0 when k or j are out of that range (the window then takes the
+ * chunk whole).  proto_cursor_split reads a cursor back: *after, the id
+ * the next window follows, *skip, the bytes of chunk *after + 1 already
+ * read (0 for a plain id).  With newest at or past 2^32 every cursor is
+ * a plain id.
+ */
+void	proto_cursor_split(uint64_t cursor, uint64_t newest, uint64_t *after,
+	    size_t *skip);
+uint64_t proto_cursor_make(uint64_t id, size_t taken);
+
+/* Output encodings of a JSON read (encoding=). */
+#define PROTO_ENC_BASE64	0	/* "data": base64 */
+#define PROTO_ENC_TEXT		1	/* "text" when valid UTF-8, else "data" */
+#define PROTO_ENC_UNSET		(-1)	/* not given: the sandbox's default */
+/* PROTO_ENC_* of "base64" or "text" (len bytes), or -1. */
+int	proto_encoding(const char *s, size_t len);
+
 /* One output chunk to render. */
 struct proto_chunk {
 	uint64_t	 id;
@@ -343,6 +395,10 @@ struct proto_window {
 	uint64_t	 truncated_stream[3];	/* by PROTO_STREAM_* */
 	size_t		 gap_at[3];	/* chunks before each stream's cut,
 					   SIZE_MAX: none (head_tail) */
+	int		 encoding;	/* PROTO_ENC_* */
+	size_t		 skip;		/* bytes of the first chunk read
+					   before the window (a cursor
+					   inside it) */
 };
 
 /*
@@ -363,6 +419,9 @@ void	proto_render_session(struct proto_buf *, const struct proto_session *,
 	    const struct proto_window *w, int64_t written);
 /* One chunk object of a window: {"id", "stream", "offset", "data"}. */
 void	proto_render_chunk(struct proto_buf *, const struct proto_chunk *);
+/* The same, "text" in place of "data" when encoding is text and it is UTF-8. */
+void	proto_render_chunk_enc(struct proto_buf *, const struct proto_chunk *,
+	    int encoding);
 /* A stdin answer: "written", then "duplicate" when set, then the rest. */
 void	proto_render_stdin(struct proto_buf *, const struct proto_session *,
 	    const struct proto_window *w, int64_t written, int duplicate);

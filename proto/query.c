@@ -106,6 +106,13 @@ proto_query_pair(const char *key, size_t klen, const char *val, size_t vlen,
 			    (int)klen, key));
 		return (0);
 	}
+	if (KEY_IS("encoding")) {
+		if ((q->encoding = proto_encoding(val, vlen)) < 0)
+			return (proto_fail(err, 400, "invalid_request",
+			    "query parameter 'encoding' must be base64 or "
+			    "text"));
+		return (0);
+	}
 	if (!KEY_IS("cursor") && !KEY_IS("wait_ms") && !KEY_IS("yield_ms") &&
 	    !KEY_IS("max_bytes") && !KEY_IS("grace_ms") && !KEY_IS("idle_ms") &&
 	    !KEY_IS("port") && !KEY_IS("limit") && !KEY_IS("after") &&
@@ -189,6 +196,7 @@ proto_parse_query(const char *query, struct proto_query *q,
 	q->max_bytes = PROTO_MAX_BYTES_DEFAULT;
 	q->max_bytes_stdout = q->max_bytes_stderr = PROTO_MAX_BYTES_UNSET;
 	q->offset = -1;
+	q->encoding = PROTO_ENC_UNSET;
 	q->grace_ms = -1;
 	q->port = -1;
 	if (query == NULL)

@@ -25,6 +25,10 @@ static size_t	proto_utf8_len(const uint8_t *, size_t);
 static void	proto_put_digits(char *, unsigned, unsigned);
 static void	proto_session_fields(struct proto_buf *,
 		    const struct proto_session *);
+static void	proto_chunk_head(struct proto_buf *,
+		    const struct proto_chunk *);
+static int	proto_render_text(struct proto_buf *,
+		    const struct proto_chunk *, int);
 static void	proto_window_fields(struct proto_buf *,
 		    const struct proto_window *);
 
@@ -304,11 +308,26 @@ proto_session_fields(struct proto_buf *b, const struct proto_session *s)
 size_t
 proto_window_len(const struct proto_window *w)
 {
-	size_t	i, need = 256, n;
+	size_t	i, need = 256, n, lead, tail;
 
 	for (i = 0; i < w->n; i++) {
-		n = proto_b64_encoded_len(w->chunks[i].len) +
-		    PROTO_CHUNK_OVERHEAD;
+		n = SIZE_MAX;
+		/* Text: exact (it may take up to 6 bytes per byte). */
+		if (w->encoding == PROTO_ENC_TEXT)
+			n = proto_text_len(w->chunks[i].data,
+			    w->chunks[i].len);
+		/* Split at its ends: base64, text, base64 pieces. */
+		if (n == SIZE_MAX && w->encoding == PROTO_ENC_TEXT &&
+		    proto_text_ends(w->chunks[i].data, w->chunks[i].len,
+		    &lead, &tail))
+			n = proto_b64_encoded_len(lead) + proto_b64_encoded_len(
+			    tail) + proto_text_len(w->chunks[i].data + lead,
+			    w->chunks[i].len - lead - tail) +
+			    2 * PROTO_CHUNK_OVERHEAD;
+		if (n == SIZE_MAX)
+			n = proto_b64_encoded_len(w->chunks[i].len);
+		n = n > SIZE_MAX - PROTO_CHUNK_OVERHEAD ? SIZE_MAX :
+		    n + PROTO_CHUNK_OVERHEAD;
 		need = need > SIZE_MAX - n ? SIZE_MAX : need + n;
 	}
 	return (need);
@@ -317,6 +336,26 @@ proto_window_len(const struct proto_window *w)
 /* Append one chunk object: id, stream, offset, base64 data. */
 void
 proto_render_chunk(struct proto_buf *b, const struct proto_chunk *c)
+{
+	proto_render_chunk_enc(b, c, PROTO_ENC_BASE64);
+}
+
+/* Append one chunk object: id, stream, offset, then text or base64 data. */
+void
+proto_render_chunk_enc(struct proto_buf *b, const struct proto_chunk *c,
+    int encoding)
+{
+	if (encoding == PROTO_ENC_TEXT && proto_render_text(b, c, 0) == 0)
+		return;
+	proto_chunk_head(b, c);
+	LIT(b, ",\"data\":\"");
+	proto_b64_encode(b, c->data, c->len);
+	LIT(b, "\"}");
+}
+
+/* A chunk object's id, stream and offset, after its "{". */
+static void
+proto_chunk_head(struct proto_buf *b, const struct proto_chunk *c)
 {
 	LIT(b, "{\"id\":");
 	proto_put_u64(b, c->id);
@@ -328,9 +367,48 @@ proto_render_chunk(struct proto_buf *b, const struct proto_chunk *c)
 		LIT(b, "unknown");
 	LIT(b, "\",\"offset\":");
 	proto_put_u64(b, c->offset);
-	LIT(b, ",\"data\":\"");
-	proto_b64_encode(b, c->data, c->len);
-	LIT(b, "\"}");
+}
+
+/*
+ * Append a chunk object with "text", escaped straight into the answer in
+ * one pass; -1 with nothing appended when its bytes are not UTF-8.  With
+ * pieces, one that is not only at its ends (proto_text_ends()) goes as its
+ * pieces: base64, text, base64 (same id, each piece's own offset).
+ */
+static int
+proto_render_text(struct proto_buf *b, const struct proto_chunk *c,
+    int pieces)
+{
+	struct proto_chunk	p;
+	size_t			mark = b->len, lead, tail;
+
+	proto_chunk_head(b, c);
+	LIT(b, ",\"text\":\"");
+	if (proto_text_encode(b, c->data, c->len) == 0 || b->oom) {
+		LIT(b, "\"}");
+		return (0);
+	}
+	b->len = mark;
+	if (!pieces || !proto_text_ends(c->data, c->len, &lead, &tail))
+		return (-1);
+	p = *c;
+	if (lead > 0) {
+		p.len = (uint32_t)lead;
+		proto_render_chunk(b, &p);
+		LIT(b, ",");
+	}
+	p.data = c->data + lead;
+	p.offset = c->offset + lead;
+	p.len = c->len - (uint32_t)(lead + tail);
+	(void)proto_render_text(b, &p, 0);
+	if (tail > 0) {
+		LIT(b, ",");
+		p.data += p.len;
+		p.offset += p.len;
+		p.len = (uint32_t)tail;
+		proto_render_chunk(b, &p);
+	}
+	return (0);
 }
 
 /* Append an output window's fields, each after a comma. */
@@ -347,7 +425,9 @@ proto_window_fields(struct proto_buf *b, const struct proto_window *w)
 	for (i = 0; i < w->n; i++) {
 		if (i > 0)
 			LIT(b, ",");
-		proto_render_chunk(b, &w->chunks[i]);
+		if (w->encoding != PROTO_ENC_TEXT ||
+		    proto_render_text(b, &w->chunks[i], 1) != 0)
+			proto_render_chunk(b, &w->chunks[i]);
 	}
 	LIT(b, "],\"cursor\":");
 	proto_put_u64(b, w->cursor);

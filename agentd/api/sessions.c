@@ -98,6 +98,8 @@ struct sessions_creating {
 
 
 static struct waiters	*sessions_waiters(struct session *);
+static int	sessions_cursor_bad(struct session *, uint64_t);
+static int	sessions_encoding(int);
 static void	sessions_answer(struct evhttp_request *, struct session *,
 		    const struct sessions_answer *);
 static int	sessions_window_into(struct session *, uint64_t, size_t,
@@ -346,6 +348,7 @@ sessions_window_opts(struct session *s, uint64_t cursor,
 	}
 	if (o->strip_ansi && window_strip(r, w, err) != 0)
 		return (-1);
+	w->encoding = o->encoding;
 	return (0);
 }
 
@@ -364,7 +367,7 @@ sessions_window_into(struct session *s, uint64_t cursor, size_t max_bytes,
 {
 	struct ring		*r = session_ring(s);
 	struct ring_stats	 st;
-	size_t			 need, lim;
+	size_t			 need, lim, i;
 	char			*p;
 
 	need = sessions_window_need(r, max_bytes, &lim);
@@ -383,11 +386,23 @@ sessions_window_into(struct session *s, uint64_t cursor, size_t max_bytes,
 	if (sessions_window_read(s, cursor, max_bytes, lim, (uint8_t *)p, need,
 	    w, err) != 0)
 		return (-1);
+	/* A cursor inside the first chunk: its bytes before go. */
+	if (w->skip > 0) {
+		memmove(p, p + w->skip, sessions_window_bytes(w));
+		for (i = 0; i < w->n; i++)
+			pchunks[i].data -= w->skip;
+	}
 	b->len += sessions_window_bytes(w);
 	return (0);
 }
 
-/* Whole chunks after cursor into buf[0..buflen), lim bytes of them. */
+/*
+ * The chunks after cursor into buf[0..buflen), lim bytes of them: whole
+ * chunks, but for the first when the cursor points inside it (its bytes
+ * before are left out) and the last when the first alone passes max_bytes
+ * (cut there, on a UTF-8 boundary when one is near, and the cursor points
+ * inside it).  Their bytes stay back to back from the first one's data.
+ */
 static int
 sessions_window_read(struct session *s, uint64_t cursor, size_t max_bytes,
     size_t lim, uint8_t *buf, size_t buflen, struct proto_window *w,
@@ -395,15 +410,19 @@ sessions_window_read(struct session *s, uint64_t cursor, size_t max_bytes,
 {
 	struct ring		*r = session_ring(s);
 	struct ring_read_result	 res;
-	size_t			 i;
+	uint64_t		 after, newest = ring_newest(r), next;
+	size_t			 i, skip, cut, total;
 	int			 error;
 
-	error = ring_read(r, cursor, buf, buflen, lim, rchunks,
+	proto_cursor_split(cursor, newest, &after, &skip);
+	if (skip > 0 && lim <= SIZE_MAX - skip)
+		lim += skip;
+	error = ring_read(r, after, buf, buflen, lim, rchunks,
 	    nitems(rchunks), &res);
 	if (error == -ERANGE)
 		return (proto_fail(err, 400, "invalid_cursor",
 		    "cursor %" PRIu64 " is after the last chunk %" PRIu64,
-		    cursor, ring_newest(r)));
+		    cursor, newest));
 	if (error != 0)
 		return (proto_fail(err, 500, "internal_error", "ring_read: %s",
 		    strerror(-error)));
@@ -420,8 +439,41 @@ sessions_window_read(struct session *s, uint64_t cursor, size_t max_bytes,
 	w->cursor = res.nchunks > 0 ? rchunks[res.nchunks - 1].id : cursor;
 	w->dropped = res.dropped;
 	w->more = res.more;
+	/* The cursor's chunk was evicted: the gap says so, start afresh. */
+	if (w->n == 0 || res.dropped > 0)
+		skip = 0;
+	if (skip > 0) {
+		if (skip >= pchunks[0].len)
+			return (proto_fail(err, 400, "invalid_cursor",
+			    "cursor %" PRIu64 " points past the end of chunk %"
+			    PRIu64, cursor, pchunks[0].id));
+		pchunks[0].data += skip;
+		pchunks[0].len -= (uint32_t)skip;
+		pchunks[0].offset += skip;
+		w->skip = skip;
+	}
+	/* Taken with the skip counted, but the skip's chunk was gone. */
+	for (total = 0, i = 0; i < w->n; i++)
+		total += pchunks[i].len;
+	while (w->n > 1 && max_bytes > 0 && total > max_bytes) {
+		total -= pchunks[--w->n].len;
+		w->cursor = pchunks[w->n - 1].id;
+		w->more = 1;
+	}
+	/* The first chunk alone passes max_bytes: its first max_bytes. */
+	if (w->n == 1 && max_bytes > 0 && pchunks[0].len > max_bytes) {
+		cut = proto_utf8_cut(pchunks[0].data, max_bytes);
+		if (cut == 0)
+			cut = max_bytes;
+		next = proto_cursor_make(pchunks[0].id, skip + cut);
+		if (next != 0) {
+			pchunks[0].len = (uint32_t)cut;
+			w->cursor = next;
+			w->more = 1;
+		}
+	}
 	w->eof = session_exited(s) && session_output_closed(s) &&
-	    w->cursor == ring_newest(r) && !w->more;
+	    w->cursor == newest && !w->more;
 	return (0);
 }
 
@@ -464,6 +516,12 @@ sessions_answer(struct evhttp_request *req, struct session *s,
 		 * answer faulted in fresh pages).
 		 */
 		want = proto_window_len(&w) + SESSIONS_OBJECT_BYTES;
+		/* Text is admitted at its exact escaped size (up to 6x). */
+		if (w.encoding == PROTO_ENC_TEXT && want > SESSIONS_ADMIT_MIN &&
+		    outq_admit(want, &err) != 0) {
+			http_reply_error(req, &err, NULL);
+			return;
+		}
 		http_buf_take(&b, want);
 		(void)proto_buf_reserve(&b, want);
 	} else	/* not 256 bytes, then a realloc to 512 */
@@ -479,6 +537,24 @@ sessions_answer(struct evhttp_request *req, struct session *s,
 	http_reply(req, a->status, &b);
 }
 
+/* The encoding a request asked, or --encoding's. */
+static int
+sessions_encoding(int asked)
+{
+	return (asked != PROTO_ENC_UNSET ? asked : agentd_cfg->encoding);
+}
+
+/* Whether cursor points after the newest chunk (or inside no chunk). */
+static int
+sessions_cursor_bad(struct session *s, uint64_t cursor)
+{
+	uint64_t	after, newest = ring_newest(session_ring(s));
+	size_t		skip;
+
+	proto_cursor_split(cursor, newest, &after, &skip);
+	return (after > newest || (skip > 0 && after >= newest));
+}
+
 /*
  * Whether a reader at cursor has something to be answered with now: a
  * chunk after it, or the end (the output closed and the process exited).
@@ -489,7 +565,12 @@ sessions_answer(struct evhttp_request *req, struct session *s,
 static int
 sessions_ready(struct session *s, uint64_t cursor)
 {
-	return (ring_newest(session_ring(s)) > cursor ||
+	uint64_t	after, newest = ring_newest(session_ring(s));
+	size_t		skip;
+
+	/* A cursor inside a chunk: the rest of it is there. */
+	proto_cursor_split(cursor, newest, &after, &skip);
+	return (newest > after || skip > 0 ||
 	    (session_output_closed(s) && session_exited(s)));
 }
 
@@ -795,6 +876,7 @@ sessions_created(struct session *s, const struct proto_err *err, void *arg)
 	a.o.max_bytes_stderr = pc->max_bytes_stderr;
 	a.o.head_tail = pc->head_tail;
 	a.o.strip_ansi = pc->strip_ansi;
+	a.o.encoding = sessions_encoding(pc->encoding);
 	a.written = -1;
 	a.idle_ms = pc->idle_ms;
 	flags = sessions_wait_flags(pc->wait_ms, pc->yield_ms, pc->idle_ms,
@@ -1009,8 +1091,7 @@ sessions_read(struct http_req *hr, struct session *s)
 		http_reply_error(hr->req, &err, NULL);
 		return;
 	}
-	session_set_piece(s, q.max_bytes);
-	if (q.cursor > ring_newest(session_ring(s))) {
+	if (sessions_cursor_bad(s, q.cursor)) {
 		http_fail(hr->req, 400, "invalid_cursor", "cursor %" PRIu64
 		    " is after the last chunk %" PRIu64, q.cursor,
 		    ring_newest(session_ring(s)));
@@ -1025,6 +1106,7 @@ sessions_read(struct http_req *hr, struct session *s)
 	a.o.max_bytes_stderr = q.max_bytes_stderr;
 	a.o.head_tail = q.head_tail;
 	a.o.strip_ansi = q.strip_ansi;
+	a.o.encoding = sessions_encoding(q.encoding);
 	a.written = -1;
 	a.idle_ms = q.idle_ms;
 	/* A GET's quiet time counts from the last output read. */
@@ -1077,6 +1159,7 @@ sessions_stdin(struct http_req *hr, struct session *s)
 		in.max_bytes_stdout = q.max_bytes_stdout;
 		in.max_bytes_stderr = q.max_bytes_stderr;
 		in.strip_ansi = q.strip_ansi;
+		in.encoding = q.encoding;
 		in.offset = q.offset;
 	} else if (proto_parse_stdin(hr->body, hr->body_len, &in, &err) != 0) {
 		http_reply_error(hr->req, &err, NULL);
@@ -1086,13 +1169,13 @@ sessions_stdin(struct http_req *hr, struct session *s)
 	memset(&a, 0, sizeof a);
 	a.status = 200;
 	a.window = 1;
-	session_set_piece(s, in.max_bytes);
 	a.cursor = ring_newest(session_ring(s));
 	a.o.max_bytes = in.max_bytes;
 	a.o.max_bytes_stdout = in.max_bytes_stdout;
 	a.o.max_bytes_stderr = in.max_bytes_stderr;
 	a.o.head_tail = in.head_tail;
 	a.o.strip_ansi = in.strip_ansi;
+	a.o.encoding = sessions_encoding(in.encoding);
 	a.idle_ms = in.idle_ms;
 	n = session_write_stdin_at(s, in.data, in.len, in.eof, in.offset,
 	    &a.duplicate, &err);

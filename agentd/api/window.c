@@ -31,8 +31,8 @@ window_headtail(struct ring *r, uint64_t cursor, const struct window_opts *o,
 	struct ring_read_result		 res;
 	struct proto_headtail_result	 hr;
 	struct proto_chunk		 c;
-	size_t				 budget[PROTO_HEADTAIL_STREAMS], i;
-	uint64_t			 at = cursor, newest;
+	size_t				 budget[PROTO_HEADTAIL_STREAMS], i, skip;
+	uint64_t			 at, newest, start;
 	int				 error, first = 1, s;
 
 	if (ht == NULL && (ht = proto_headtail_new()) == NULL)
@@ -47,6 +47,9 @@ window_headtail(struct ring *r, uint64_t cursor, const struct window_opts *o,
 
 	memset(w, 0, sizeof *w);
 	newest = ring_newest(r);
+	/* A cursor inside a chunk: that chunk's bytes before are seen. */
+	proto_cursor_split(cursor, newest, &at, &skip);
+	start = at;
 	/* The capture runs on this thread: nothing arrives meanwhile. */
 	while (at < newest) {
 		error = ring_read(r, at, buf, buflen, buflen, batch,
@@ -58,9 +61,16 @@ window_headtail(struct ring *r, uint64_t cursor, const struct window_opts *o,
 		if (error != 0)
 			return (proto_fail(err, 500, "internal_error",
 			    "ring_read: %s", strerror(-error)));
-		if (first)
+		if (first) {
 			w->dropped = res.dropped;
-		first = 0;
+			if (res.dropped > 0 || res.nchunks == 0)
+				skip = 0;
+			else if (skip >= batch[0].len)
+				return (proto_fail(err, 400, "invalid_cursor",
+				    "cursor %" PRIu64 " points past the end of "
+				    "chunk %" PRIu64, cursor, batch[0].id));
+			w->skip = skip;
+		}
 		if (res.nchunks == 0)
 			break;
 		for (i = 0; i < res.nchunks; i++) {
@@ -69,12 +79,18 @@ window_headtail(struct ring *r, uint64_t cursor, const struct window_opts *o,
 			c.data = batch[i].data;
 			c.len = batch[i].len;
 			c.stream = batch[i].stream;
+			if (first && i == 0 && skip > 0) {
+				c.offset += skip;
+				c.data += skip;
+				c.len -= (uint32_t)skip;
+			}
 			if (proto_headtail_feed(ht, &c) != 0)
 				return (proto_fail(err, 503, "out_of_memory",
 				    "no memory for the head and tail of a "
 				    "window of %zu bytes; ask for less",
 				    o->max_bytes));
 		}
+		first = 0;
 		at = batch[res.nchunks - 1].id;
 	}
 	proto_headtail_finish(ht, out, &hr);
@@ -87,6 +103,9 @@ window_headtail(struct ring *r, uint64_t cursor, const struct window_opts *o,
 	w->per_stream = !tty;
 	w->truncated_bytes = hr.truncated_total;
 	w->truncated_cursor = hr.cut_id != 0 ? hr.cut_id - 1 : 0;
+	/* Cut in the chunk the cursor pointed inside: from there again. */
+	if (w->skip > 0 && hr.cut_id == start + 1)
+		w->truncated_cursor = cursor;
 	w->truncated_at = hr.n;
 	/* No budget at all: nothing to show, go on from the left-out bytes. */
 	if (budget[0] == 0 && budget[1] == 0 && budget[2] == 0 &&
@@ -111,8 +130,8 @@ window_strip(struct ring *r, struct proto_window *w, struct proto_err *err)
 	struct ring_read_result	 res;
 	struct ring_chunk	 look[WINDOW_ANSI_LOOKBACK];
 	struct proto_chunk	*c;
-	uint64_t		 first;
-	size_t			 i, gap[PROTO_HEADTAIL_STREAMS];
+	uint64_t		 first, end;
+	size_t			 i, n, gap[PROTO_HEADTAIL_STREAMS];
 	int			 s;
 
 	for (s = 0; s < PROTO_HEADTAIL_STREAMS; s++)
@@ -122,22 +141,27 @@ window_strip(struct ring *r, struct proto_window *w, struct proto_err *err)
 
 	/* A sequence may have begun in the chunks before the window. */
 	first = w->chunks[0].id;
-	if (first > 1) {
+	if (first > 1 || w->skip > 0) {
 		if (lookbuf == NULL &&
 		    (lookbuf = malloc(WINDOW_LOOK_BYTES)) == NULL)
 			return (proto_fail(err, 503, "out_of_memory",
 			    "no memory for strip_ansi"));
-		if (ring_read(r, first > WINDOW_ANSI_LOOKBACK + 1 ?
-		    first - WINDOW_ANSI_LOOKBACK - 1 : 0, lookbuf,
+		/* Up to the first chunk itself when the cursor is inside. */
+		end = w->skip > 0 ? first : first - 1;
+		if (ring_read(r, end > WINDOW_ANSI_LOOKBACK ?
+		    end - WINDOW_ANSI_LOOKBACK : 0, lookbuf,
 		    WINDOW_LOOK_BYTES, WINDOW_LOOK_BYTES, look, nitems(look),
 		    &res) != 0)
 			res.nchunks = 0;	/* no look back: start afresh */
-		for (i = 0; i < res.nchunks && look[i].id < first; i++) {
+		for (i = 0; i < res.nchunks && look[i].id <= first; i++) {
 			s = look[i].stream < PROTO_HEADTAIL_STREAMS ?
 			    look[i].stream : PROTO_STREAM_PTY;
+			/* The window's first chunk: the bytes before it. */
+			n = look[i].id < first ? look[i].len :
+			    w->skip < look[i].len ? w->skip : look[i].len;
 			/* In place in lookbuf: only the state matters. */
-			(void)proto_ansi_strip(&a[s], look[i].data,
-			    look[i].len, (uint8_t *)(uintptr_t)look[i].data);
+			(void)proto_ansi_strip(&a[s], look[i].data, n,
+			    (uint8_t *)(uintptr_t)look[i].data);
 		}
 	}
 

@@ -23,6 +23,7 @@ struct window_opts {
 	size_t		 max_bytes_stderr;	/* max_bytes */
 	int		 head_tail;
 	int		 strip_ansi;
+	int		 encoding;	/* PROTO_ENC_*: how chunks render */
 };
 
 /*

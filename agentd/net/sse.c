@@ -62,6 +62,10 @@ struct sse_session {
 	struct sse		*sse;
 	struct session		*s;
 	uint64_t		 cursor;	/* the last chunk sent */
+	size_t			 skip;		/* bytes of the next chunk
+						   read before (a cursor
+						   inside it) */
+	int			 encoding;	/* PROTO_ENC_* */
 };
 TAILQ_HEAD(sse_sessions, sse_session);
 
@@ -73,6 +77,7 @@ static uint64_t			 sse_started;
 static uint64_t			 sse_gaps;
 static size_t			 sse_buffer_bytes;
 static int64_t			 sse_keepalive_ms;
+static int			 sse_encoding;	/* --encoding */
 static int64_t			 sse_idle_ms;
 static uint8_t			*sse_buf;	/* a ring read's bytes */
 static size_t			 sse_buf_len;
@@ -97,6 +102,13 @@ sse_init(size_t buffer_bytes, int64_t keepalive_ms, int64_t idle_timeout_ms)
 	sse_buffer_bytes = buffer_bytes;
 	sse_keepalive_ms = keepalive_ms;
 	sse_idle_ms = idle_timeout_ms;
+}
+
+/* Set how chunks render when a stream names no encoding: --encoding. */
+void
+sse_set_encoding(int encoding)
+{
+	sse_encoding = encoding;
 }
 
 /* Whether the request is a GET accepting text/event-stream. */
@@ -365,6 +377,7 @@ sse_session(struct http_req *hr, struct session *s)
 	struct proto_err	 err;
 	struct ring_stats	 st;
 	uint64_t		 id;
+	size_t			 skip;
 	int			 given;
 
 	if (proto_parse_query(hr->query, &q, &err) != 0) {
@@ -383,15 +396,19 @@ sse_session(struct http_req *hr, struct session *s)
 		given = 1;
 		break;
 	}
-	if (q.cursor > st.newest) {
+	proto_cursor_split(q.cursor, st.newest, &id, &skip);
+	if (id > st.newest || (skip > 0 && id >= st.newest)) {
 		http_fail(hr->req, 400, "invalid_cursor", "cursor %" PRIu64
 		    " is after the last chunk %" PRIu64, q.cursor, st.newest);
 		return;
 	}
 	ss = xcalloc(1, sizeof *ss);
 	ss->s = s;
+	ss->encoding = q.encoding != PROTO_ENC_UNSET ? q.encoding :
+	    sse_encoding;
 	/* No cursor: from the oldest chunk held, without a gap. */
-	ss->cursor = given ? q.cursor : st.oldest - 1;
+	ss->cursor = given ? id : st.oldest - 1;
+	ss->skip = given ? skip : 0;
 	TAILQ_INSERT_TAIL(&sse_sessions, ss, entry);
 	session_watch(s, 1);
 	ss->sse = sse_start(hr, sse_session_pull, sse_session_gone, ss);
@@ -436,6 +453,7 @@ sse_session_pull(struct sse *sse, void *arg)
 		    sse_buf_len, sse_chunks, nitems(sse_chunks), &res) != 0)
 			break;
 		if (res.dropped > 0) {
+			ss->skip = 0;
 			ss->cursor += res.dropped;
 			n = snprintf(gap, sizeof gap, "{\"dropped_chunks\":%"
 			    PRIu64 "}", res.dropped);
@@ -447,8 +465,14 @@ sse_session_pull(struct sse *sse, void *arg)
 			c.data = sse_chunks[i].data;
 			c.len = sse_chunks[i].len;
 			c.stream = sse_chunks[i].stream;
+			if (ss->skip > 0 && ss->skip < c.len) {
+				c.data += ss->skip;
+				c.offset += ss->skip;
+				c.len -= (uint32_t)ss->skip;
+			}
+			ss->skip = 0;
 			b.len = 0;
-			proto_render_chunk(&b, &c);
+			proto_render_chunk_enc(&b, &c, ss->encoding);
 			sse_send(sse, c.id, "output", b.data, b.len);
 			ss->cursor = c.id;
 		}

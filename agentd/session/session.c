@@ -42,9 +42,8 @@
 #define SESSION_SWEEP_MAX_MS	1000	/* backed off to while none is released */
 #define SESSION_JOIN_BYTES	4096	/* bytes a chunk joined from reads grows to */
 #define SESSION_JOIN_SHARE	64	/* ... and at most this share of the ring */
-#define SESSION_JOIN_ENDS	64	/* reads of a joined chunk whose ends are
-					   kept, to cut it for a smaller
-					   max_bytes */
+#define SESSION_CARRY_MAX	3	/* bytes of a UTF-8 sequence a full
+					   joined chunk hands to the next */
 #define SESSION_READ_SHARE	16	/* a read takes at most this share of the ring */
 #define SESSION_SHORT_READ	4096	/* bytes: a read under this that took
 					   all there was ends the turn */
@@ -99,12 +98,11 @@ struct session {
 	size_t		 pend_len;	/* bytes read into it */
 	size_t		 pend_room;	/* its size */
 	enum ring_stream pend_stream;
-	size_t		 pend_reads;	/* reads joined into it */
-	uint32_t	 pend_ends[SESSION_JOIN_ENDS]; /* where its first reads
-					   ended: where it may be cut */
-	size_t		 piece;		/* bytes a chunk joined from reads
-					   holds at most: the smallest
-					   max_bytes asked (API.md) */
+	uint8_t		 carry[SESSION_CARRY_MAX]; /* the start of a UTF-8
+					   sequence a full chunk left to the
+					   next one of its stream */
+	size_t		 carry_len;
+	enum ring_stream carry_stream;
 	int		 watchers;	/* readers waiting for new output */
 	int64_t		 output_ms;	/* monotonic: the last output read, or
 					   the start */
@@ -212,8 +210,7 @@ static size_t	session_turn_budget(void);
 static void	session_turn_cb(evutil_socket_t, short, void *);
 static void	*session_room(struct session_out *, size_t, size_t *);
 static void	session_publish(struct session *);
-static void	session_append(struct session *, const uint8_t *, size_t,
-		    enum ring_stream);
+static void	session_publish_full(struct session *);
 static void	session_close_out(struct session_out *);
 static void	session_write_cb(evutil_socket_t, short, void *);
 static void	session_flush_stdin(struct session *);
@@ -753,8 +750,6 @@ session_attach(struct session_pending *p, const struct pty_proc *proc)
 	    s->usage.oom_kills = -1;
 	s->kept_bytes = p->kept_bytes;
 	s->seq = next_seq++;
-	s->piece = SIZE_MAX;
-	session_set_piece(s, p->max_bytes);
 
 	for (i = 0; i < 2; i++) {
 		s->out[i].s = s;
@@ -1221,13 +1216,8 @@ session_capture(struct session_out *o, size_t budget)
 			}
 		} else if ((n = read(o->fd, p, len)) > 0) {
 			s->pend_len += n;
-			if (s->pend_reads < SESSION_JOIN_ENDS)
-				s->pend_ends[s->pend_reads] =
-				    (uint32_t)s->pend_len;
-			s->pend_reads++;
-			if (s->pend_len == s->pend_room ||
-			    s->pend_len >= s->piece)
-				session_publish(s);
+			if (s->pend_len == s->pend_room)
+				session_publish_full(s);
 			if (budget != SIZE_MAX && (s->tty ?
 			    (size_t)n < len && n < SESSION_TTY_FULL :
 			    n == avail && avail < SESSION_SHORT_READ)) {
@@ -1281,10 +1271,7 @@ session_room(struct session_out *o, size_t avail, size_t *len)
 		most = SESSION_READ_MAX;
 	if (avail > most)
 		avail = most;
-	/* A read joins the pending chunk while it stays within piece. */
 	room = s->pend_room - s->pend_len;
-	if (s->pend_len + room > s->piece)
-		room = s->pend_len < s->piece ? s->piece - s->pend_len : 0;
 	if (s->pend != NULL && s->pend_stream == o->stream &&
 	    room >= (avail > 0 ? avail : 1)) {
 		*len = room;
@@ -1292,96 +1279,81 @@ session_room(struct session_out *o, size_t avail, size_t *len)
 	}
 	if (avail == 0)
 		return (NULL);
-	session_publish(s);
+	/* A read of the same stream follows: no character split between. */
+	if (s->pend != NULL && s->pend_stream == o->stream)
+		session_publish_full(s);
+	else
+		session_publish(s);
 
 	join = ring_chunk_max(s->ring) / SESSION_JOIN_SHARE;
 	if (join > SESSION_JOIN_BYTES)
 		join = SESSION_JOIN_BYTES;
-	if (join > s->piece)
-		join = s->piece;
 	want = avail > join ? avail : join;
+	if (s->carry_len > 0 && s->carry_stream == o->stream)
+		want += s->carry_len;
 	if ((s->pend = ring_reserve(s->ring, &want)) == NULL)
 		return (NULL);	/* ids used up: ring_append says so too */
 	s->pend_len = 0;
-	s->pend_reads = 0;
 	s->pend_room = want;
 	s->pend_stream = o->stream;
-	*len = want;
-	return (s->pend);
+	/* What the last full chunk of this stream left begins this one. */
+	if (s->carry_len > 0 && s->carry_stream == o->stream &&
+	    want > s->carry_len) {
+		memcpy(s->pend, s->carry, s->carry_len);
+		s->pend_len = s->carry_len;
+		s->carry_len = 0;
+	}
+	*len = want - s->pend_len;
+	return (s->pend + s->pend_len);
 }
 
 /*
- * Publish the pending chunk, if any bytes were read into it.  Reads joined
- * before a request asked for a smaller max_bytes may make it larger than
- * piece: then it goes out in pieces, cut where reads ended (each piece as
- * many whole reads as fit in piece, or one read alone), so that no piece is
- * larger than piece unless one read was (API.md).  Past the reads whose
- * ends were kept, the cuts fall every piece bytes.
+ * Publish the pending chunk, if any bytes were read into it, after what a
+ * full chunk left over, if anything (then as a chunk of its own: nobody who
+ * looks sees output later than it was read).
  */
 static void
 session_publish(struct session *s)
 {
-	static uint8_t	rest[SESSION_READ_MAX];
-	size_t		cut[2 * SESSION_JOIN_ENDS + 1], ncut = 0, start = 0;
-	size_t		prev = 0, b, i, k, first;
-
+	if (s->carry_len > 0 && (s->pend == NULL ||
+	    s->pend_stream != s->carry_stream || s->pend_len == 0)) {
+		/* The pending chunk, if any, holds no byte yet: rebuilt. */
+		s->pend = NULL;
+		(void)ring_append(s->ring, s->carry, s->carry_len,
+		    s->carry_stream);
+		s->carry_len = 0;
+	}
 	if (s->pend == NULL)
 		return;
-	if (s->pend_len <= s->piece || s->pend_reads < 2) {
-		if (s->pend_len > 0)
-			ring_commit(s->ring, s->pend_len, s->pend_stream);
-		goto done;
-	}
-	k = s->pend_reads < SESSION_JOIN_ENDS ? s->pend_reads :
-	    SESSION_JOIN_ENDS;
-	for (i = 0; i < k; i++) {
-		b = s->pend_ends[i];
-		if (b - start > s->piece && prev > start)
-			cut[ncut++] = start = prev;
-		if (b - start > s->piece) {
-			cut[ncut++] = start = b;	/* one read alone */
-			continue;
-		}
-		prev = b;
-	}
-	b = s->pend_ends[k - 1];	/* the last kept read's end */
-	if (ncut == 0 || cut[ncut - 1] != b)
-		cut[ncut++] = b;
-	/* cut[] ends the pieces up to the last kept read's end. */
-	first = cut[0];
-	memcpy(rest, s->pend + first, s->pend_len - first);
-	ring_commit(s->ring, first, s->pend_stream);
-	for (i = 1; i < ncut; i++)
-		(void)ring_append(s->ring, rest + cut[i - 1] - first,
-		    cut[i] - cut[i - 1], s->pend_stream);
-	/* Reads not kept: cut by bytes. */
-	session_append(s, rest + cut[ncut - 1] - first,
-	    s->pend_len - cut[ncut - 1], s->pend_stream);
-done:
+	if (s->pend_len > 0)
+		ring_commit(s->ring, s->pend_len, s->pend_stream);
 	s->pend = NULL;
-	s->pend_len = s->pend_room = s->pend_reads = 0;
+	s->pend_len = s->pend_room = 0;
 }
 
-/* Append bytes as chunks of at most piece bytes (none for len 0). */
+/*
+ * Publish the pending chunk, full (or too full for the next read of its
+ * stream): when it ends inside a UTF-8 sequence
+ * (the last read stopped there, and more of the stream is likely to
+ * follow), that sequence's first bytes are left to the next chunk of the
+ * stream, so that a cut agentd chose splits no character (API.md).
+ */
 static void
-session_append(struct session *s, const uint8_t *p, size_t len,
-    enum ring_stream stream)
+session_publish_full(struct session *s)
 {
-	size_t	n;
+	size_t	keep;
 
-	for (; len > 0; p += n, len -= n) {
-		n = len < s->piece ? len : s->piece;
-		if (ring_append(s->ring, p, n, stream) == 0)
-			return;		/* ids used up */
+	keep = proto_utf8_cut(s->pend, s->pend_len);
+	if (keep == 0 || s->pend_len - keep > SESSION_CARRY_MAX ||
+	    s->carry_len > 0) {
+		session_publish(s);
+		return;
 	}
-}
-
-/* A request that looks asks for at most max_bytes: pieces no larger. */
-void
-session_set_piece(struct session *s, size_t max_bytes)
-{
-	if (max_bytes > 0 && max_bytes < s->piece)
-		s->piece = max_bytes;
+	s->carry_len = s->pend_len - keep;
+	s->carry_stream = s->pend_stream;
+	memcpy(s->carry, s->pend + keep, s->carry_len);
+	s->pend_len = keep;
+	session_publish(s);
 }
 
 /* Milliseconds since output was last read (or since the start). */

@@ -189,12 +189,6 @@ ssize_t	 session_write_stdin_at(struct session *, const void *, size_t len,
 	    int eof, int64_t offset, int *dup, struct proto_err *);
 /* Bytes of stdin accepted so far (the session object's stdin_bytes). */
 uint64_t session_stdin_bytes(const struct session *);
-/*
- * A request that looks at the output asks for at most max_bytes (0: no
- * limit): chunks joined from several reads are published in pieces no
- * larger than the smallest max_bytes asked, from now on.
- */
-void	 session_set_piece(struct session *, size_t max_bytes);
 int	 session_resize(struct session *, unsigned rows, unsigned cols,
 	    struct proto_err *);
 /*

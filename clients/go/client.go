@@ -230,6 +230,9 @@ func budgetQuery(q url.Values, b Budget) {
 	if b.StripANSI {
 		q.Set("strip_ansi", "true")
 	}
+	if b.Encoding != "" {
+		q.Set("encoding", b.Encoding)
+	}
 }
 
 func withQuery(path string, q url.Values) string {

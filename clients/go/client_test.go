@@ -407,3 +407,54 @@ func TestPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestChunkTextOrData(t *testing.T) {
+	var w Window
+	err := json.Unmarshal([]byte(`{"output": [
+		{"id": 1, "stream": "stdout", "offset": 0, "text": "h\u00e9\u0000\n"},
+		{"id": 2, "stream": "stdout", "offset": 5, "data": "/w=="}],
+		"cursor": 2, "dropped_chunks": 0, "more": false, "eof": false}`), &w)
+	if err != nil || len(w.Output) != 2 {
+		t.Fatal(err)
+	}
+	if !w.Output[0].IsText || w.Output[0].Text() != "h\u00e9\x00\n" ||
+		!bytes.Equal(w.Output[0].Data, []byte("h\xc3\xa9\x00\n")) {
+		t.Fatalf("text chunk %+v", w.Output[0])
+	}
+	if w.Output[1].IsText || !bytes.Equal(w.Output[1].Data, []byte{0xff}) {
+		t.Fatalf("data chunk %+v", w.Output[1])
+	}
+	if w.Text() != "h\u00e9\x00\n\xff" {
+		t.Fatalf("window text %q", w.Text())
+	}
+}
+
+func TestEncodingText(t *testing.T) {
+	a := startAgentd(t)
+	c := a.tcp(t)
+	ctx := testCtx(t)
+
+	w, err := c.Create(ctx, CreateRequest{Cmd: `printf 'h\303\251llo\n'`,
+		Budget: Budget{YieldMs: 5000, Encoding: "text"}})
+	if err != nil || len(w.Output) != 1 || !w.Output[0].IsText || w.Text() != "héllo\n" {
+		t.Fatalf("create %+v %v", w, err)
+	}
+	// Windows of 2 bytes: the cursor goes on inside the chunk; every byte once.
+	var got []byte
+	cursor := uint64(0)
+	for {
+		r, err := c.Read(ctx, w.ID, ReadOptions{Cursor: cursor,
+			Budget: Budget{MaxBytes: 2, Encoding: "text"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, []byte(r.Text())...)
+		cursor = r.Cursor
+		if r.EOF {
+			break
+		}
+	}
+	if string(got) != "héllo\n" {
+		t.Fatalf("read %q", got)
+	}
+}

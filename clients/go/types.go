@@ -38,12 +38,50 @@ type Usage struct {
 	PidsPeak        *uint64 `json:"pids_peak"`
 }
 
-// Chunk is one piece of output; Data is already decoded from base64.
+// Chunk is one piece of output. Data holds its bytes whichever field the
+// answer carried: "data" (base64, decoded) or, with encoding=text, "text"
+// (then IsText is true). Text gives them as a string.
 type Chunk struct {
 	ID     uint64 `json:"id"`
 	Stream string `json:"stream"` // "pty", "stdout" or "stderr"
 	Offset uint64 `json:"offset"`
 	Data   []byte `json:"data"`
+	IsText bool   `json:"-"` // the answer carried "text" (issue 33)
+}
+
+// Text is the chunk's bytes as a string (valid UTF-8 when IsText).
+func (c Chunk) Text() string { return string(c.Data) }
+
+// UnmarshalJSON takes "data" (base64) or "text" (issue 33).
+func (c *Chunk) UnmarshalJSON(b []byte) error {
+	var w struct {
+		ID     uint64  `json:"id"`
+		Stream string  `json:"stream"`
+		Offset uint64  `json:"offset"`
+		Data   []byte  `json:"data"`
+		Text   *string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*c = Chunk{ID: w.ID, Stream: w.Stream, Offset: w.Offset, Data: w.Data}
+	if w.Text != nil {
+		c.Data, c.IsText = []byte(*w.Text), true
+	}
+	return nil
+}
+
+// Text is the window's bytes, all chunks in order, as a string.
+func (w *Window) Text() string {
+	var n int
+	for _, c := range w.Output {
+		n += len(c.Data)
+	}
+	b := make([]byte, 0, n)
+	for _, c := range w.Output {
+		b = append(b, c.Data...)
+	}
+	return string(b)
 }
 
 // Window is the output window added to answers that carry output.
@@ -80,6 +118,8 @@ type Budget struct {
 	StripANSI      bool  `json:"strip_ansi,omitempty"`       // issue 24
 	MaxBytesStdout int64 `json:"max_bytes_stdout,omitempty"` // issue 24
 	MaxBytesStderr int64 `json:"max_bytes_stderr,omitempty"` // issue 24
+	// Encoding is "base64" or "text" ("": agentd's --encoding); issue 33.
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // Limits caps a session's resources (issue 21); zero means the default.

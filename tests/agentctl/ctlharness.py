@@ -72,7 +72,8 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 class Agentd:
     """One agentd with its temporary directory, socket, port and token."""
 
-    def __init__(self):
+    def __init__(self, extra_args=()):
+        self.extra_args = list(extra_args)
         self.binary = binary('AGENTD')
         self.dir = tempfile.mkdtemp(prefix='agentctl-it-')
         os.chmod(self.dir, 0o755)
@@ -94,7 +95,8 @@ class Agentd:
             self.port = free_port()
             args = [self.binary, '--listen', '127.0.0.1:%d' % self.port,
                     '--socket', self.socket, '--token-file', self.token_file,
-                    '--workdir', self.workdir, '--shutdown-grace', '1000']
+                    '--workdir', self.workdir, '--shutdown-grace', '1000'
+                    ] + self.extra_args
             env = dict(os.environ)
             for k in ('AGENTD_TOKEN', 'AGENTD', 'AGENTCTL', 'AGENTD_URL',
                       'AGENTD_SOCKET'):
@@ -224,9 +226,11 @@ class Agentd:
 class CtlTestCase(unittest.TestCase):
     """One agentd per test class; its stderr is printed when a test fails."""
 
+    agentd_args = ()            # extra flags for the class's agentd
+
     @classmethod
     def setUpClass(cls):
-        cls.agentd = Agentd()
+        cls.agentd = Agentd(cls.agentd_args)
         cls.agentd.start()
 
     @classmethod

@@ -263,3 +263,24 @@ class TestExec(CtlTestCase):
         self.assertRc(p, 2)
         p = self.ctl('exec', '--bogus', '--', 'true')
         self.assertRc(p, 2)
+
+
+class TestExecText(CtlTestCase):
+    """agentd's default is encoding=text: agentctl takes "text" or "data"."""
+
+    agentd_args = ('--encoding', 'text')
+
+    def test_text_and_binary_output(self):
+        p = self.ctl('exec', '--', 'sh', '-c',
+                     "printf 'h\\303\\251 \\000\\001\\033[0m\\n'; "
+                     "printf '\\377\\376' >&2")
+        self.assertRc(p, 0)
+        self.assertEqual(p.stdout, 'hé \0\x01\x1b[0m\n'.encode())
+        self.assertEqual(p.stderr, b'\xff\xfe')
+        data = os.urandom(100 * 1000)
+        path = os.path.join(self.agentd.dir, 'bin.out')
+        with open(path, 'wb') as f:
+            f.write(data)
+        p = self.ctl('exec', '--', 'cat', path)
+        self.assertRc(p, 0)
+        self.assertEqual(sha(p.stdout), sha(data))

@@ -4,7 +4,7 @@ are joined into chunks.  Written from API.md."""
 
 import time
 
-from harness import AgentdTestCase, query, unb64
+from harness import AgentdTestCase, chunk_bytes, query, unb64
 
 
 def stream_bytes(w, stream):
@@ -13,7 +13,7 @@ def stream_bytes(w, stream):
 
 
 def window_bytes(w):
-    return b''.join(unb64(c['data']) for c in w['output'])
+    return b''.join(chunk_bytes(c) for c in w['output'])
 
 
 # Output of `seq 1 N` as bytes.
@@ -196,9 +196,10 @@ class MaxBytesPiecesTest(AgentdTestCase):
         self.assertTrue(w['more'])
 
     def test_get_asks_less_later(self):
-        # Joined while nobody looked (a line or so per read: 10 ms apart);
-        # a GET with max_bytes 40 then gets pieces cut where reads ended,
-        # ids without a gap.  It was one chunk of 292 bytes.
+        # Joined while nobody looked (a line or so per read: 10 ms apart):
+        # one chunk of 292 bytes.  A GET with max_bytes 40 then gets it in
+        # pieces of 40 bytes, the cursor inside the chunk between them;
+        # each piece's offset is that of its first byte.
         w = self.create(cmd='for i in $(seq 1 100); do echo $i; sleep 0.01;'
                             ' done; sleep 60')
         time.sleep(3)
@@ -206,9 +207,68 @@ class MaxBytesPiecesTest(AgentdTestCase):
         while len(got) < len(seq(1, 100)):
             g = self.get(w['id'], cursor=cursor, max_bytes=40, wait_ms=2000)
             self.assertLessEqual(len(window_bytes(g)), 40, g['output'])
+            for c in g['output']:
+                self.assertEqual(c['offset'], len(got))
+                got += chunk_bytes(c)
             ids += [c['id'] for c in g['output']]
-            got += window_bytes(g)
             cursor = g['cursor']
         self.assertEqual(got, seq(1, 100))
-        self.assertEqual(ids, list(range(ids[0], ids[0] + len(ids))))
+        self.assertEqual(ids, sorted(ids))
+        self.assertLess(len(set(ids)), len(ids))   # a chunk in pieces
+        # the chunk was not cut in the ring: a reader that asks more gets
+        # it whole
+        g = self.get(w['id'], cursor=0, max_bytes=1 << 20)
+        self.assertEqual(len(g['output']), len(set(ids)))
         self.expect(self.delete(w['id'], grace_ms=0), 200)
+
+
+class MaxBytesStorageTest(AgentdTestCase):
+    """max_bytes shapes answers, never storage (issue 32, item 2): a ring
+    holds output up to its bytes whatever max_bytes any reader asked."""
+
+    LINES = 'for i in $(seq 1 50000); do echo "Line $i"; done'
+    EXPECTED = b''.join(b'Line %d\n' % i for i in range(1, 50001))
+
+    def test_max_bytes_1_keeps_every_line(self):
+        # It was one chunk per read from then on: 8,640 of 16,832 chunks
+        # evicted from the 1 MiB ring, 13% of its bytes used.
+        w = self.create(cmd=self.LINES, shell='/bin/bash', max_bytes=1)
+        self.assertLessEqual(len(window_bytes(w)), 1)
+        w = self.wait_state(w['id'])
+        g = self.get(w['id'], cursor=0, max_bytes=1)
+        self.assertEqual(g['dropped_chunks'], 0)
+        self.assertEqual(g['output'][0]['offset'], 0)
+        self.assertEqual(len(window_bytes(g)), 1)
+        self.assertTrue(g['more'])
+        ck = self.read_all(w['id'], tty=False, max_bytes=1 << 20)
+        self.assertEqual(ck.dropped, 0)
+        self.assertEqual(ck.data(), self.EXPECTED)
+        # far fewer chunks than reads: joining went on
+        self.assertLess(ck.last['last_chunk'], 1000)
+
+    def test_windows_of_1_byte_read_every_byte_once(self):
+        # A window may end inside a chunk: its cursor says where, and the
+        # next window goes on from there, in raw mode and SSE too.
+        w = self.create(cmd='printf "abc"; sleep 0.3; printf "defgh"',
+                        yield_ms=10000, max_bytes=0)
+        self.assertEqual(w['state'], 'exited')
+        got, cursor, n = b'', 0, 0
+        while True:
+            g = self.get(w['id'], cursor=cursor, max_bytes=2)
+            self.assertLessEqual(len(window_bytes(g)), 2)
+            got += window_bytes(g)
+            cursor = g['cursor']
+            n += 1
+            if g['eof']:
+                break
+        self.assertEqual(got, b'abcdefgh')
+        self.assertGreaterEqual(n, 4)
+        # a cursor inside chunk 1 read raw, and one past its end refused
+        g = self.get(w['id'], cursor=0, max_bytes=1)
+        self.assertEqual(g['cursor'], (1 << 32) | 1)
+        r = self.get_raw(w['id'], cursor=g['cursor'], max_bytes=1 << 20)
+        self.assertEqual(window_bytes(r.json), b'bcdefgh')
+        self.assertEqual(r.json['output'][0]['offset'], 1)
+        r = self.get_raw(w['id'], cursor=(100 << 32) | 1)
+        self.expect(r, 400)
+        self.assertEqual(r.json['error']['code'], 'invalid_cursor')

@@ -288,7 +288,10 @@ class LongPollTest(AgentdTestCase):
         r1 = Background(self.read_all, w['id'], None, 60, 1000, None, c1, None, False)
         r2 = Background(self.read_all, w['id'], None, 60, 1000, 100, c2, None, False)
         a, b = r1.join_result(90), r2.join_result(90)
-        self.assertEqual(a.chunks, b.chunks)
+        # max_bytes 100 may end a window inside a chunk: the same bytes at
+        # the same offsets, in pieces
+        self.assertEqual(a.data(), b.data())
+        self.assertEqual([c[0] for c in a.chunks], sorted(set(c[0] for c in b.chunks)))
         self.assertEqual(a.streams()['stdout'],
                          b''.join(b'line %d\n' % i for i in range(200)))
         self.assertEqual(a.streams()['stderr'],
@@ -415,7 +418,9 @@ class GapTest(AgentdTestCase):
             g = self.get(w['id'], cursor=ck.cursor, wait_ms=1000, max_bytes=64)
             ck.feed(g, max_bytes=64)
         ids = [c[0] for c in ck.chunks]
-        self.assertEqual(ids, sorted(set(ids)))
+        self.assertEqual(ids, sorted(ids))   # a chunk may come in pieces
+        offs = [c[2] for c in ck.chunks]
+        self.assertEqual(offs, sorted(set(offs)))
         lines = [l for l in ck.data().split(b'\n') if l]
         # every line seen intact belongs to the output (chunks may split lines)
         self.assertEqual(ck.last['bytes_out'],

@@ -5,7 +5,9 @@
  * a renderer bug aborts as surely as a parser crash.
  *
  * Selectors: 'c' create, 's' stdin, 'r' resize, 'k' signal, 'q' query,
- * 'b' base64, 'j' JSON string of raw bytes, 't' time; any other byte picks
+ * 'b' base64, 'j' JSON string of raw bytes, 't' time, 'x' a window in
+ * text and in base64 (the first byte of the rest cuts it into chunks, each
+ * chunk a byte of cut points), decoded to the same bytes; any other byte picks
  * one of them by its value.
  */
 #include <stdint.h>
@@ -36,6 +38,7 @@ static void	 fuzz_string(const char *, size_t);
 static void	 fuzz_time(const char *, size_t);
 static void	 fuzz_ansi(const char *, size_t);
 static void	 fuzz_headtail(const char *, size_t);
+static void	 fuzz_text(const char *, size_t);
 
 static const struct proto_limits lim = {
 	.ring_bytes_default = 1u << 20,
@@ -53,6 +56,86 @@ must(int ok, const char *what)
 		fprintf(stderr, "fuzz_proto: %s\n", what);
 		abort();
 	}
+}
+
+/*
+ * Render p[0..n) cut into chunks as a window, in base64 and in text; both
+ * must parse and give back every chunk's bytes, text only for UTF-8.
+ */
+static void
+fuzz_text(const char *p, size_t n)
+{
+	struct proto_chunk	 c[64];
+	struct proto_window	 w;
+	struct proto_session	 s = base_session();
+	struct proto_buf	 b = { 0 };
+	json_error_t		 jerr;
+	json_t			*o, *ch, *v, *out;
+	uint8_t			*d;
+	size_t			 nc = 0, at = 0, k, i, j, len, step, off;
+	int			 enc;
+
+	step = n > 0 ? (uint8_t)p[0] % 16 + 1 : 1;
+	while (at < n && nc < 64) {
+		k = nc + 1 < 64 ? step + (uint8_t)p[at] % 7 : n - at;
+		if (k > n - at)
+			k = n - at;
+		c[nc].id = nc + 1;
+		c[nc].offset = at;
+		c[nc].data = (const uint8_t *)p + at;
+		c[nc].len = (uint32_t)k;
+		c[nc].stream = PROTO_STREAM_STDOUT;
+		nc++;
+		at += k;
+	}
+	for (enc = PROTO_ENC_BASE64; enc <= PROTO_ENC_TEXT; enc++) {
+		memset(&w, 0, sizeof w);
+		w.chunks = c;
+		w.n = nc;
+		w.encoding = enc;
+		b.len = 0;
+		proto_render_session(&b, &s, &w, -1);
+		must(!b.oom, "oom");
+		must(b.len <= proto_window_len(&w) + 4096, "window_len short");
+		o = json_loadb(b.data, b.len, JSON_ALLOW_NUL, &jerr);
+		must(o != NULL, "window does not parse");
+		/* Each chunk whole, or in text its pieces, in order. */
+		out = json_object_get(o, "output");
+		for (i = 0, j = 0, off = 0; j < json_array_size(out); j++) {
+			ch = json_array_get(out, j);
+			must(i < nc, "more objects than chunks");
+			must((uint64_t)json_integer_value(json_object_get(ch,
+			    "offset")) == c[i].offset + off, "piece offset");
+			if ((v = json_object_get(ch, "text")) != NULL) {
+				must(enc == PROTO_ENC_TEXT, "text in base64");
+				len = json_string_length(v);
+				must(off + len <= c[i].len && memcmp(
+				    json_string_value(v), c[i].data + off,
+				    len) == 0, "text changed the bytes");
+			} else {
+				v = json_object_get(ch, "data");
+				must(v != NULL && json_is_string(v), "no data");
+				must(proto_b64_decode(json_string_value(v),
+				    json_string_length(v), &d, &len) == 0 &&
+				    off + len <= c[i].len && (len == 0 ||
+				    memcmp(d, c[i].data + off, len) == 0),
+				    "base64 changed the bytes");
+				free(d);
+				must(enc == PROTO_ENC_BASE64 || len <= 3 ||
+				    proto_text_len(c[i].data, c[i].len) ==
+				    SIZE_MAX, "UTF-8 as data");
+			}
+			must(enc == PROTO_ENC_TEXT || len == c[i].len,
+			    "a base64 chunk in pieces");
+			if ((off += len) == c[i].len) {
+				i++;
+				off = 0;
+			}
+		}
+		must(i == nc || (i == nc - 1 && c[i].len == 0), "chunks missing");
+		json_decref(o);
+	}
+	proto_buf_free(&b);
 }
 
 /* Parse a rendered buffer back; it must be a JSON object. */
@@ -497,7 +580,7 @@ fuzz_headtail(const char *p, size_t n)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char sel[] = "csrkqbjtah";
+	static const char sel[] = "csrkqbjtahx";
 	const char	*p = (const char *)data + 1;
 	size_t		 n = size - 1;
 	char		 c;
@@ -534,6 +617,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 'h':
 		fuzz_headtail(p, n);
+		break;
+	case 'x':
+		fuzz_text(p, n);
 		break;
 	default:
 		fuzz_time(p, n);

@@ -72,7 +72,8 @@ _CONN_ERRORS = (OSError, http.client.HTTPException)
 def _budget(q: Dict[str, Any], wait_ms: Optional[int] = None,
             max_bytes: Optional[int] = None, head_tail: bool = False,
             idle_ms: Optional[int] = None, strip_ansi: bool = False,
-            yield_ms: Optional[int] = None) -> Dict[str, Any]:
+            yield_ms: Optional[int] = None,
+            encoding: Optional[str] = None) -> Dict[str, Any]:
     for k, v in (('wait_ms', wait_ms), ('max_bytes', max_bytes),
                  ('idle_ms', idle_ms), ('yield_ms', yield_ms)):
         if v is not None:
@@ -81,6 +82,8 @@ def _budget(q: Dict[str, Any], wait_ms: Optional[int] = None,
         q['head_tail'] = True
     if strip_ansi:
         q['strip_ansi'] = True
+    if encoding is not None:
+        q['encoding'] = encoding
     return q
 
 
@@ -243,10 +246,13 @@ class Client:
 
     def read(self, session_id: str, cursor: int = 0, wait_ms: Optional[int] = None,
              max_bytes: Optional[int] = None, head_tail: bool = False,
-             idle_ms: Optional[int] = None, strip_ansi: bool = False) -> SessionWindow:
+             idle_ms: Optional[int] = None, strip_ansi: bool = False,
+             encoding: Optional[str] = None) -> SessionWindow:
         """GET /v1/sessions/{id}: the chunks after cursor; sent again with the
-        same cursor after a connection failure."""
-        q = _budget({'cursor': cursor}, wait_ms, max_bytes, head_tail, idle_ms, strip_ansi)
+        same cursor after a connection failure.  encoding="text": chunks of
+        valid UTF-8 come as text (Chunk.text works with either)."""
+        q = _budget({'cursor': cursor}, wait_ms, max_bytes, head_tail, idle_ms, strip_ansi,
+                    encoding=encoding)
         return SessionWindow.parse(self._call('GET', _sid(session_id) + _query(q), retry=True))
 
     def read_raw(self, session_id: str, cursor: int = 0,

@@ -61,14 +61,25 @@ class Session:
 
 @dataclass
 class Chunk:
-    """One piece of output; data is decoded."""
+    """One piece of output; data holds its bytes whichever field the answer
+    carried: "data" (base64, decoded) or, with encoding="text", "text" (then
+    is_text is True).  .text gives them as a str."""
     id: int
     stream: str                     # "pty" | "stdout" | "stderr"
     offset: int
     data: bytes
+    is_text: bool = False           # issue 33: the answer carried "text"
+
+    @property
+    def text(self) -> str:
+        """The bytes as text (invalid UTF-8, from "data", as U+FFFD)."""
+        return self.data.decode('utf-8', errors='replace')
 
     @classmethod
     def parse(cls, d: Dict[str, Any]) -> 'Chunk':
+        if 'text' in d:
+            return cls(d['id'], d['stream'], d['offset'],
+                       d['text'].encode('utf-8', errors='surrogatepass'), True)
         return cls(d['id'], d['stream'], d['offset'],
                    base64.b64decode(d['data'], validate=True))
 
@@ -83,6 +94,16 @@ class Window:
     eof: bool
     truncated_bytes: Optional[int] = None     # head_tail only
     truncated_cursor: Optional[int] = None
+
+    @property
+    def data(self) -> bytes:
+        """Every chunk's bytes, in order."""
+        return b''.join(c.data for c in self.output)
+
+    @property
+    def text(self) -> str:
+        """Every chunk's bytes as text."""
+        return self.data.decode('utf-8', errors='replace')
 
     @classmethod
     def parse(cls, d: Dict[str, Any]) -> 'Window':

@@ -367,3 +367,31 @@ def test_ports(agentd):
         c.ports(port=70000)
     assert e.value.code == 'invalid_request'
     c.delete('srv', grace_ms=0)
+
+
+def test_chunk_text_or_data():
+    from agentd_client.types import Window
+    w = Window.parse({'output': [
+        {'id': 1, 'stream': 'stdout', 'offset': 0, 'text': 'h\u00e9\u0000\n'},
+        {'id': 2, 'stream': 'stdout', 'offset': 5, 'data': '/w=='}],
+        'cursor': 2, 'dropped_chunks': 0, 'more': False, 'eof': False})
+    a, b = w.output
+    assert a.is_text and a.data == b'h\xc3\xa9\x00\n' and a.text == 'h\u00e9\x00\n'
+    assert not b.is_text and b.data == b'\xff' and b.text == '\ufffd'
+    assert w.data == b'h\xc3\xa9\x00\n\xff'
+
+
+def test_encoding_text(agentd):
+    with Client(agentd.url, token=agentd.token) as c:
+        sw = c.create("printf 'h\\303\\251llo\\n'", yield_ms=5000, encoding='text')
+        assert [ch.is_text for ch in sw.window.output] == [True]
+        assert sw.window.text == 'h\u00e9llo\n'
+        # windows of 2 bytes: the cursor goes on inside the chunk
+        got, cursor = b'', 0
+        while True:
+            r = c.read(sw.session.id, cursor=cursor, max_bytes=2, encoding='text')
+            got += r.window.data
+            cursor = r.window.cursor
+            if r.window.eof:
+                break
+        assert got == 'h\u00e9llo\n'.encode()
