@@ -41,6 +41,8 @@
 #define PROCESS_ARGS_MAX	4096	/* args of a ProcessConfig */
 #define PROCESS_ENVS_MAX	4096	/* envs of a ProcessConfig */
 #define PROCESS_TAG_MAX		256	/* bytes of a tag */
+#define PROCESS_EVENT_SLACK	64	/* bytes of a data event besides data */
+#define PROCESS_PIECE_MAX	(64 * 1024) /* bytes of output in one event */
 
 struct pstream;
 
@@ -98,6 +100,9 @@ static void	process_started(struct session *, const struct proto_err *,
 		    void *);
 static void	process_follow(struct envd_call *, struct process *,
 		    int64_t keepalive_s, int replay);
+static json_t	*process_event(const char *, json_t *);
+static int	process_data(struct envd_stream *, const char *,
+		    const struct ring_chunk *);
 static void	process_pull(struct envd_stream *, void *);
 static void	process_gone(void *);
 static void	process_keepalive(evutil_socket_t, short, void *);
@@ -462,6 +467,31 @@ process_event(const char *name, json_t *value)
 	return (o);
 }
 
+/*
+ * A chunk as data events, each within --envd-max-message (base64 and the
+ * event's keys: 4/3 of the bytes and PROCESS_EVENT_SLACK); -1 when the
+ * stream ended.
+ */
+static int
+process_data(struct envd_stream *st, const char *name,
+    const struct ring_chunk *c)
+{
+	size_t	piece, off;
+	json_t	*o;
+
+	piece = (process_cfg->envd_max_message - PROCESS_EVENT_SLACK) / 4 * 3;
+	if (piece > PROCESS_PIECE_MAX)
+		piece = PROCESS_PIECE_MAX;
+	for (off = 0; off < c->len; off += piece) {
+		o = json_object();
+		envd_json_set_bytes(o, name, c->data + off, c->len - off < piece ?
+		    c->len - off : piece);
+		if (envd_stream_send(st, process_event("data", o)) != 0)
+			return (-1);
+	}
+	return (0);
+}
+
 /* Send the start, the output after the cursor, and the end. */
 static void
 process_pull(struct envd_stream *st, void *arg)
@@ -499,17 +529,13 @@ process_pull(struct envd_stream *st, void *arg)
 				break;
 			ps->cursor += res.dropped;
 			for (i = 0; i < res.nchunks; i++) {
-				o = json_object();
-				envd_json_set_bytes(o, names[
+				if (process_data(st, names[
 				    process_chunks[i].stream % 3],
-				    process_chunks[i].data,
-				    process_chunks[i].len);
-				ps->cursor = process_chunks[i].id;
-				if (envd_stream_send(st, process_event("data",
-				    o)) != 0) {
+				    &process_chunks[i]) != 0) {
 					process_stream_free(ps);
 					return;
 				}
+				ps->cursor = process_chunks[i].id;
 			}
 			if (res.nchunks == 0 && !res.more)
 				break;
