@@ -528,6 +528,13 @@ envd_call_req(struct envd_call *call)
 	return (&call->hr);
 }
 
+/* End a call whose client went away. */
+void
+envd_call_drop(struct envd_call *call)
+{
+	free(call);
+}
+
 /* Answer a unary call. */
 void
 envd_reply(struct envd_call *call, json_t *msg)
