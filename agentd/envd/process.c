@@ -779,7 +779,7 @@ process_close_stdin(struct envd_call *call, json_t *msg)
 	envd_reply(call, json_object());
 }
 
-/* SendSignal: SIGTERM or SIGKILL, to the whole session. */
+/* SendSignal: SIGTERM or SIGKILL, to every process of the session. */
 static void
 process_send_signal(struct envd_call *call, json_t *msg)
 {
@@ -802,7 +802,7 @@ process_send_signal(struct envd_call *call, json_t *msg)
 		    "SIGNAL_SIGTERM or SIGNAL_SIGKILL");
 		return;
 	}
-	if (session_signal(p->s, sig, PROTO_TARGET_GROUP, &perr) != 0) {
+	if (session_signal_all_of(p->s, sig, &perr) != 0) {
 		envd_reply_fail(call, process_code(&perr), "error sending "
 		    "signal: %s", perr.message);
 		return;

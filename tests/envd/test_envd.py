@@ -359,6 +359,43 @@ class ProcessSemanticsTest(EnvdCase):
             base64.b64decode(m['event']['data']['pty']) for _, m in rest
             if 'data' in m.get('event', {})))
 
+    def test_kill_ends_the_whole_session(self):
+        # A job of the shell in a process group of its own: a kill of the
+        # leader's group alone would leave it.
+        c, r, pid = self.open_start({'process': {'cmd': '/bin/sh', 'args': [
+            '-c', 'python3 -c "import os, time; os.setpgid(0, 0); '
+            'time.sleep(300)" & echo $!; wait']}})
+        n = struct.unpack('>BI', r.read(5))[1]
+        job = int(base64.b64decode(json.loads(r.read(n))['event']['data'][
+            'stdout']))
+        for _ in range(200):
+            if os.getpgid(job) != pid:
+                break
+            time.sleep(0.02)
+        self.assertNotEqual(os.getpgid(job), pid)
+        st, body = self.unary('process.Process/SendSignal',
+                              {'process': {'pid': pid},
+                               'signal': 'SIGNAL_SIGKILL'})
+        self.assertEqual(st, 200, body)
+        rest = unenvelope(r.read())
+        c.close()
+        self.assertEqual(rest[-2][1]['event']['end']['status'],
+                         'signal: killed')
+        for _ in range(100):
+            try:
+                with open('/proc/%d/stat' % job) as f:
+                    if f.read().split(') ')[1].startswith('Z'):
+                        break
+            except FileNotFoundError:
+                break
+            time.sleep(0.05)
+        else:
+            self.fail('the job %d outlived the kill' % job)
+        st, body = self.unary('process.Process/SendSignal',
+                              {'process': {'pid': pid},
+                               'signal': 'SIGNAL_SIGINT'})
+        self.assertEqual((st, body['code']), (404, 'not_found'))
+
     def test_delete_through_agentd_ends_the_stream(self):
         c, r, pid = self.open_start({'process': {'cmd': 'sleep',
                                                  'args': ['30']}})
