@@ -431,6 +431,14 @@ class PlainRoutesTest(EnvdCase):
         self.assertEqual(st, 400)
         self.assertEqual(json.loads(data)['code'], 400)
 
+    def test_host_rule_without_a_token(self):
+        st, ct, data = self.raw('GET', '/health',
+                                headers={'Host': 'evil.example'})
+        self.assertEqual(st, 403, data)
+        st, ct, data = self.raw('GET', '/health',
+                                headers={'Host': 'localhost:1'})
+        self.assertEqual(st, 204, data)
+
     def test_init_token_becomes_agentd_s(self):
         st, ct, data = self.raw('POST', '/init', b'{"accessToken": "tok"}')
         self.assertEqual(st, 204)
@@ -441,9 +449,20 @@ class PlainRoutesTest(EnvdCase):
         st, ct, data = self.raw('GET', '/envs', headers={
             'X-Access-Token': 'tok'})
         self.assertEqual(st, 200)
-        # ... and /init needs it now too.
+        # ... and /init needs it now too, and agentd's own API.
         st, ct, data = self.raw('POST', '/init', b'{}')
         self.assertEqual(st, 401)
+        c = http.client.HTTPConnection('127.0.0.1', self.agentd.port,
+                                       timeout=30 * SLOW)
+        c.request('GET', '/v1/sessions')
+        self.assertEqual(c.getresponse().status, 401)
+        c.close()
+        c = http.client.HTTPConnection('127.0.0.1', self.agentd.port,
+                                       timeout=30 * SLOW)
+        c.request('GET', '/v1/sessions', headers={
+            'Authorization': 'Bearer tok'})
+        self.assertEqual(c.getresponse().status, 200)
+        c.close()
 
 
 class TokenTest(EnvdCase):
