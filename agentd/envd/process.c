@@ -467,6 +467,8 @@ process_started(struct session *s, const struct proto_err *perr, void *arg)
 	TAILQ_INIT(&p->streams);
 	TAILQ_INSERT_TAIL(&processes, p, entry);
 	session_set_tag(s, p->tag);
+	if (session_exited(s))	/* before its record: note the end now */
+		process_session_event(s, SESSION_EV_EXITED);
 	log_debug("%s: pid %ld, session %s", __func__, (long)p->pid,
 	    session_id(s));
 	process_follow(ps->call, p, ps->keepalive_s, 1);
