@@ -68,6 +68,7 @@ struct session {
 	char		**argv;
 	char		*cwd;
 	char		*user;
+	char		*tag;		/* envd's tag (a label), or NULL */
 	int		 tty;
 	unsigned	 rows, cols;
 
@@ -937,6 +938,7 @@ session_view(struct session *s, struct proto_session *v)
 	v->argv = s->argv;
 	v->cwd = s->cwd;
 	v->user = s->user;
+	v->tag = s->tag;
 	v->exited = s->exited;
 	if (s->exited) {
 		if (WIFSIGNALED(s->status)) {
@@ -1618,6 +1620,17 @@ session_kill(struct session *s, int sig)
 		s->killed = 1;
 }
 
+/* Send sig to every process of the session (envd's SendSignal). */
+int
+session_signal_all_of(struct session *s, int sig, struct proto_err *err)
+{
+	if (s->exited)
+		return (proto_fail(err, 409, "session_exited",
+		    "session '%s' has exited", s->id));
+	session_kill(s, sig);
+	return (0);
+}
+
 /* timeout_ms passed: SIGTERM now, SIGKILL later. */
 static void
 session_timeout_cb(evutil_socket_t fd, short events, void *arg)
@@ -1889,7 +1902,16 @@ session_remove(struct session *s)
 	session_strv_free(s->argv);
 	free(s->cwd);
 	free(s->user);
+	free(s->tag);
 	free(s);
+}
+
+/* Label the session with envd's tag (NULL: none). */
+void
+session_set_tag(struct session *s, const char *tag)
+{
+	free(s->tag);
+	s->tag = tag != NULL ? xstrdup(tag) : NULL;
 }
 
 /*

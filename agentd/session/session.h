@@ -155,6 +155,8 @@ int	 session_exited(const struct session *);
 int	 session_gone(const struct session *);
 /* Output closed and every chunk published: nothing more will come. */
 int	 session_output_closed(const struct session *);
+/* Label the session with envd's tag (copied; NULL: none). */
+void	 session_set_tag(struct session *, const char *tag);
 /* The observer's per-session slot (the waiters of the API layer). */
 void	**session_user(struct session *);
 
@@ -199,6 +201,13 @@ int	 session_resize(struct session *, unsigned rows, unsigned cols,
  */
 int	 session_signal(struct session *, int signo, int target,
 	    struct proto_err *);
+
+/*
+ * Send signo to every process of the session: each of its cgroup's, else
+ * each of its session id's (the groups of its jobs too), as a DELETE's
+ * signals go.  409 session_exited once exited.
+ */
+int	 session_signal_all_of(struct session *, int signo, struct proto_err *);
 
 /*
  * Begin a DELETE or a removal: SIGHUP (a running tty) and SIGTERM to the
