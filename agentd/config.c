@@ -44,6 +44,9 @@ static const struct opt opts[] = {
 	{ "socket", OPT_STRING, OFF(socket_path), 0, 0, "PATH",
 	  "unix socket, mode 0600 (default " CONFIG_SOCKET_DEFAULT
 	  "; '' disables)" },
+	{ "vsock-listen", OPT_LIST, OFF(vsock_listen), 0, 0, "PORT",
+	  "AF_VSOCK port to serve on any CID, as TCP (repeatable; default "
+	  "none; as PID 1 also agentd.vsock=PORT on the kernel command line)" },
 	{ "token-file", OPT_STRING, OFF(token_file), 0, 0, "PATH",
 	  "file holding the bearer token for TCP requests (else AGENTD_TOKEN)" },
 	{ "workdir", OPT_STRING, OFF(workdir), 0, 0, "DIR",
@@ -206,6 +209,8 @@ static char	*config_env_name(const struct opt *);
 static int	config_env_add(struct config *, size_t *, const char *,
 		    const char *, unsigned);
 static int	config_env_defaults(struct config *);
+static int	config_vsock_alias(struct config *, const char *,
+		    enum source *);
 
 /* Set the defaults. */
 static void
@@ -215,6 +220,7 @@ config_defaults(struct config *cfg)
 	cfg->listen = xcalloc(2, sizeof *cfg->listen);
 	cfg->listen[0] = xstrdup(CONFIG_LISTEN_DEFAULT);
 	cfg->env = xcalloc(1, sizeof *cfg->env);
+	cfg->vsock_listen = xcalloc(1, sizeof *cfg->vsock_listen);
 	cfg->socket_path = xstrdup(CONFIG_SOCKET_DEFAULT);
 	cfg->log_level = xstrdup("info");
 	cfg->max_sessions = CONFIG_MAX_SESSIONS_DEFAULT;
@@ -520,6 +526,23 @@ config_env_defaults(struct config *cfg)
 	return (error);
 }
 
+/*
+ * agentd.vsock=PORT on the kernel command line: one more --vsock-listen
+ * port from the command line (beside agentd.vsock-listen=).
+ */
+static int
+config_vsock_alias(struct config *cfg, const char *value, enum source *seen)
+{
+	size_t	i;
+
+	for (i = 0; i < nitems(opts); i++) {
+		if (opts[i].off == offsetof(struct config, vsock_listen))
+			return (config_set(cfg, &opts[i], value, SOURCE_CMDLINE,
+			    &seen[i]));
+	}
+	return (-1);
+}
+
 /* Print the usage, one line per flag. */
 static void
 config_usage(FILE *f)
@@ -551,7 +574,7 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 	enum source	 seen[nitems(opts)];
 	char		*env, *name, *v;
 	size_t		 i;
-	int		 c, idx;
+	int		 c, idx, error = 0;
 
 	config_defaults(cfg);
 	cfg->pid1 = getpid() == 1;
@@ -572,6 +595,11 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 			free(v);
 		}
 		cfg->token = config_cmdline_get(cmdline, "agentd.token");
+		if ((v = config_cmdline_get(cmdline, "agentd.vsock")) != NULL)
+			error = config_vsock_alias(cfg, v, seen);
+		free(v);
+		if (error != 0)
+			return (-1);
 	}
 
 	/* The environment. */
@@ -654,7 +682,8 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 		    "--max-ring-bytes\n");
 		return (-1);
 	}
-	if (cfg->listen[0] == NULL && *cfg->socket_path == '\0') {
+	if (cfg->listen[0] == NULL && *cfg->socket_path == '\0' &&
+	    cfg->vsock_listen[0] == NULL) {
 		fprintf(stderr, "agentd: nothing to listen on\n");
 		return (-1);
 	}
@@ -670,6 +699,10 @@ config_free(struct config *cfg)
 	for (i = 0; cfg->listen != NULL && cfg->listen[i] != NULL; i++)
 		free(cfg->listen[i]);
 	free(cfg->listen);
+	for (i = 0; cfg->vsock_listen != NULL && cfg->vsock_listen[i] != NULL;
+	    i++)
+		free(cfg->vsock_listen[i]);
+	free(cfg->vsock_listen);
 	for (i = 0; cfg->env != NULL && cfg->env[i] != NULL; i++)
 		free(cfg->env[i]);
 	free(cfg->env);

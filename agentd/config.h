@@ -5,6 +5,7 @@
  * Precedence: flags > environment (AGENTD_<FLAG>, AGENTD_TOKEN) > kernel
  * command line (agentd.<flag>=, agentd.token=; only when PID 1) > defaults.
  * A list (--listen) given by a source replaces the lists of the sources below.
+ * agentd.vsock=PORT on the kernel command line is agentd.vsock-listen=PORT.
  */
 #ifndef AGENTD_CONFIG_H
 #define AGENTD_CONFIG_H
@@ -52,6 +53,7 @@
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
 	char		 *socket_path;		/* "" disables */
+	char		**vsock_listen;		/* PORT, NULL-terminated */
 	char		 *token_file;
 	char		 *token;		/* NULL: no auth */
 	size_t		  token_len;
