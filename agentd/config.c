@@ -48,7 +48,8 @@ static const struct opt opts[] = {
 	  "AF_VSOCK port to serve on any CID, as TCP (repeatable; default "
 	  "none; as PID 1 also agentd.vsock=PORT on the kernel command line)" },
 	{ "token-file", OPT_STRING, OFF(token_file), 0, 0, "PATH",
-	  "file holding the bearer token for TCP requests (else AGENTD_TOKEN)" },
+	  "file holding the bearer token for TCP and vsock requests (else "
+	  "AGENTD_TOKEN)" },
 	{ "workdir", OPT_STRING, OFF(workdir), 0, 0, "DIR",
 	  "default cwd of sessions (default: agentd's cwd)" },
 	{ "max-sessions", OPT_COUNT, OFF(max_sessions), 1, 1000000, "N",
@@ -90,8 +91,8 @@ static const struct opt opts[] = {
 	{ "shutdown", OPT_SHUTDOWN, OFF(shutdown_reboot), 0, 0, "poweroff|reboot",
 	  "as PID 1, how to end the machine (default poweroff)" },
 	{ "max-connections", OPT_COUNT, OFF(max_connections), 1, 1000000, "N",
-	  "HTTP connections held at most, TCP and the unix socket each; one "
-	  "more closes the oldest that has not sent the token, else gets 503 "
+	  "HTTP connections held at most, TCP, the unix socket and vsock "
+	  "each; one more closes the oldest that has not sent the token, else gets 503 "
 	  "and a close (default 16384)" },
 	{ "idle-timeout", OPT_MILLIS, OFF(idle_timeout_ms), 100, 86400000, "MS",
 	  "close a connection idle between requests after this (default 120000;"
@@ -104,13 +105,13 @@ static const struct opt opts[] = {
 	  "header lines of a request at most; one more gets 431 and a close "
 	  "(default 100)" },
 	{ "preauth-timeout", OPT_MILLIS, OFF(preauth_timeout_ms), 100,
-	  86400000, "MS", "with a token, a TCP connection that has not sent "
-	  "it yet must send a request within this of its start or its last "
-	  "answer, if shorter than --header-timeout (default 5000; units "
-	  "ms/s/m)" },
+	  86400000, "MS", "with a token, a TCP or vsock connection that "
+	  "has not sent it yet must send a request within this of its start "
+	  "or its last answer, if shorter than --header-timeout (default "
+	  "5000; units ms/s/m)" },
 	{ "max-peer-unproven", OPT_COUNT, OFF(max_peer_unproven), 1, 1000000,
-	  "N", "with a token, TCP connections of one peer address (IPv6: its "
-	  "/64) that have not sent it yet, at most; one more closes the "
+	  "N", "with a token, TCP or vsock connections of one peer address "
+	  "(IPv6: its /64; vsock: its CID) that have not sent it yet, at most; one more closes the "
 	  "peer's oldest that has nothing unread with a 503 (default 256)" },
 	{ "dual-stack", OPT_COUNT, OFF(dual_stack), 0, 1, "0|1",
 	  "also listen on the other family's twin of a wildcard or loopback "

@@ -24,7 +24,8 @@
 #define CONFIG_STDIN_BUFFER_DEFAULT	(1u << 20)	/* bytes */
 #define CONFIG_PIPE_BYTES_DEFAULT	(1u << 20)	/* bytes */
 #define CONFIG_SHUTDOWN_GRACE_DEFAULT	5000		/* ms */
-#define CONFIG_MAX_CONNECTIONS_DEFAULT	16384	/* TCP; the unix socket as many */
+#define CONFIG_MAX_CONNECTIONS_DEFAULT	16384	/* TCP; the unix socket and
+						   vsock as many each */
 #define CONFIG_IDLE_TIMEOUT_DEFAULT	(120 * 1000)	/* ms */
 #define CONFIG_HEADER_TIMEOUT_DEFAULT	(10 * 1000)	/* ms */
 #define CONFIG_MAX_HEADERS_DEFAULT	100	/* header lines of a request */

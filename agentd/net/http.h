@@ -1,13 +1,14 @@
 /*
- * http.h -- the HTTP side of agentd: listeners (TCP and the unix socket),
- * auth, routing, and the one shape of answers.
+ * http.h -- the HTTP side of agentd: listeners (TCP, the unix socket and
+ * vsock), auth, routing, and the one shape of answers.
  *
  * What happens to a connection before a handler sees its request (limits,
  * the checks of a request's head, deadlines) is conn.h's.
  *
- * Both transports serve the same routes.  TCP requests carry the token when
- * one is configured; unix-socket requests are checked by the peer's uid
- * (SO_PEERCRED: root or agentd's own uid) and need no token.
+ * Every transport serves the same routes.  TCP and vsock requests carry the
+ * token when one is configured (without one, vsock serves only the host's
+ * and this machine's CIDs: conn.c); unix-socket requests are checked by the
+ * peer's uid (SO_PEERCRED: root or agentd's own uid) and need no token.
  * Event loop thread only.
  */
 #ifndef AGENTD_HTTP_H
