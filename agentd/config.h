@@ -51,8 +51,13 @@
 #define CONFIG_SPAWN_THREADS_DEFAULT	4	/* spawns running at once */
 #define CONFIG_SPAWN_TIMEOUT_DEFAULT	30000	/* ms */
 
+#define CONFIG_ENVD_MAX_MESSAGE_DEFAULT	(4u << 20)	/* bytes */
+
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
+	char		**envd_listen;		/* envd's ADDR:PORT, NULL-terminated */
+	char		**envd_vsock_listen;	/* envd's vsock PORT, NULL-terminated */
+	uint64_t	  envd_max_message;	/* bytes of a Connect message */
 	char		 *socket_path;		/* "" disables */
 	char		**vsock_listen;		/* PORT, NULL-terminated */
 	char		 *token_file;

@@ -219,7 +219,7 @@ pid1_setup(const struct config *cfg)
 }
 
 /*
- * With --vsock-listen, the vsock modules: the core, the virtio transport
+ * With --vsock-listen or --envd-vsock-listen, the vsock modules: the core, the virtio transport
  * (the guest's side of vhost-vsock, Firecracker's and Cloud Hypervisor's
  * vsock) and vsock_loopback (CID 1: agentctl --vsock 1:PORT inside the VM),
  * each when shipped (initramfs/build.sh ships them) and not built in.  A
@@ -233,7 +233,8 @@ pid1_vsock(const struct config *cfg)
 	};
 	int				 n;
 
-	if (cfg->vsock_listen[0] == NULL || !pid1_initial_pidns())
+	if ((cfg->vsock_listen[0] == NULL &&
+	    cfg->envd_vsock_listen[0] == NULL) || !pid1_initial_pidns())
 		return;
 	if ((n = kmod_load_names(NULL, mods)) < 0)
 		log_debug("%s: no modules.dep: %s", __func__, strerror(-n));

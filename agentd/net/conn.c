@@ -85,6 +85,7 @@
 #define CONN_TRIM_MS		200	/* trim this long after the drop */
 #define CONN_URI_STACK		256	/* bytes of a request target checked
 					   without a malloc */
+#define CONN_POOLS_MAX		8	/* evhttps: APIs times transports */
 #define CONN_HOLD_COPY_MAX	4096	/* bytes of a read copied into the held
 					   bytes; larger reads move whole */
 
@@ -132,6 +133,7 @@ struct conn_refusal {
 struct conn_pool {
 	enum conn_transport transport;
 	int		 unix_socket;	/* transport == CONN_UNIX */
+	int		 own_auth;	/* its routes check the token (envd) */
 	size_t		 nconns;	/* counted against --max-connections */
 	uint64_t	 rejected;	/* closed at once: one too many */
 	/* TCP with a token: connections no request with it came on yet. */
@@ -184,7 +186,8 @@ TAILQ_HEAD(conns, conn);
 
 static struct event_base	*conn_base;	/* the loop (conn_start's) */
 static const struct config	*cfg;
-static struct conn_pool		*pools[CONN_TRANSPORTS];
+static struct conn_pool		*pools[CONN_POOLS_MAX];	/* every evhttp's */
+static size_t			 npools;
 /* Connections accepted but not yet set up (conn_setup_cb's work). */
 static struct conns	 conn_pending = TAILQ_HEAD_INITIALIZER(conn_pending);
 static struct event	*conn_setup_ev;
@@ -277,15 +280,18 @@ conn_start(struct event_base *base, const struct config *c)
 
 /* A pool for one evhttp. */
 struct conn_pool *
-conn_pool_new(enum conn_transport transport)
+conn_pool_new(enum conn_transport transport, int own_auth)
 {
 	struct conn_pool	*p;
 
+	if (npools == CONN_POOLS_MAX)
+		fatal("%s: more than %d pools", __func__, CONN_POOLS_MAX);
 	p = xcalloc(1, sizeof *p);
 	p->transport = transport;
 	p->unix_socket = transport == CONN_UNIX;
+	p->own_auth = own_auth;
 	TAILQ_INIT(&p->unproven);
-	pools[transport] = p;
+	pools[npools++] = p;
 	return (p);
 }
 
@@ -326,10 +332,11 @@ conn_stop(void)
 	free(conn_by_fd);
 	conn_by_fd = NULL;
 	conn_by_fd_len = 0;
-	for (i = 0; i < CONN_TRANSPORTS; i++) {
+	for (i = 0; i < npools; i++) {
 		free(pools[i]);
 		pools[i] = NULL;
 	}
+	npools = 0;
 }
 
 /* A request is whole: no deadline while a handler holds it. */
@@ -1423,7 +1430,8 @@ conn_policy(struct conn *c, const struct conn_head *h,
 		    "another site's pages are refused"));
 	authorized = c->pool->unix_socket || http_token_ok(h->auth,
 	    h->auth_len, h->xtoken, h->xtoken_len);
-	if (!authorized && (h->chunked || h->content_length > 0))
+	if (!authorized && !c->pool->own_auth &&
+	    (h->chunked || h->content_length > 0))
 		return (conn_refusal(r, 401, "unauthorized", "missing or wrong "
 		    "token (a body is read only after it)"));
 	if (h->content_length > 0 &&
@@ -1650,7 +1658,7 @@ conn_stat(struct proto_buf *b)
 {
 	struct conn	*c;
 	char		 name[INET6_ADDRSTRLEN + 16];
-	size_t		 i, listed = 0, t;
+	size_t		 i, listed = 0, t, n;
 	const char	*sep = "";
 
 	proto_buf_printf(b, "\"connections\": [");
@@ -1669,9 +1677,13 @@ conn_stat(struct proto_buf *b)
 	}
 	proto_buf_printf(b, "], \"connections_listed\": %zu, "
 	    "\"connections_by_transport\": {", listed);
-	for (t = 0; t < CONN_TRANSPORTS; t++)
+	for (t = 0; t < CONN_TRANSPORTS; t++) {
+		for (n = 0, i = 0; i < npools; i++) {
+			if (pools[i]->transport == t)
+				n += pools[i]->nconns;
+		}
 		proto_buf_printf(b, "%s\"%s\": %zu", t > 0 ? ", " : "",
-		    conn_transport_name(t), pools[t] != NULL ?
-		    pools[t]->nconns : 0);
+		    conn_transport_name(t), n);
+	}
 	proto_buf_printf(b, "}");
 }

@@ -31,8 +31,12 @@ enum conn_transport {
 
 /* Start: budgets and events from the configuration. */
 void	 conn_start(struct event_base *, const struct config *);
-/* A pool for an evhttp of a transport (one pool per transport). */
-struct conn_pool *conn_pool_new(enum conn_transport);
+/*
+ * A pool for an evhttp of a transport; own_auth: its routes check the
+ * token themselves, so a body is read without one (envd's POST /init and
+ * signed /files URLs need none).  Each pool counts its --max-connections.
+ */
+struct conn_pool *conn_pool_new(enum conn_transport, int own_auth);
 /* "tcp", "unix" or "vsock". */
 const char *conn_transport_name(enum conn_transport);
 /* For evhttp_set_bevcb(h, conn_bevcb, pool). */

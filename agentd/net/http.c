@@ -48,12 +48,13 @@
 #define HTTP_FDS_SPARE		256	/* fds besides connections and sessions */
 
 /*
- * Which API a listener serves: agentd's own (API.md).  Another protocol
- * (envd's) is one more value, its routes in http_routes[], and its
- * listeners one line each in http_start().
+ * Which API a listener serves: agentd's own (API.md), or envd's, whose
+ * routes check the token themselves (http_listen_routes()).  Another
+ * protocol is one more value and its routes in http_routes[].
  */
 enum http_api {
 	HTTP_API_AGENTD,
+	HTTP_API_ENVD,		/* its own routes and auth (envd.h) */
 	HTTP_APIS
 };
 
@@ -76,6 +77,8 @@ struct http_server {
 	struct conn_pool	*pool;
 	enum conn_transport	 transport;
 	int			 unix_socket;
+	int			 own_auth;	/* its routes check the token
+						   and limits (envd) */
 	http_route_fn		 route;
 };
 
@@ -97,11 +100,11 @@ static int		 http_peer_ok(struct evhttp_request *);
 static int		 http_type_is(const char *, const char *);
 static int		 http_ends_with(const char *, const char *);
 static int		 http_from_browser(const struct http_req *);
-static int		 http_listen_tcp(const char *);
+static int		 http_listen_tcp(struct http_server *, const char *);
 static const char	*http_twin(const char *);
 static int		 http_listed(const char *, const char *);
-static int		 http_bind_tcp(const char *, const char *, const char *,
-			     int twin);
+static int		 http_bind_tcp(struct http_server *, const char *,
+			     const char *, const char *, int twin);
 static int		 http_listen_unix(const char *);
 static int		 http_listen_vsock(const char *, enum http_api,
 			     const char *flag);
@@ -133,8 +136,9 @@ http_server(enum http_api api, enum conn_transport transport)
 	srv->transport = transport;
 	srv->unix_socket = transport == CONN_UNIX;
 	srv->route = http_routes[api];
+	srv->own_auth = api != HTTP_API_AGENTD;
 	evhttp_set_gencb(h, http_dispatch, srv);
-	srv->pool = conn_pool_new(transport);
+	srv->pool = conn_pool_new(transport, srv->own_auth);
 	evhttp_set_bevcb(h, conn_bevcb, srv->pool);
 	/*
 	 * Every method, unknown ones too (evhttp's internal bit 15): evhttp
@@ -195,7 +199,7 @@ http_listed(const char *host, const char *port)
 
 /* Split "ADDR:PORT" or "[V6]:PORT"; listen there, and on its twin. */
 static int
-http_listen_tcp(const char *spec)
+http_listen_tcp(struct http_server *srv, const char *spec)
 {
 	char		 host[256], *colon;
 	const char	*port, *twin;
@@ -212,12 +216,12 @@ http_listen_tcp(const char *spec)
 		memmove(host, host + 1, strlen(host));
 		host[strlen(host) - 1] = '\0';
 	}
-	if (http_bind_tcp(host, port, spec, 0) != 0)
+	if (http_bind_tcp(srv, host, port, spec, 0) != 0)
 		return (-1);
 	if (!cfg->dual_stack || (twin = http_twin(host)) == NULL ||
 	    http_listed(twin, port))
 		return (0);
-	return (http_bind_tcp(twin, port, spec, 1));
+	return (http_bind_tcp(srv, twin, port, spec, 1));
 }
 
 /*
@@ -226,7 +230,8 @@ http_listen_tcp(const char *spec)
  * fails the start.
  */
 static int
-http_bind_tcp(const char *host, const char *port, const char *spec, int twin)
+http_bind_tcp(struct http_server *srv, const char *host, const char *port,
+    const char *spec, int twin)
 {
 	struct addrinfo	 hints, *res;
 	char		 name[300];
@@ -265,7 +270,7 @@ http_bind_tcp(const char *host, const char *port, const char *spec, int twin)
 	    listen(fd, HTTP_BACKLOG) == -1)
 		goto fail;
 	freeaddrinfo(res);
-	http_add_listener(http_server(HTTP_API_AGENTD, CONN_TCP), fd, name);
+	http_add_listener(srv, fd, name);
 	log_info("%s: listening on %s", __func__, name);
 	return (0);
 fail:
@@ -464,8 +469,9 @@ http_raise_nofile(void)
 {
 	int64_t	want, got;
 
-	want = (int64_t)((cfg->vsock_listen[0] != NULL ? 3 : 2) *
-	    cfg->max_connections + 4 * cfg->max_sessions +
+	want = (int64_t)((2 + (cfg->vsock_listen[0] != NULL) +
+	    (cfg->envd_listen[0] != NULL) +
+	    (cfg->envd_vsock_listen[0] != NULL)) * cfg->max_connections + 4 * cfg->max_sessions +
 	    HTTP_FDS_SPARE);
 	if ((got = nofile_raise((uint64_t)want, cfg->pid1)) >= 0 && got < want)
 		log_info("%s: %lld fds allowed, %lld would hold every "
@@ -491,7 +497,8 @@ http_start(struct event_base *base, const struct config *c,
 	http_server(HTTP_API_AGENTD, CONN_TCP);
 	http_server(HTTP_API_AGENTD, CONN_UNIX);
 	for (i = 0; cfg->listen[i] != NULL; i++) {
-		if (http_listen_tcp(cfg->listen[i]) != 0)
+		if (http_listen_tcp(http_server(HTTP_API_AGENTD, CONN_TCP),
+		    cfg->listen[i]) != 0)
 			return (-1);
 	}
 	if (*cfg->socket_path != '\0' && http_listen_unix(cfg->socket_path) != 0)
@@ -509,6 +516,22 @@ http_start(struct event_base *base, const struct config *c,
 		    "(CID 2) and this machine (CID 1) are not authenticated, "
 		    "other CIDs are refused", __func__);
 	return (0);
+}
+
+/* Listen on spec for envd's routes, after http_start(). */
+int
+http_listen_routes(const char *spec, http_route_fn route)
+{
+	http_routes[HTTP_API_ENVD] = route;
+	return (http_listen_tcp(http_server(HTTP_API_ENVD, CONN_TCP), spec));
+}
+
+/* Listen on a vsock port for envd's routes, after http_start(). */
+int
+http_listen_routes_vsock(const char *port, http_route_fn route)
+{
+	http_routes[HTTP_API_ENVD] = route;
+	return (http_listen_vsock(port, HTTP_API_ENVD, "--envd-vsock-listen"));
 }
 
 /* Stop accepting new connections, and answer new requests 503. */
@@ -623,6 +646,16 @@ http_dispatch(struct evhttp_request *req, void *arg)
 	hr.content_type = ct != NULL ? ct : "";
 
 	len = evbuffer_get_length(in);
+	if (srv->own_auth) {		/* its own limits and auth */
+		if (evbuffer_add(in, "", 1) != 0 ||
+		    (hr.body = (const char *)evbuffer_pullup(in, -1)) == NULL) {
+			http_reply_oom(req);
+			return;
+		}
+		hr.body_len = len;
+		srv->route(&hr);
+		return;
+	}
 	if (len > cfg->max_body) {
 		http_fail(req, 413, "body_too_large", "the body has %zu bytes; "
 		    "--max-body is %llu", len, (unsigned long long)cfg->max_body);
