@@ -585,6 +585,7 @@ def cgroup_checks(agent):
 
 VSOCK_PORT = 49984          # agentd.vsock= on the kernel command line
 VSOCK2_PORT = 5001          # a second agentd's, without a token
+ENVD_VSOCK_PORT = 49983     # agentd.envd-vsock-listen= (envd's protocol)
 
 
 def raw(method, path, token=None, body=None, headers=(), close=False, host="localhost"):
@@ -720,6 +721,7 @@ def vsock_checks(agent):
           statuses(parts.get("open", "")) == [200, 403] and "forbidden_host" in parts["open"],
           repr(parts.get("open", "")[:600]))
     full = parts.get("full", "")
+    log(f"vsock: the 4th connection got {full.strip()[:200]!r}")
     check("vsock: --max-connections 3 on vsock: a 4th connection gets 503, not an answer",
           200 not in statuses(full) and ("too_many_connections" in full or full.strip() == ""),
           repr(full[:400]))
@@ -728,6 +730,13 @@ def vsock_checks(agent):
     end = parts.get("end", "").strip().splitlines()
     check("vsock: the refusal logged", bool(end) and end[-1].isdigit() and int(end[-1]) >= 1,
           repr(parts.get("end", "")))
+    # envd's protocol on its own vsock port: its open /health, its own
+    # token check (X-Access-Token).
+    text = guest(agent, over_vsock([raw("GET", "/health"), raw("GET", "/envs"),
+                                     raw("GET", "/envs", headers=[f"X-Access-Token: {t}"],
+                                         close=True)], port=ENVD_VSOCK_PORT))
+    check("vsock: envd's protocol on --envd-vsock-listen (/health 204, /envs 401 then 200)",
+          statuses(text) == [204, 401, 200], repr(text[:600]))
     for sid in ("vlp", "vsse", "vbig", "vwait"):
         agent.request("DELETE", f"/v1/sessions/{sid}?grace_ms=0")
 
@@ -765,7 +774,8 @@ def main():
     proc, console = boot(kernel, initrd, port, token, workdir, monitor,
                          append_extra=f"agentd.exited-ttl={TTL_S}s "
                                       f"agentd.spawn-timeout={SPAWN_TIMEOUT_S * 1000} "
-                                      f"agentd.vsock={VSOCK_PORT}")
+                                      f"agentd.vsock={VSOCK_PORT} "
+                                      f"agentd.envd-vsock-listen={ENVD_VSOCK_PORT}")
     try:
         health, secs = wait_healthz(agent, proc, float(os.environ.get("E2E_BOOT_TIMEOUT", "240")))
         ok = check("healthz: 200, status ok, pid 1",
