@@ -788,7 +788,7 @@ envd_json_int(json_t *obj, const char *camel, int64_t min, int64_t max,
 	json_t		*v;
 	const char	*s;
 	char		*end;
-	long long	 n;
+	long long	 n = 0;
 	double		 d;
 
 	if ((v = envd_json_field(obj, camel)) == NULL)
@@ -821,7 +821,7 @@ int
 envd_json_u32(json_t *obj, const char *camel, uint32_t *out,
     struct envd_err *err)
 {
-	int64_t	n;
+	int64_t	n = 0;
 	int	rc;
 
 	if ((rc = envd_json_int(obj, camel, 0, UINT32_MAX, &n, err)) == 1)
