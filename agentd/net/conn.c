@@ -15,9 +15,11 @@
  * with -Wl,--wrap=evhttp_connection_set_closecb, and on connections of ours
  * the wrapper records theirs, which ours calls first.
  *
- * Admission.  With a token configured, a TCP connection is unproven until
- * a request on it carries the token.  One connection too many closes the
- * oldest unproven one instead of being refused (conn_evict), and one peer
+ * Admission.  With a token configured, a TCP or vsock connection is
+ * unproven until a request on it carries the token; without one, vsock
+ * serves only the host's and this machine's CIDs (vsock.h).  One
+ * connection too many closes the oldest unproven one instead of being
+ * refused (conn_evict), and one peer
  * holds at most --max-peer-unproven of them (conn_peer_add): idle peers
  * cannot lock the platform out.
  *
@@ -86,6 +88,8 @@
 #define CONN_URI_STACK		256	/* bytes of a request target checked
 					   without a malloc */
 #define CONN_POOLS_MAX		8	/* evhttps: APIs times transports */
+#define CONN_VSOCK_LOG_MAX	64	/* vsock connections logged ... */
+#define CONN_VSOCK_LOG_MS	10000	/* ... per this long */
 #define CONN_HOLD_COPY_MAX	4096	/* bytes of a read copied into the held
 					   bytes; larger reads move whole */
 
@@ -258,6 +262,7 @@ static int		 conn_is(const char *, size_t, const char *);
 static int		 conn_host_local(const char *, size_t);
 static int		 conn_origin_same(const struct conn_head *);
 static char		*conn_peer_name(struct conn *, char *, size_t);
+static void		 conn_log_vsock(struct conn *);
 
 /* Budgets and events, on the loop base. */
 void
@@ -399,7 +404,6 @@ conn_setup(struct conn *c)
 {
 	struct bufferevent	*bev = c->bev;
 	void			*cbarg = NULL;
-	char			 name[INET6_ADDRSTRLEN + 16];
 	size_t			 n;
 
 	bufferevent_getcb(bev, NULL, NULL, NULL, &cbarg);
@@ -437,10 +441,7 @@ conn_setup(struct conn *c)
 	}
 	if (c->pool->transport == CONN_VSOCK) {
 		c->vsock_trusted = vsock_peer_local_or_host(c->fd);
-		log_info("%s: fd %d: %s%s", __func__, c->fd,
-		    conn_peer_name(c, name, sizeof name),
-		    c->vsock_trusted || cfg->token != NULL ? "" :
-		    " (neither the host nor local: refused without a token)");
+		conn_log_vsock(c);
 	}
 	if (!c->pool->unix_socket) {
 		c->loopback = conn_is_loopback(c->fd);
@@ -1650,6 +1651,40 @@ conn_peer_name(struct conn *c, char *buf, size_t len)
 	    &sin6->sin6_addr, a, sizeof a) != NULL)
 		snprintf(buf, len, "[%s]:%u", a, ntohs(sin6->sin6_port));
 	return (buf);
+}
+
+/*
+ * Log a vsock connection with its peer (vsock:CID:PORT): few come (the
+ * platform's), but a peer that floods does not flood the console, which as
+ * PID 1 is a serial line: CONN_VSOCK_LOG_MAX lines per CONN_VSOCK_LOG_MS,
+ * then how many went unlogged.
+ */
+static void
+conn_log_vsock(struct conn *c)
+{
+	static int64_t	 since_ms = INT64_MIN;
+	static unsigned	 logged;
+	static uint64_t	 quiet;
+	char		 name[INET6_ADDRSTRLEN + 16];
+	int64_t		 now = clock_mono_ms();
+
+	if (since_ms == INT64_MIN || now - since_ms >= CONN_VSOCK_LOG_MS) {
+		if (quiet > 0)
+			log_info("%s: %llu vsock connections not logged in "
+			    "%d ms", __func__, (unsigned long long)quiet,
+			    CONN_VSOCK_LOG_MS);
+		since_ms = now;
+		logged = 0;
+		quiet = 0;
+	}
+	if (logged++ >= CONN_VSOCK_LOG_MAX) {
+		quiet++;
+		return;
+	}
+	log_info("%s: fd %d: %s%s", __func__, c->fd,
+	    conn_peer_name(c, name, sizeof name),
+	    c->vsock_trusted || cfg->token != NULL ? "" :
+	    " (neither the host nor local: refused without a token)");
 }
 
 /* The connections set up now, for /debug/stat. */
