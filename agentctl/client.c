@@ -1,5 +1,5 @@
 /*
- * client.c -- HTTP/1.1 over a unix or TCP stream socket, one request at a
+ * client.c -- HTTP/1.1 over a unix, TCP or vsock stream socket, one request at a
  * time on a keep-alive connection, with a deadline on every exchange.
  */
 #include <sys/socket.h>
@@ -21,6 +21,7 @@
 
 #include "client.h"
 #include "ctl.h"
+#include "vsock.h"
 
 /* What one exchange returned, besides 0. */
 #define EX_FAILED	-1	/* cause set */
@@ -38,6 +39,9 @@ struct client {
 /* Where requests go, chosen once. */
 static struct {
 	int	 unix_socket;
+	int	 vsock;
+	uint32_t vsock_cid;
+	uint32_t vsock_port;
 	char	 path[sizeof ((struct sockaddr_un *)0)->sun_path];
 	char	 host[256];
 	char	 port[16];
@@ -51,6 +55,7 @@ static int64_t	client_now_ms(void);
 static int	client_wait(int fd, short events, int64_t deadline);
 static int	client_connect(struct client *, char *, size_t);
 static int	client_connect_tcp(char *, size_t);
+static int	client_auth(const char *, char *, size_t);
 static void	client_close(struct client *);
 static int	client_send(struct client *, const void *, size_t, int64_t,
 		    char *, size_t);
@@ -140,6 +145,17 @@ client_target(const char *socket_path, const char *url, const char *token,
 	    target.host, target.port);
 	snprintf(target.where, sizeof target.where, "http://%s%s",
 	    target.hosthdr, target.prefix);
+	return (client_auth(token, cause, causelen));
+bad:
+	snprintf(cause, causelen, "bad agentd URL '%s' (want http://HOST:PORT)",
+	    url);
+	return (-1);
+}
+
+/* The Authorization header of token (NULL or "": none). */
+static int
+client_auth(const char *token, char *cause, size_t causelen)
+{
 	if (token != NULL && *token != '\0') {
 		if (strpbrk(token, "\r\n") != NULL) {
 			snprintf(cause, causelen,
@@ -151,10 +167,27 @@ client_target(const char *socket_path, const char *url, const char *token,
 			ctl_fatal("out of memory");
 	}
 	return (0);
-bad:
-	snprintf(cause, causelen, "bad agentd URL '%s' (want http://HOST:PORT)",
-	    url);
-	return (-1);
+}
+
+/* Choose vsock to CID:PORT. */
+int
+client_target_vsock(const char *spec, const char *token, char *cause,
+    size_t causelen)
+{
+	const char	*why;
+
+	memset(&target, 0, sizeof target);
+	if (vsock_parse_addr(spec, &target.vsock_cid, &target.vsock_port,
+	    &why) != 0) {
+		snprintf(cause, causelen, "--vsock %s: %s", spec, why);
+		return (-1);
+	}
+	target.vsock = 1;
+	vsock_name(target.where, sizeof target.where, target.vsock_cid,
+	    target.vsock_port);
+	/* Any name of this machine passes agentd's Host rule. */
+	snprintf(target.hosthdr, sizeof target.hosthdr, "localhost");
+	return (client_auth(token, cause, causelen));
 }
 
 /* The endpoint, for messages. */
@@ -291,6 +324,17 @@ client_connect(struct client *c, char *cause, size_t causelen)
 	struct sockaddr_un	sun;
 	int			fd;
 
+	if (target.vsock) {
+		if ((fd = vsock_connect(target.vsock_cid,
+		    target.vsock_port)) == -1) {
+			snprintf(cause, causelen, "cannot reach agentd at %s: "
+			    "%s", target.where, strerror(errno));
+			return (-1);
+		}
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		c->fd = fd;
+		return (0);
+	}
 	if (!target.unix_socket) {
 		if ((c->fd = client_connect_tcp(cause, causelen)) == -1)
 			return (-1);
@@ -310,6 +354,20 @@ client_connect(struct client *c, char *cause, size_t causelen)
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	c->fd = fd;
 	return (0);
+}
+
+/* A blocking connection for raw bytes. */
+int
+client_dial(char *cause, size_t causelen)
+{
+	struct client	c;
+
+	memset(&c, 0, sizeof c);
+	c.fd = -1;
+	if (client_connect(&c, cause, causelen) == -1)
+		return (-1);
+	fcntl(c.fd, F_SETFL, fcntl(c.fd, F_GETFL) & ~O_NONBLOCK);
+	return (c.fd);
 }
 
 /* Write all of data.  Returns 0, EX_STALE or EX_FAILED with cause. */

@@ -1,6 +1,6 @@
 /*
  * client.h -- a small blocking HTTP/1.1 client for agentd's API, over the
- * unix socket or TCP.
+ * unix socket, TCP or vsock.
  *
  * client_target() chooses the endpoint once for the process; then each
  * thread makes its own struct client (one keep-alive connection) and sends
@@ -41,7 +41,18 @@ struct client_resp {
  */
 int		 client_target(const char *socket_path, const char *url,
 		     const char *token, char *cause, size_t causelen);
-/* The endpoint for messages: the socket path or the URL. */
+/*
+ * Choose vsock to "CID:PORT" (CID a number, host or local) with token (may
+ * be NULL) sent as a Bearer token.  Returns 0, or -1 with cause.
+ */
+int		 client_target_vsock(const char *spec, const char *token,
+		     char *cause, size_t causelen);
+/*
+ * A new connection to the endpoint, blocking, for raw bytes (agentctl
+ * pipe).  Returns the fd, or -1 with cause.
+ */
+int		 client_dial(char *cause, size_t causelen);
+/* The endpoint for messages: the socket path, the URL, or vsock:CID:PORT. */
 const char	*client_where(void);
 /* Whether the endpoint is the unix socket. */
 int		 client_is_unix(void);

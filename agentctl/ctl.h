@@ -33,18 +33,21 @@ struct client;
 struct option;
 
 #define CTL_OPT_URL		0x100	/* --url's getopt value */
-#define CTL_OPT_FIRST		0x101	/* commands' own long-only options */
+#define CTL_OPT_VSOCK		0x101	/* --vsock's */
+#define CTL_OPT_FIRST		0x102	/* commands' own long-only options */
 
 /* Long options every command takes, to end its own list with. */
 #define CTL_COMMON_OPTIONS \
 	{ "socket", required_argument, NULL, 's' }, \
 	{ "url", required_argument, NULL, CTL_OPT_URL }, \
+	{ "vsock", required_argument, NULL, CTL_OPT_VSOCK }, \
 	{ "help", no_argument, NULL, 'h' }, \
 	{ NULL, 0, NULL, 0 }
 
 /*
  * getopt_long for a command: shortopts gets "+:hs:" in front (options stop
- * at the first operand); -s, --socket, --url and --help are handled here,
+ * at the first operand); -s, --socket, --url, --vsock and --help are
+ * handled here,
  * unknown options and missing arguments are usage errors (exit 2).
  * Returns the next option of the command's own, or -1.
  */
@@ -63,6 +66,7 @@ int	cmd_rm(int, char **);
 int	cmd_tail(int, char **);
 int	cmd_stat(int, char **);
 int	cmd_logs(int, char **);
+int	cmd_pipe(int, char **);
 int	cmd_inspect(int, char **);
 int	cmd_events(int, char **);
 int	cmd_ports(int, char **);

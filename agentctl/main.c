@@ -38,10 +38,11 @@ static const struct ctl_command ctl_commands[] = {
 	{ "stat",	cmd_stat },
 	{ "logs",	cmd_logs },
 	{ "events",	cmd_events },
+	{ "pipe",	cmd_pipe },
 };
 
 static const char ctl_help[] =
-"usage: agentctl [-s PATH | --url URL] COMMAND [ARGS...]\n"
+"usage: agentctl [-s PATH | --vsock CID:PORT | --url URL] COMMAND [ARGS...]\n"
 "\n"
 "Debug a sandbox through agentd: over its unix socket (the default), or over\n"
 "TCP for remote debugging (AGENTD_URL, AGENTD_TOKEN).\n"
@@ -122,18 +123,30 @@ static const char ctl_help[] =
 "        --session build --types session.exited waits for build's exit);\n"
 "        --session, --types: only those; --cursor N: after event N;\n"
 "        --json: each event's JSON object on its line.\n"
+"  pipe\n"
+"        Raw bytes: stdin to a new connection to agentd, its bytes to\n"
+"        stdout, until agentd closes it (send Connection: close) or stdout\n"
+"        fails; nothing is added (no token).  For HTTP by hand, as socat:\n"
+"        printf 'GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\n"
+"Connection:\n"
+"        close\\r\\n\\r\\n' | agentctl --vsock 1:49984 pipe\n"
 "\n"
 "Options (before or after the command):\n"
 "  -s, --socket PATH  agentd's unix socket (default $AGENTD_SOCKET, else\n"
 "                     /run/agentd.sock); wins over AGENTD_URL\n"
+"  --vsock CID:PORT   talk to agentd's --vsock-listen PORT over AF_VSOCK;\n"
+"                     CID 1 or local: this machine (vsock_loopback), 2 or\n"
+"                     host: the host; wins over --url\n"
 "  --url URL          talk TCP to http://HOST[:PORT] (default port 49984)\n"
 "  -h, --help         this text\n"
 "  -V, --version      agentctl's version\n"
 "\n"
 "Environment:\n"
 "  AGENTD_SOCKET  the unix socket, when -s is not given\n"
+"  AGENTD_VSOCK   CID:PORT: use vsock instead of the socket (wins over\n"
+"                 AGENTD_URL)\n"
 "  AGENTD_URL     http://HOST[:PORT]: use TCP instead of the socket\n"
-"  AGENTD_TOKEN   the bearer token sent over TCP\n"
+"  AGENTD_TOKEN   the bearer token sent over TCP and vsock\n"
 "\n"
 "Exit status: 0 ok; 1 an error (agentd unreachable, unknown id, an error\n"
 "answer: its message is printed); 2 bad usage; exec and attach: the\n"
@@ -154,6 +167,7 @@ static const char ctl_help[] =
 
 static const char	*ctl_socket;	/* -s */
 static const char	*ctl_url;	/* --url */
+static const char	*ctl_vsock;	/* --vsock */
 static int		 ctl_targeted;
 
 /* getopt_long with the common options handled. */
@@ -174,6 +188,9 @@ ctl_getopt(int argc, char **argv, const char *shortopts,
 			continue;
 		case CTL_OPT_URL:
 			ctl_url = optarg;
+			continue;
+		case CTL_OPT_VSOCK:
+			ctl_vsock = optarg;
 			continue;
 		case 'h':
 			fputs(ctl_help, stdout);
@@ -196,9 +213,20 @@ ctl_getopt(int argc, char **argv, const char *shortopts,
 struct client *
 ctl_connect(void)
 {
-	const char	*path, *url = NULL;
+	const char	*path, *url = NULL, *vsock;
 	char		 cause[CLIENT_CAUSE_MAX];
 
+	/* -s, --vsock, --url, then AGENTD_VSOCK, AGENTD_URL, AGENTD_SOCKET. */
+	vsock = ctl_vsock;
+	if (vsock == NULL && ctl_url == NULL && (vsock =
+	    getenv("AGENTD_VSOCK")) != NULL && *vsock == '\0')
+		vsock = NULL;
+	if (!ctl_targeted && ctl_socket == NULL && vsock != NULL) {
+		if (client_target_vsock(vsock, getenv("AGENTD_TOKEN"), cause,
+		    sizeof cause) != 0)
+			ctl_fatal("%s", cause);
+		ctl_targeted = 1;
+	}
 	if (!ctl_targeted) {
 		path = ctl_socket;
 		if (path == NULL) {
@@ -238,14 +266,19 @@ main(int argc, char **argv)
 			printf("agentctl %s\n", AGENTCTL_VERSION);
 			ctl_exit(CTL_EXIT_OK);
 		} else if (strcmp(arg, "-s") == 0 ||
-		    strcmp(arg, "--socket") == 0 || strcmp(arg, "--url") == 0) {
+		    strcmp(arg, "--socket") == 0 || strcmp(arg, "--url") == 0 ||
+		    strcmp(arg, "--vsock") == 0) {
 			if (n + 1 >= argc)
 				ctl_usage(NULL, "%s needs an argument", arg);
 			if (arg[1] == 's' || strcmp(arg, "--socket") == 0)
 				ctl_socket = argv[++n];
+			else if (strcmp(arg, "--vsock") == 0)
+				ctl_vsock = argv[++n];
 			else
 				ctl_url = argv[++n];
-		} else if (strncmp(arg, "--socket=", 9) == 0)
+		} else if (strncmp(arg, "--vsock=", 8) == 0)
+			ctl_vsock = arg + 8;
+		else if (strncmp(arg, "--socket=", 9) == 0)
 			ctl_socket = arg + 9;
 		else if (strncmp(arg, "--url=", 6) == 0)
 			ctl_url = arg + 6;

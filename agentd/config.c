@@ -45,14 +45,21 @@ static const struct opt opts[] = {
 	{ "envd-listen", OPT_LIST, OFF(envd_listen), 0, 0, "ADDR:PORT",
 	  "TCP address serving envd's protocol, for the E2B SDKs "
 	  "(repeatable; default none; README, \"Replacing envd\")" },
+	{ "envd-vsock-listen", OPT_LIST, OFF(envd_vsock_listen), 0, 0, "PORT",
+	  "AF_VSOCK port serving envd's protocol on any CID, as "
+	  "--envd-listen (repeatable; default none)" },
 	{ "envd-max-message", OPT_SIZE, OFF(envd_max_message), 1024,
 	  1ull << 30, "BYTES", "largest Connect message of the envd "
 	  "listener, in or out (default 4MiB)" },
 	{ "socket", OPT_STRING, OFF(socket_path), 0, 0, "PATH",
 	  "unix socket, mode 0600 (default " CONFIG_SOCKET_DEFAULT
 	  "; '' disables)" },
+	{ "vsock-listen", OPT_LIST, OFF(vsock_listen), 0, 0, "PORT",
+	  "AF_VSOCK port to serve on any CID, as TCP (repeatable; default "
+	  "none; as PID 1 also agentd.vsock=PORT on the kernel command line)" },
 	{ "token-file", OPT_STRING, OFF(token_file), 0, 0, "PATH",
-	  "file holding the bearer token for TCP requests (else AGENTD_TOKEN)" },
+	  "file holding the bearer token for TCP and vsock requests (else "
+	  "AGENTD_TOKEN)" },
 	{ "workdir", OPT_STRING, OFF(workdir), 0, 0, "DIR",
 	  "default cwd of sessions (default: agentd's cwd)" },
 	{ "max-sessions", OPT_COUNT, OFF(max_sessions), 1, 1000000, "N",
@@ -94,8 +101,8 @@ static const struct opt opts[] = {
 	{ "shutdown", OPT_SHUTDOWN, OFF(shutdown_reboot), 0, 0, "poweroff|reboot",
 	  "as PID 1, how to end the machine (default poweroff)" },
 	{ "max-connections", OPT_COUNT, OFF(max_connections), 1, 1000000, "N",
-	  "HTTP connections held at most, TCP and the unix socket each; one "
-	  "more closes the oldest that has not sent the token, else gets 503 "
+	  "HTTP connections held at most, TCP, the unix socket and vsock "
+	  "each; one more closes the oldest that has not sent the token, else gets 503 "
 	  "and a close (default 16384)" },
 	{ "idle-timeout", OPT_MILLIS, OFF(idle_timeout_ms), 100, 86400000, "MS",
 	  "close a connection idle between requests after this (default 120000;"
@@ -108,13 +115,13 @@ static const struct opt opts[] = {
 	  "header lines of a request at most; one more gets 431 and a close "
 	  "(default 100)" },
 	{ "preauth-timeout", OPT_MILLIS, OFF(preauth_timeout_ms), 100,
-	  86400000, "MS", "with a token, a TCP connection that has not sent "
-	  "it yet must send a request within this of its start or its last "
-	  "answer, if shorter than --header-timeout (default 5000; units "
-	  "ms/s/m)" },
+	  86400000, "MS", "with a token, a TCP or vsock connection that "
+	  "has not sent it yet must send a request within this of its start "
+	  "or its last answer, if shorter than --header-timeout (default "
+	  "5000; units ms/s/m)" },
 	{ "max-peer-unproven", OPT_COUNT, OFF(max_peer_unproven), 1, 1000000,
-	  "N", "with a token, TCP connections of one peer address (IPv6: its "
-	  "/64) that have not sent it yet, at most; one more closes the "
+	  "N", "with a token, TCP or vsock connections of one peer address "
+	  "(IPv6: its /64; vsock: its CID) that have not sent it yet, at most; one more closes the "
 	  "peer's oldest that has nothing unread with a 503 (default 256)" },
 	{ "dual-stack", OPT_COUNT, OFF(dual_stack), 0, 1, "0|1",
 	  "also listen on the other family's twin of a wildcard or loopback "
@@ -217,6 +224,8 @@ static char	*config_env_name(const struct opt *);
 static int	config_env_add(struct config *, size_t *, const char *,
 		    const char *, unsigned);
 static int	config_env_defaults(struct config *);
+static int	config_vsock_alias(struct config *, const char *,
+		    enum source *);
 
 /* Set the defaults. */
 static void
@@ -226,7 +235,9 @@ config_defaults(struct config *cfg)
 	cfg->listen = xcalloc(2, sizeof *cfg->listen);
 	cfg->listen[0] = xstrdup(CONFIG_LISTEN_DEFAULT);
 	cfg->env = xcalloc(1, sizeof *cfg->env);
+	cfg->vsock_listen = xcalloc(1, sizeof *cfg->vsock_listen);
 	cfg->envd_listen = xcalloc(1, sizeof *cfg->envd_listen);
+	cfg->envd_vsock_listen = xcalloc(1, sizeof *cfg->envd_vsock_listen);
 	cfg->envd_max_message = CONFIG_ENVD_MAX_MESSAGE_DEFAULT;
 	cfg->socket_path = xstrdup(CONFIG_SOCKET_DEFAULT);
 	cfg->log_level = xstrdup("info");
@@ -541,6 +552,23 @@ config_env_defaults(struct config *cfg)
 	return (error);
 }
 
+/*
+ * agentd.vsock=PORT on the kernel command line: one more --vsock-listen
+ * port from the command line (beside agentd.vsock-listen=).
+ */
+static int
+config_vsock_alias(struct config *cfg, const char *value, enum source *seen)
+{
+	size_t	i;
+
+	for (i = 0; i < nitems(opts); i++) {
+		if (opts[i].off == offsetof(struct config, vsock_listen))
+			return (config_set(cfg, &opts[i], value, SOURCE_CMDLINE,
+			    &seen[i]));
+	}
+	return (-1);
+}
+
 /* Print the usage, one line per flag. */
 static void
 config_usage(FILE *f)
@@ -572,7 +600,7 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 	enum source	 seen[nitems(opts)];
 	char		*env, *name, *v;
 	size_t		 i;
-	int		 c, idx;
+	int		 c, idx, error = 0;
 
 	config_defaults(cfg);
 	cfg->pid1 = getpid() == 1;
@@ -593,6 +621,11 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 			free(v);
 		}
 		cfg->token = config_cmdline_get(cmdline, "agentd.token");
+		if ((v = config_cmdline_get(cmdline, "agentd.vsock")) != NULL)
+			error = config_vsock_alias(cfg, v, seen);
+		free(v);
+		if (error != 0)
+			return (-1);
 	}
 
 	/* The environment. */
@@ -675,7 +708,8 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 		    "--max-ring-bytes\n");
 		return (-1);
 	}
-	if (cfg->listen[0] == NULL && *cfg->socket_path == '\0') {
+	if (cfg->listen[0] == NULL && *cfg->socket_path == '\0' &&
+	    cfg->vsock_listen[0] == NULL) {
 		fprintf(stderr, "agentd: nothing to listen on\n");
 		return (-1);
 	}
@@ -691,10 +725,18 @@ config_free(struct config *cfg)
 	for (i = 0; cfg->listen != NULL && cfg->listen[i] != NULL; i++)
 		free(cfg->listen[i]);
 	free(cfg->listen);
+	for (i = 0; cfg->vsock_listen != NULL && cfg->vsock_listen[i] != NULL;
+	    i++)
+		free(cfg->vsock_listen[i]);
+	free(cfg->vsock_listen);
 	for (i = 0; cfg->envd_listen != NULL && cfg->envd_listen[i] != NULL;
 	    i++)
 		free(cfg->envd_listen[i]);
 	free(cfg->envd_listen);
+	for (i = 0; cfg->envd_vsock_listen != NULL &&
+	    cfg->envd_vsock_listen[i] != NULL; i++)
+		free(cfg->envd_vsock_listen[i]);
+	free(cfg->envd_vsock_listen);
 	for (i = 0; cfg->env != NULL && cfg->env[i] != NULL; i++)
 		free(cfg->env[i]);
 	free(cfg->env);

@@ -5,6 +5,7 @@
  * Precedence: flags > environment (AGENTD_<FLAG>, AGENTD_TOKEN) > kernel
  * command line (agentd.<flag>=, agentd.token=; only when PID 1) > defaults.
  * A list (--listen) given by a source replaces the lists of the sources below.
+ * agentd.vsock=PORT on the kernel command line is agentd.vsock-listen=PORT.
  */
 #ifndef AGENTD_CONFIG_H
 #define AGENTD_CONFIG_H
@@ -23,7 +24,8 @@
 #define CONFIG_STDIN_BUFFER_DEFAULT	(1u << 20)	/* bytes */
 #define CONFIG_PIPE_BYTES_DEFAULT	(1u << 20)	/* bytes */
 #define CONFIG_SHUTDOWN_GRACE_DEFAULT	5000		/* ms */
-#define CONFIG_MAX_CONNECTIONS_DEFAULT	16384	/* TCP; the unix socket as many */
+#define CONFIG_MAX_CONNECTIONS_DEFAULT	16384	/* TCP; the unix socket and
+						   vsock as many each */
 #define CONFIG_IDLE_TIMEOUT_DEFAULT	(120 * 1000)	/* ms */
 #define CONFIG_HEADER_TIMEOUT_DEFAULT	(10 * 1000)	/* ms */
 #define CONFIG_MAX_HEADERS_DEFAULT	100	/* header lines of a request */
@@ -54,8 +56,10 @@
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
 	char		**envd_listen;		/* envd's ADDR:PORT, NULL-terminated */
+	char		**envd_vsock_listen;	/* envd's vsock PORT, NULL-terminated */
 	uint64_t	  envd_max_message;	/* bytes of a Connect message */
 	char		 *socket_path;		/* "" disables */
+	char		**vsock_listen;		/* PORT, NULL-terminated */
 	char		 *token_file;
 	char		 *token;		/* NULL: no auth */
 	size_t		  token_len;

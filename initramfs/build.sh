@@ -1,9 +1,10 @@
 #!/bin/bash
 # initramfs/build.sh -- what `make initramfs` runs.
 #
-# Builds build-static/initramfs.cpio.gz: the static agentd as /init, busybox-static,
-# and the virtio NIC's kernel modules of the Debian kernel installed by the "e2e"
-# dependency group (linux-image-amd64). See initramfs/mkinitramfs.py for the contents.
+# Builds build-static/initramfs.cpio.gz: the static agentd as /init, the static
+# agentctl as /bin/agentctl, busybox-static, and the virtio NIC's and vsock's kernel
+# modules of the Debian kernel installed by the "e2e" dependency group
+# (linux-image-amd64). See initramfs/mkinitramfs.py for the contents.
 #
 # Environment:
 #   KVER               kernel version whose modules go in (default: the newest with
@@ -11,9 +12,13 @@
 #   AGENTD             the agentd binary (default: build-static/agentd/agentd, built
 #                      first by build-aux/static.sh)
 #   OUT                default build-static/initramfs.cpio.gz
+#   AGENTCTL           the agentctl binary (default: agentctl/agentctl beside
+#                      AGENTD's build directory, when it is there)
 #   MODULES            kernel modules to ship, dependencies added (default
-#                      virtio_pci,virtio_net: qemu's virtio-net-pci; and
-#                      inet_diag,tcp_diag,udp_diag: sock_diag for GET /v1/ports)
+#                      virtio_pci,virtio_net: qemu's virtio-net-pci;
+#                      inet_diag,tcp_diag,udp_diag: sock_diag for GET /v1/ports;
+#                      vsock,vmw_vsock_virtio_transport,vsock_loopback: the
+#                      --vsock-listen transports, loaded by agentd as PID 1)
 #   SOURCE_DATE_EPOCH  the mtime of every entry (default 0)
 #   NO_DEPS=1          do not run build-aux/deps.sh / static.sh (the caller did)
 set -euo pipefail
@@ -28,6 +33,10 @@ if [ "${NO_DEPS:-0}" != 1 ]; then
 fi
 AGENTD=${AGENTD:-build-static/agentd/agentd}
 OUT=${OUT:-build-static/initramfs.cpio.gz}
+if [ -z "${AGENTCTL+x}" ]; then
+	AGENTCTL=$(dirname "$(dirname "$AGENTD")")/agentctl/agentctl
+	[ -x "$AGENTCTL" ] || { echo "initramfs/build.sh: no $AGENTCTL: the initramfs has no agentctl" >&2; AGENTCTL=; }
+fi
 
 if [ -z "${KVER:-}" ]; then
 	KVER=$(for v in /lib/modules/*/modules.dep; do
@@ -38,5 +47,7 @@ if [ -z "${KVER:-}" ]; then
 fi
 
 mkdir -p "$(dirname "$OUT")"
-exec /usr/bin/python3 "$here/mkinitramfs.py" --agentd "$AGENTD" --kver "$KVER" \
-	--busybox /bin/busybox --modules "${MODULES-virtio_pci,virtio_net,inet_diag,tcp_diag,udp_diag}" --out "$OUT"
+exec /usr/bin/python3 "$here/mkinitramfs.py" --agentd "$AGENTD" ${AGENTCTL:+--agentctl "$AGENTCTL"} \
+	--kver "$KVER" --busybox /bin/busybox \
+	--modules "${MODULES-virtio_pci,virtio_net,inet_diag,tcp_diag,udp_diag,vsock,vmw_vsock_virtio_transport,vsock_loopback}" \
+	--out "$OUT"

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """initramfs/mkinitramfs.py -- agentd as /init of a bare VM, in a newc cpio.
 
-    mkinitramfs.py --agentd BIN --kver VERSION [--busybox BIN] [--moddir DIR]
-                   [--modules virtio_pci,virtio_net] --out FILE.cpio.gz
+    mkinitramfs.py --agentd BIN --kver VERSION [--agentctl BIN] [--busybox BIN]
+                   [--moddir DIR] [--modules virtio_pci,virtio_net] --out FILE.cpio.gz
 
 The archive holds, and nothing else:
   /init                       the static agentd
+  /bin/agentctl               the static agentctl (--agentctl), for a person debugging
+                              inside the VM (`agentctl ls`, `agentctl --vsock 1:PORT ls`)
   /bin/busybox                busybox-static, and a (relative) symlink to it for every applet
                               (`busybox --list-full`: /bin/sh, /bin/ls, /sbin/ip...;
                               not linuxrc nor init: agentd is the only init)
@@ -192,6 +194,7 @@ def main():
     ap.add_argument("--agentd", required=True, help="the static agentd binary")
     ap.add_argument("--kver", required=True, help="kernel version (uname -r)")
     ap.add_argument("--moddir", help="default /lib/modules/KVER")
+    ap.add_argument("--agentctl", help="the static agentctl binary (/bin/agentctl)")
     ap.add_argument("--busybox", default="/bin/busybox", help="busybox-static")
     ap.add_argument("--modules", default=DEFAULT_MODULES,
                     help="comma-separated modules to ship, their dependencies added "
@@ -204,7 +207,7 @@ def main():
     except ValueError:
         die("SOURCE_DATE_EPOCH is not a number")
 
-    for path in (args.agentd, args.busybox):
+    for path in (args.agentd, args.busybox) + ((args.agentctl,) if args.agentctl else ()):
         if not os.path.isfile(path):
             die(f"{path}: missing")
         if not is_static_elf(path):
@@ -224,6 +227,9 @@ def main():
         a.file("init", f.read(), 0o755)
     with open(args.busybox, "rb") as f:
         a.file("bin/busybox", f.read(), 0o755)
+    if args.agentctl:
+        with open(args.agentctl, "rb") as f:
+            a.file("bin/agentctl", f.read(), 0o755)
     for applet in busybox_applets(args.busybox):
         if applet != "bin/busybox":
             a.symlink(applet, os.path.relpath("bin/busybox", os.path.dirname(applet)))

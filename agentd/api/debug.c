@@ -20,6 +20,7 @@
 #include "api.h"
 #include "cgroup.h"
 #include "companion.h"
+#include "conn.h"
 #include "debug.h"
 #include "http.h"
 #include "log.h"
@@ -248,6 +249,8 @@ debug_stat(struct http_req *hr)
 	    session_count(), agentd_stats.sessions_started,
 	    session_ring_bytes_total(), agentd_stats.output_bytes,
 	    agentd_stats.zombies_reaped);
+	conn_stat(&b);
+	proto_buf_printf(&b, ", ");
 	debug_stat_sessions(&b);
 	proto_buf_printf(&b, "}");
 	http_reply(hr->req, 200, &b);

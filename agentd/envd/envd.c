@@ -51,13 +51,18 @@ envd_start(struct event_base *base, struct config *cfg)
 	size_t	i;
 
 	envd_cfg = cfg;
-	if (cfg->envd_listen == NULL || cfg->envd_listen[0] == NULL)
+	if (cfg->envd_listen[0] == NULL && cfg->envd_vsock_listen[0] == NULL)
 		return (0);
 	envd_connect_init(cfg->envd_max_message);
 	envd_route_register(envd_routes, nitems(envd_routes));
 	process_register(base, cfg);
 	for (i = 0; cfg->envd_listen[i] != NULL; i++) {
 		if (http_listen_routes(cfg->envd_listen[i], envd_route) != 0)
+			return (-1);
+	}
+	for (i = 0; cfg->envd_vsock_listen[i] != NULL; i++) {
+		if (http_listen_routes_vsock(cfg->envd_vsock_listen[i],
+		    envd_route) != 0)
 			return (-1);
 	}
 	return (0);

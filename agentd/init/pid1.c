@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "kmod.h"
 #include "log.h"
 #include "netcfg.h"
 #include "pid1.h"
@@ -92,6 +93,7 @@ static int	pid1_kmsg_holds(const char *);
 static void	pid1_kmsg_scrub(const char *);
 static int	pid1_initial_pidns(void);
 static void	pid1_protect_links(void);
+static void	pid1_vsock(const struct config *);
 static int	pid1_proc_stat(pid_t, pid_t *, unsigned long long *);
 static int	pid1_proc_cmp(const void *, const void *);
 static void	pid1_unmount_all(void);
@@ -208,11 +210,36 @@ pid1_setup(const struct config *cfg)
 			    strerror(errno));
 	}
 	pid1_protect_links();
+	pid1_vsock(cfg);
 	cmdline = pid1_cmdline();
 	pid1_network(cfg, cmdline);
 	if (cmdline != NULL)
 		pid1_hide_token(cmdline);
 	free(cmdline);
+}
+
+/*
+ * With --vsock-listen or --envd-vsock-listen, the vsock modules: the core, the virtio transport
+ * (the guest's side of vhost-vsock, Firecracker's and Cloud Hypervisor's
+ * vsock) and vsock_loopback (CID 1: agentctl --vsock 1:PORT inside the VM),
+ * each when shipped (initramfs/build.sh ships them) and not built in.  A
+ * bare VM has no modprobe to answer the kernel's request for the family.
+ */
+static void
+pid1_vsock(const struct config *cfg)
+{
+	static const char *const	 mods[] = {
+		"vsock", "vmw_vsock_virtio_transport", "vsock_loopback", NULL
+	};
+	int				 n;
+
+	if ((cfg->vsock_listen[0] == NULL &&
+	    cfg->envd_vsock_listen[0] == NULL) || !pid1_initial_pidns())
+		return;
+	if ((n = kmod_load_names(NULL, mods)) < 0)
+		log_debug("%s: no modules.dep: %s", __func__, strerror(-n));
+	else
+		log_info("%s: %d vsock modules loaded", __func__, n);
 }
 
 /*

@@ -15,9 +15,11 @@
  * with -Wl,--wrap=evhttp_connection_set_closecb, and on connections of ours
  * the wrapper records theirs, which ours calls first.
  *
- * Admission.  With a token configured, a TCP connection is unproven until
- * a request on it carries the token.  One connection too many closes the
- * oldest unproven one instead of being refused (conn_evict), and one peer
+ * Admission.  With a token configured, a TCP or vsock connection is
+ * unproven until a request on it carries the token; without one, vsock
+ * serves only the host's and this machine's CIDs (vsock.h).  One
+ * connection too many closes the oldest unproven one instead of being
+ * refused (conn_evict), and one peer
  * holds at most --max-peer-unproven of them (conn_peer_add): idle peers
  * cannot lock the platform out.
  *
@@ -46,6 +48,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
+#include <linux/vm_sockets.h>
 
 #include <errno.h>
 #include <malloc.h>
@@ -68,6 +71,7 @@
 #include "outq.h"
 #include "proto.h"
 #include "util.h"
+#include "vsock.h"
 
 #define CONN_INFLIGHT_MIN	(64u << 20) /* bytes of requests in flight, all
 					   connections together, at least */
@@ -83,6 +87,9 @@
 #define CONN_TRIM_MS		200	/* trim this long after the drop */
 #define CONN_URI_STACK		256	/* bytes of a request target checked
 					   without a malloc */
+#define CONN_POOLS_MAX		8	/* evhttps: APIs times transports */
+#define CONN_VSOCK_LOG_MAX	64	/* vsock connections logged ... */
+#define CONN_VSOCK_LOG_MS	10000	/* ... per this long */
 #define CONN_HOLD_COPY_MAX	4096	/* bytes of a read copied into the held
 					   bytes; larger reads move whole */
 
@@ -128,7 +135,8 @@ struct conn_refusal {
 
 /* The connections of one evhttp. */
 struct conn_pool {
-	int		 unix_socket;
+	enum conn_transport transport;
+	int		 unix_socket;	/* transport == CONN_UNIX */
 	int		 own_auth;	/* its routes check the token (envd) */
 	size_t		 nconns;	/* counted against --max-connections */
 	uint64_t	 rejected;	/* closed at once: one too many */
@@ -159,6 +167,7 @@ struct conn {
 	int			 busy;		/* a handler holds its request */
 	int			 shed;		/* on conn_shed: 413 or 503 */
 	int			 loopback;	/* its local address is */
+	int			 vsock_trusted;	/* vsock: the host or local */
 	int			 unproven;	/* on the pool's unproven list */
 	TAILQ_ENTRY(conn)	 uentry;	/* on the pool's unproven list */
 	struct conn_peer	*peer;		/* while unproven */
@@ -181,7 +190,8 @@ TAILQ_HEAD(conns, conn);
 
 static struct event_base	*conn_base;	/* the loop (conn_start's) */
 static const struct config	*cfg;
-static struct conn_pool		*pools[3];	/* TCP, unix, envd */
+static struct conn_pool		*pools[CONN_POOLS_MAX];	/* every evhttp's */
+static size_t			 npools;
 /* Connections accepted but not yet set up (conn_setup_cb's work). */
 static struct conns	 conn_pending = TAILQ_HEAD_INITIALIZER(conn_pending);
 static struct event	*conn_setup_ev;
@@ -251,6 +261,8 @@ static int		 conn_tchar(int);
 static int		 conn_is(const char *, size_t, const char *);
 static int		 conn_host_local(const char *, size_t);
 static int		 conn_origin_same(const struct conn_head *);
+static char		*conn_peer_name(struct conn *, char *, size_t);
+static void		 conn_log_vsock(struct conn *);
 
 /* Budgets and events, on the loop base. */
 void
@@ -273,28 +285,33 @@ conn_start(struct event_base *base, const struct config *c)
 
 /* A pool for one evhttp. */
 struct conn_pool *
-conn_pool_new(int unix_socket)
+conn_pool_new(enum conn_transport transport, int own_auth)
 {
 	struct conn_pool	*p;
 
+	if (npools == CONN_POOLS_MAX)
+		fatal("%s: more than %d pools", __func__, CONN_POOLS_MAX);
 	p = xcalloc(1, sizeof *p);
-	p->unix_socket = unix_socket;
+	p->transport = transport;
+	p->unix_socket = transport == CONN_UNIX;
+	p->own_auth = own_auth;
 	TAILQ_INIT(&p->unproven);
-	pools[unix_socket ? 1 : 0] = p;
+	pools[npools++] = p;
 	return (p);
 }
 
-/* A pool for the envd listeners' evhttp: TCP, its routes check the token. */
-struct conn_pool *
-conn_pool_new_envd(void)
+/* A transport's name, for logs and /debug/stat. */
+const char *
+conn_transport_name(enum conn_transport transport)
 {
-	struct conn_pool	*p;
-
-	p = xcalloc(1, sizeof *p);
-	p->own_auth = 1;
-	TAILQ_INIT(&p->unproven);
-	pools[2] = p;
-	return (p);
+	switch (transport) {
+	case CONN_UNIX:
+		return ("unix");
+	case CONN_VSOCK:
+		return ("vsock");
+	default:
+		return ("tcp");
+	}
 }
 
 /* Set up what was accepted (before evhttp_free). */
@@ -308,6 +325,8 @@ conn_flush(void)
 void
 conn_stop(void)
 {
+	size_t	i;
+
 	if (conn_setup_ev != NULL)
 		event_free(conn_setup_ev);
 	if (conn_shed_ev != NULL)
@@ -318,10 +337,11 @@ conn_stop(void)
 	free(conn_by_fd);
 	conn_by_fd = NULL;
 	conn_by_fd_len = 0;
-	free(pools[0]);
-	free(pools[1]);
-	free(pools[2]);
-	pools[0] = pools[1] = pools[2] = NULL;
+	for (i = 0; i < npools; i++) {
+		free(pools[i]);
+		pools[i] = NULL;
+	}
+	npools = 0;
 }
 
 /* A request is whole: no deadline while a handler holds it. */
@@ -419,6 +439,10 @@ conn_setup(struct conn *c)
 		}
 		conn_by_fd[c->fd] = c;
 	}
+	if (c->pool->transport == CONN_VSOCK) {
+		c->vsock_trusted = vsock_peer_local_or_host(c->fd);
+		conn_log_vsock(c);
+	}
 	if (!c->pool->unix_socket) {
 		c->loopback = conn_is_loopback(c->fd);
 		if (cfg->token != NULL) {
@@ -453,6 +477,7 @@ static int
 conn_evict(struct conn *c)
 {
 	struct conn	*v, *old = NULL;
+	char		 name[INET6_ADDRSTRLEN + 16];
 	int		 n = 0;
 
 	TAILQ_FOREACH(v, &c->pool->unproven, uentry) {
@@ -470,10 +495,13 @@ conn_evict(struct conn *c)
 	if (v == NULL && (v = old) == NULL)
 		return (-1);
 	if (conn_evicted++ % 1000 == 0)
-		log_warn("%s: %zu connections (--max-connections %llu): closing "
-		    "fd %d, which sent no token yet (%llu so far)", __func__,
-		    c->pool->nconns - 1, (unsigned long long)cfg->max_connections,
-		    v->fd, (unsigned long long)conn_evicted);
+		log_warn("%s: %zu %s connections (--max-connections %llu): "
+		    "closing fd %d (%s), which sent no token yet (%llu so far)",
+		    __func__, c->pool->nconns - 1,
+		    conn_transport_name(c->pool->transport),
+		    (unsigned long long)cfg->max_connections, v->fd,
+		    conn_peer_name(v, name, sizeof name),
+		    (unsigned long long)conn_evicted);
 	conn_send_error(v, 503, "too_many_connections", "--max-connections "
 	    "reached; a connection without the token gave way");
 	evhttp_connection_free(v->evcon);	/* conn_closed runs */
@@ -562,7 +590,10 @@ conn_peer_add(struct conn *c)
 		memcpy(key, &sin6->sin6_addr, 16);
 	else if (ss.ss_family == AF_INET6)
 		memcpy(key, &sin6->sin6_addr, 8);	/* the /64 */
-	else
+	else if (ss.ss_family == AF_VSOCK) {
+		key[8] = 0x76;		/* no IPv6 /64 has bytes 8..15 set */
+		memcpy(key + 12, &((struct sockaddr_vm *)&ss)->svm_cid, 4);
+	} else
 		return;
 	for (i = 0; i < sizeof key; i++)
 		h = (h ^ key[i]) * 16777619u;	/* FNV-1a */
@@ -624,10 +655,14 @@ conn_peer_drop(struct conn *c)
 static void
 conn_reject(struct conn *c)
 {
+	char	name[INET6_ADDRSTRLEN + 16];
+
 	if (c->pool->rejected++ == 0 || c->pool->rejected % 1000 == 0)
-		log_warn("%s: %zu connections (--max-connections %llu): "
-		    "closing new ones (%llu so far)", __func__, c->pool->nconns - 1,
-		    (unsigned long long)cfg->max_connections,
+		log_warn("%s: %zu %s connections (--max-connections %llu): "
+		    "closing new ones, fd %d (%s) now (%llu so far)", __func__,
+		    c->pool->nconns - 1, conn_transport_name(c->pool->transport),
+		    (unsigned long long)cfg->max_connections, c->fd,
+		    conn_peer_name(c, name, sizeof name),
 		    (unsigned long long)c->pool->rejected);
 	conn_send_error(c, 503, "too_many_connections",
 	    "--max-connections reached");
@@ -1353,7 +1388,8 @@ conn_origin_same(const struct conn_head *h)
 /*
  * What agentd wants of a request before reading its body: one Host (on
  * HTTP/1.1), without a token configured a Host that is a loopback name
- * or an address (TCP), no cross-site
+ * or an address (TCP, vsock), from vsock without a token the host or
+ * this machine (CID 2, 1), no cross-site
  * browser origin, the token before a body, a body within --max-body, and
  * no Expect but 100-continue.  Returns 0, or -1 with a refusal.
  */
@@ -1372,6 +1408,15 @@ conn_policy(struct conn *c, const struct conn_head *h,
 	 * Docker forward to any of our addresses: every TCP listener.  With
 	 * a token it can do nothing, and a sidecar proxy that connects over
 	 * loopback may pass the platform's own Host on.
+	 */
+	if (c->pool->transport == CONN_VSOCK && cfg->token == NULL &&
+	    !c->vsock_trusted)
+		return (conn_refusal(r, 403, "forbidden_peer", "without a "
+		    "token, vsock peers other than the host (CID 2) and this "
+		    "machine (CID 1) are refused"));
+	/*
+	 * On vsock too: a host-side proxy (socat, Firecracker's unix socket)
+	 * may carry a browser's request as well as the platform's.
 	 */
 	if (!c->pool->unix_socket && cfg->token == NULL && h->host != NULL &&
 	    !conn_host_local(h->host, h->host_len))
@@ -1547,7 +1592,8 @@ conn_probe(int secs, int count)
 	int		 on = secs > 0;
 
 	for (i = 0; i < conn_by_fd_len; i++) {
-		if ((c = conn_by_fd[i]) == NULL || c->pool->unix_socket)
+		if ((c = conn_by_fd[i]) == NULL ||
+		    c->pool->transport != CONN_TCP)
 			continue;
 		if (on && (setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs,
 		    sizeof secs) == -1 || setsockopt(c->fd, IPPROTO_TCP,
@@ -1567,4 +1613,112 @@ conn_probe(int secs, int count)
 		n++;
 	}
 	return (n);
+}
+
+/*
+ * A connection's peer for logs and /debug/stat: ADDR:PORT on TCP ([V6]:PORT),
+ * vsock:CID:PORT, "uid N" on the unix socket, "?" when it cannot be had.
+ */
+static char *
+conn_peer_name(struct conn *c, char *buf, size_t len)
+{
+	struct sockaddr_storage	 ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_vm	*svm = (struct sockaddr_vm *)&ss;
+	struct ucred		 cred;
+	socklen_t		 sslen = sizeof ss, clen = sizeof cred;
+	char			 a[INET6_ADDRSTRLEN];
+
+	snprintf(buf, len, "?");
+	if (c->fd < 0)
+		return (buf);
+	if (c->pool->unix_socket) {
+		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred,
+		    &clen) == 0)
+			snprintf(buf, len, "uid %u", (unsigned)cred.uid);
+		return (buf);
+	}
+	memset(&ss, 0, sizeof ss);
+	if (getpeername(c->fd, (struct sockaddr *)&ss, &sslen) != 0)
+		return (buf);
+	if (ss.ss_family == AF_VSOCK)
+		vsock_name(buf, len, svm->svm_cid, svm->svm_port);
+	else if (ss.ss_family == AF_INET && inet_ntop(AF_INET,
+	    &sin->sin_addr, a, sizeof a) != NULL)
+		snprintf(buf, len, "%s:%u", a, ntohs(sin->sin_port));
+	else if (ss.ss_family == AF_INET6 && inet_ntop(AF_INET6,
+	    &sin6->sin6_addr, a, sizeof a) != NULL)
+		snprintf(buf, len, "[%s]:%u", a, ntohs(sin6->sin6_port));
+	return (buf);
+}
+
+/*
+ * Log a vsock connection with its peer (vsock:CID:PORT): few come (the
+ * platform's), but a peer that floods does not flood the console, which as
+ * PID 1 is a serial line: CONN_VSOCK_LOG_MAX lines per CONN_VSOCK_LOG_MS,
+ * then how many went unlogged.
+ */
+static void
+conn_log_vsock(struct conn *c)
+{
+	static int64_t	 since_ms = INT64_MIN;
+	static unsigned	 logged;
+	static uint64_t	 quiet;
+	char		 name[INET6_ADDRSTRLEN + 16];
+	int64_t		 now = clock_mono_ms();
+
+	if (since_ms == INT64_MIN || now - since_ms >= CONN_VSOCK_LOG_MS) {
+		if (quiet > 0)
+			log_info("%s: %llu vsock connections not logged in "
+			    "%d ms", __func__, (unsigned long long)quiet,
+			    CONN_VSOCK_LOG_MS);
+		since_ms = now;
+		logged = 0;
+		quiet = 0;
+	}
+	if (logged++ >= CONN_VSOCK_LOG_MAX) {
+		quiet++;
+		return;
+	}
+	log_info("%s: fd %d: %s%s", __func__, c->fd,
+	    conn_peer_name(c, name, sizeof name),
+	    c->vsock_trusted || cfg->token != NULL ? "" :
+	    " (neither the host nor local: refused without a token)");
+}
+
+/* The connections set up now, for /debug/stat. */
+void
+conn_stat(struct proto_buf *b)
+{
+	struct conn	*c;
+	char		 name[INET6_ADDRSTRLEN + 16];
+	size_t		 i, listed = 0, t, n;
+	const char	*sep = "";
+
+	proto_buf_printf(b, "\"connections\": [");
+	for (i = 0; i < conn_by_fd_len && listed < CONN_STAT_MAX; i++) {
+		if ((c = conn_by_fd[i]) == NULL)
+			continue;
+		proto_buf_printf(b, "%s{\"fd\": %d, \"transport\": \"%s\", "
+		    "\"peer\": ", sep, c->fd,
+		    conn_transport_name(c->pool->transport));
+		conn_peer_name(c, name, sizeof name);
+		proto_buf_json_string(b, name, strlen(name));
+		proto_buf_printf(b, ", \"busy\": %s, \"unproven\": %s}",
+		    c->busy ? "true" : "false", c->unproven ? "true" : "false");
+		sep = ", ";
+		listed++;
+	}
+	proto_buf_printf(b, "], \"connections_listed\": %zu, "
+	    "\"connections_by_transport\": {", listed);
+	for (t = 0; t < CONN_TRANSPORTS; t++) {
+		for (n = 0, i = 0; i < npools; i++) {
+			if (pools[i]->transport == t)
+				n += pools[i]->nconns;
+		}
+		proto_buf_printf(b, "%s\"%s\": %zu", t > 0 ? ", " : "",
+		    conn_transport_name(t), n);
+	}
+	proto_buf_printf(b, "}");
 }

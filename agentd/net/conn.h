@@ -16,19 +16,29 @@ struct event_base;
 struct evhttp_request;
 struct proto_buf;
 
-/* The connections of one evhttp: TCP, or the unix socket. */
+/* The connections of one evhttp: TCP, the unix socket, or vsock. */
 struct conn_pool;
+
+/* What a pool's connections come over; each has its --max-connections. */
+enum conn_transport {
+	CONN_TCP,	/* the token when one is set; a loopback or address Host
+			   without one */
+	CONN_UNIX,	/* checked by uid (http.c), no token */
+	CONN_VSOCK,	/* as TCP; without a token, the host's and this
+			   machine's CIDs only (vsock.h) */
+	CONN_TRANSPORTS
+};
 
 /* Start: budgets and events from the configuration. */
 void	 conn_start(struct event_base *, const struct config *);
-/* A pool for an evhttp; unix_socket: its peers are checked by uid. */
-struct conn_pool *conn_pool_new(int unix_socket);
 /*
- * A pool for the envd listeners (envd.h): TCP, whose routes check the
+ * A pool for an evhttp of a transport; own_auth: its routes check the
  * token themselves, so a body is read without one (envd's POST /init and
- * signed /files URLs need none).
+ * signed /files URLs need none).  Each pool counts its --max-connections.
  */
-struct conn_pool *conn_pool_new_envd(void);
+struct conn_pool *conn_pool_new(enum conn_transport, int own_auth);
+/* "tcp", "unix" or "vsock". */
+const char *conn_transport_name(enum conn_transport);
 /* For evhttp_set_bevcb(h, conn_bevcb, pool). */
 struct bufferevent *conn_bevcb(struct event_base *, void *pool);
 /* Set up what was accepted; call before evhttp_free(). */
@@ -52,5 +62,14 @@ size_t	 conn_probe(int secs, int count);
 
 /* Append the counters of admission to a /metrics answer. */
 void	 conn_metrics(struct proto_buf *);
+
+/*
+ * Append "connections": [...] to a JSON object being built (/debug/stat):
+ * each set-up connection's fd, transport, peer (ADDR:PORT, vsock:CID:PORT,
+ * or uid N on the unix socket) and state, CONN_STAT_MAX at most, then
+ * "connections_listed" and per-transport counts.
+ */
+void	 conn_stat(struct proto_buf *);
+#define CONN_STAT_MAX	256	/* connections listed by conn_stat() */
 
 #endif /* AGENTD_CONN_H */

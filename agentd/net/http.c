@@ -36,6 +36,7 @@
 #include "httpcore.h"
 #include "log.h"
 #include "util.h"
+#include "vsock.h"
 
 #define HTTP_BACKLOG		1024	/* connections waiting for accept */
 #define HTTP_WRITE_MAX		(1024 * 1024) /* bytes of one write to a client */
@@ -46,39 +47,53 @@
 #define HTTP_ACCEPT_LOG_MS	10000	/* log accept failures at most this often */
 #define HTTP_FDS_SPARE		256	/* fds besides connections and sessions */
 
+/*
+ * Which API a listener serves: agentd's own (API.md), or envd's, whose
+ * routes check the token themselves (http_listen_routes()).  Another
+ * protocol is one more value and its routes in http_routes[].
+ */
+enum http_api {
+	HTTP_API_AGENTD,
+	HTTP_API_ENVD,		/* its own routes and auth (envd.h) */
+	HTTP_APIS
+};
+
 /* One listening socket. */
 struct http_listener {
 	struct evhttp_bound_socket	*bound;
 	struct evconnlistener		*lev;
 	struct event			*resume;	/* after EMFILE */
 	char				*name;
-	int				 unix_socket;
+	enum conn_transport		 transport;
 };
 
-/* An evhttp and its connections: one for TCP, one for the unix socket. */
+/*
+ * An evhttp and its connections: one per API and transport (TCP, the unix
+ * socket, vsock), made with its first listener; each counts its own
+ * --max-connections.
+ */
 struct http_server {
 	struct evhttp		*h;
 	struct conn_pool	*pool;
+	enum conn_transport	 transport;
 	int			 unix_socket;
-	http_route_fn		 route;		/* its own routes and auth, or
-						   NULL: the API's (envd) */
+	int			 own_auth;	/* its routes check the token
+						   and limits (envd) */
+	http_route_fn		 route;
 };
 
-static struct http_server	 http_tcp;
-static struct http_server	 http_unix;
-static struct http_server	 http_envd;	/* --envd-listen */
+static struct http_server	 http_servers[HTTP_APIS][CONN_TRANSPORTS];
+static http_route_fn		 http_routes[HTTP_APIS];
 static struct http_listener	*listeners;
 static size_t			 nlisteners;
 static const struct config	*cfg;
 static struct event_base	*http_base;	/* the loop (http_start's) */
-static http_route_fn		 http_route;	/* the routes (api_route) */
 static char			*unix_path;	/* to unlink at the end */
 static int64_t			 accept_logged_ms = -HTTP_ACCEPT_LOG_MS;
 static uint64_t			 accept_failures;
 static int			 http_closing;	/* the loop is over: 503 */
 
-static void		 http_new(struct http_server *, int unix_socket,
-			     struct conn_pool *);
+static struct http_server *http_server(enum http_api, enum conn_transport);
 static void		 http_dispatch(struct evhttp_request *, void *);
 static int		 http_authorized(struct http_req *);
 static int		 http_peer_ok(struct evhttp_request *);
@@ -91,9 +106,11 @@ static int		 http_listed(const char *, const char *);
 static int		 http_bind_tcp(struct http_server *, const char *,
 			     const char *, const char *, int twin);
 static int		 http_listen_unix(const char *);
+static int		 http_listen_vsock(const char *, enum http_api,
+			     const char *flag);
 static int		 http_unix_clear(const struct sockaddr_un *);
-static void		 http_add_listener(struct evhttp *, int fd,
-			     const char *name, int unix_socket);
+static void		 http_add_listener(struct http_server *, int fd,
+			     const char *name);
 static void		 http_accept_error(struct evconnlistener *, void *);
 static void		 http_accept_resume(evutil_socket_t, short, void *);
 static void		 http_free_buf(const void *, size_t, void *);
@@ -103,19 +120,25 @@ static const char	*http_reason(int);
 static struct event	*http_watch(struct evhttp_request *, short,
 			    void (*)(evutil_socket_t, short, void *), void *);
 
-/* Create an evhttp serving the API. */
-static void
-http_new(struct http_server *srv, int unix_socket, struct conn_pool *pool)
+/* The evhttp serving api over transport, made the first time. */
+static struct http_server *
+http_server(enum http_api api, enum conn_transport transport)
 {
-	struct timeval	 tv;
-	struct evhttp	*h;
+	struct http_server	*srv = &http_servers[api][transport];
+	struct timeval		 tv;
+	struct evhttp		*h;
 
+	if (srv->h != NULL)
+		return (srv);
 	if ((h = evhttp_new(http_base)) == NULL)
 		fatal("%s: evhttp_new failed", __func__);
 	srv->h = h;
-	srv->unix_socket = unix_socket;
+	srv->transport = transport;
+	srv->unix_socket = transport == CONN_UNIX;
+	srv->route = http_routes[api];
+	srv->own_auth = api != HTTP_API_AGENTD;
 	evhttp_set_gencb(h, http_dispatch, srv);
-	srv->pool = pool;
+	srv->pool = conn_pool_new(transport, srv->own_auth);
 	evhttp_set_bevcb(h, conn_bevcb, srv->pool);
 	/*
 	 * Every method, unknown ones too (evhttp's internal bit 15): evhttp
@@ -135,6 +158,7 @@ http_new(struct http_server *srv, int unix_socket, struct conn_pool *pool)
 	evhttp_set_timeout_tv(h, timeval_ms(&tv, cfg->idle_timeout_ms));
 	evhttp_set_flags(h, EVHTTP_SERVER_LINGERING_CLOSE);
 	evhttp_set_default_content_type(h, "application/json");
+	return (srv);
 }
 
 /*
@@ -246,7 +270,7 @@ http_bind_tcp(struct http_server *srv, const char *host, const char *port,
 	    listen(fd, HTTP_BACKLOG) == -1)
 		goto fail;
 	freeaddrinfo(res);
-	http_add_listener(srv->h, fd, name, 0);
+	http_add_listener(srv, fd, name);
 	log_info("%s: listening on %s", __func__, name);
 	return (0);
 fail:
@@ -342,7 +366,7 @@ http_listen_unix(const char *path)
 	if (chmod(path, 0600) == -1 || listen(fd, HTTP_BACKLOG) == -1)
 		goto fail;
 	unix_path = xstrdup(path);
-	http_add_listener(http_unix.h, fd, path, 1);
+	http_add_listener(http_server(HTTP_API_AGENTD, CONN_UNIX), fd, path);
 	log_info("%s: listening on %s", __func__, path);
 	return (0);
 fail:
@@ -352,21 +376,49 @@ fail:
 	return (-1);
 }
 
-/* Hand a listening fd to evhttp; accept backs off on EMFILE. */
+/*
+ * Listen on a vsock port, any CID, and serve api there (flag: the option
+ * that asked, for the log).  Without the vsock module (a kernel that lacks
+ * it, or a container) agentd does not start: the platform asked for it.
+ */
+static int
+http_listen_vsock(const char *spec, enum http_api api, const char *flag)
+{
+	const char	*cause;
+	char		 name[VSOCK_NAME_MAX];
+	uint32_t	 port;
+	int		 fd;
+
+	if (vsock_parse_port(spec, &port, &cause) != 0) {
+		log_error("%s: %s %s: %s", __func__, flag, spec, cause);
+		return (-1);
+	}
+	snprintf(name, sizeof name, "vsock:*:%u", port);
+	if ((fd = vsock_listen(port, HTTP_BACKLOG)) == -1) {
+		log_error("%s: %s %s: %s%s", __func__, flag, spec,
+		    strerror(errno), errno == EAFNOSUPPORT ? " (no vsock in "
+		    "this kernel: the vsock module is not loaded)" : "");
+		return (-1);
+	}
+	http_add_listener(http_server(api, CONN_VSOCK), fd, name);
+	log_info("%s: listening on vsock port %u (any CID)", __func__, port);
+	return (0);
+}
+
+/* Hand a listening fd to srv; accept backs off on EMFILE. */
 static void
-http_add_listener(struct evhttp *h, int fd, const char *name,
-    int unix_socket)
+http_add_listener(struct http_server *srv, int fd, const char *name)
 {
 	struct http_listener	*l;
 
 	listeners = xrealloc(listeners, (nlisteners + 1) * sizeof *listeners);
 	l = &listeners[nlisteners++];
 	memset(l, 0, sizeof *l);
-	if ((l->bound = evhttp_accept_socket_with_handle(h, fd)) == NULL)
+	if ((l->bound = evhttp_accept_socket_with_handle(srv->h, fd)) == NULL)
 		fatal("%s: evhttp_accept_socket_with_handle failed", __func__);
 	l->lev = evhttp_bound_socket_get_listener(l->bound);
 	l->name = xstrdup(name);
-	l->unix_socket = unix_socket;
+	l->transport = srv->transport;
 	l->resume = evtimer_new(http_base, http_accept_resume, l->lev);
 	evconnlistener_set_error_cb(l->lev, http_accept_error);
 }
@@ -417,7 +469,9 @@ http_raise_nofile(void)
 {
 	int64_t	want, got;
 
-	want = (int64_t)(2 * cfg->max_connections + 4 * cfg->max_sessions +
+	want = (int64_t)((2 + (cfg->vsock_listen[0] != NULL) +
+	    (cfg->envd_listen[0] != NULL) +
+	    (cfg->envd_vsock_listen[0] != NULL)) * cfg->max_connections + 4 * cfg->max_sessions +
 	    HTTP_FDS_SPARE);
 	if ((got = nofile_raise((uint64_t)want, cfg->pid1)) >= 0 && got < want)
 		log_info("%s: %lld fds allowed, %lld would hold every "
@@ -434,34 +488,50 @@ http_start(struct event_base *base, const struct config *c,
 	size_t	i;
 
 	http_base = base;
-	http_route = route;
+	http_routes[HTTP_API_AGENTD] = route;
 	cfg = c;
 	httpcore_token(cfg->token, cfg->token_len);
 	http_raise_nofile();
 	conn_start(base, cfg);
-	http_new(&http_tcp, 0, conn_pool_new(0));
-	http_new(&http_unix, 1, conn_pool_new(1));
+	/* Made now, so that a request over either is answered at once. */
+	http_server(HTTP_API_AGENTD, CONN_TCP);
+	http_server(HTTP_API_AGENTD, CONN_UNIX);
 	for (i = 0; cfg->listen[i] != NULL; i++) {
-		if (http_listen_tcp(&http_tcp, cfg->listen[i]) != 0)
+		if (http_listen_tcp(http_server(HTTP_API_AGENTD, CONN_TCP),
+		    cfg->listen[i]) != 0)
 			return (-1);
 	}
 	if (*cfg->socket_path != '\0' && http_listen_unix(cfg->socket_path) != 0)
 		return (-1);
+	for (i = 0; cfg->vsock_listen[i] != NULL; i++) {
+		if (http_listen_vsock(cfg->vsock_listen[i], HTTP_API_AGENTD,
+		    "--vsock-listen") != 0)
+			return (-1);
+	}
 	if (cfg->token == NULL && cfg->listen[0] != NULL)
 		log_warn("%s: no token configured: TCP requests are not "
 		    "authenticated (--token-file or AGENTD_TOKEN)", __func__);
+	if (cfg->token == NULL && cfg->vsock_listen[0] != NULL)
+		log_warn("%s: no token configured: vsock requests from the host "
+		    "(CID 2) and this machine (CID 1) are not authenticated, "
+		    "other CIDs are refused", __func__);
 	return (0);
 }
 
-/* Listen on spec for routes of their own (envd's), after http_start(). */
+/* Listen on spec for envd's routes, after http_start(). */
 int
 http_listen_routes(const char *spec, http_route_fn route)
 {
-	if (http_envd.h == NULL) {
-		http_new(&http_envd, 0, conn_pool_new_envd());
-		http_envd.route = route;
-	}
-	return (http_listen_tcp(&http_envd, spec));
+	http_routes[HTTP_API_ENVD] = route;
+	return (http_listen_tcp(http_server(HTTP_API_ENVD, CONN_TCP), spec));
+}
+
+/* Listen on a vsock port for envd's routes, after http_start(). */
+int
+http_listen_routes_vsock(const char *port, http_route_fn route)
+{
+	http_routes[HTTP_API_ENVD] = route;
+	return (http_listen_vsock(port, HTTP_API_ENVD, "--envd-vsock-listen"));
 }
 
 /* Stop accepting new connections, and answer new requests 503. */
@@ -481,7 +551,8 @@ http_stop_accepting(void)
 void
 http_free(void)
 {
-	size_t	i;
+	struct http_server	*srv;
+	size_t			 i;
 
 	for (i = 0; i < nlisteners; i++) {
 		event_free(listeners[i].resume);
@@ -491,13 +562,12 @@ http_free(void)
 	listeners = NULL;
 	nlisteners = 0;
 	conn_flush();	/* accepted, not yet set up */
-	if (http_tcp.h != NULL)
-		evhttp_free(http_tcp.h);	/* each http_conn_closed runs */
-	if (http_unix.h != NULL)
-		evhttp_free(http_unix.h);
-	if (http_envd.h != NULL)
-		evhttp_free(http_envd.h);
-	http_tcp.h = http_unix.h = http_envd.h = NULL;
+	for (i = 0; i < HTTP_APIS * CONN_TRANSPORTS; i++) {
+		srv = &http_servers[i / CONN_TRANSPORTS][i % CONN_TRANSPORTS];
+		if (srv->h != NULL)
+			evhttp_free(srv->h);	/* each http_conn_closed runs */
+		srv->h = NULL;
+	}
 	http_spares_free();	/* after the answers still queued */
 	conn_stop();
 	if (unix_path != NULL) {
@@ -576,7 +646,7 @@ http_dispatch(struct evhttp_request *req, void *arg)
 	hr.content_type = ct != NULL ? ct : "";
 
 	len = evbuffer_get_length(in);
-	if (srv->route != NULL) {	/* its own limits and auth */
+	if (srv->own_auth) {		/* its own limits and auth */
 		if (evbuffer_add(in, "", 1) != 0 ||
 		    (hr.body = (const char *)evbuffer_pullup(in, -1)) == NULL) {
 			http_reply_oom(req);
@@ -601,7 +671,7 @@ http_dispatch(struct evhttp_request *req, void *arg)
 	}
 
 	if (!hr.unix_peer && strcmp(hr.path, "/healthz") == 0) {
-		http_route(&hr);
+		srv->route(&hr);
 		return;
 	}
 	if (!http_authorized(&hr)) {
@@ -612,7 +682,7 @@ http_dispatch(struct evhttp_request *req, void *arg)
 		    "missing or wrong token");
 		return;
 	}
-	http_route(&hr);
+	srv->route(&hr);
 }
 
 /* Whether a Content-Type is type, parameters aside. */

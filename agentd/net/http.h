@@ -1,13 +1,14 @@
 /*
- * http.h -- the HTTP side of agentd: listeners (TCP and the unix socket),
- * auth, routing, and the one shape of answers.
+ * http.h -- the HTTP side of agentd: listeners (TCP, the unix socket and
+ * vsock), auth, routing, and the one shape of answers.
  *
  * What happens to a connection before a handler sees its request (limits,
  * the checks of a request's head, deadlines) is conn.h's.
  *
- * Both transports serve the same routes.  TCP requests carry the token when
- * one is configured; unix-socket requests are checked by the peer's uid
- * (SO_PEERCRED: root or agentd's own uid) and need no token.
+ * Every transport serves the same routes.  TCP and vsock requests carry the
+ * token when one is configured (without one, vsock serves only the host's
+ * and this machine's CIDs: conn.c); unix-socket requests are checked by the
+ * peer's uid (SO_PEERCRED: root or agentd's own uid) and need no token.
  * Event loop thread only.
  */
 #ifndef AGENTD_HTTP_H
@@ -55,6 +56,11 @@ int	http_start(struct event_base *, const struct config *, http_route_fn);
  * -1 after logging why.
  */
 int	http_listen_routes(const char *spec, http_route_fn route);
+/*
+ * The same on a vsock port (--envd-vsock-listen PORT, any CID), with
+ * vsock's rules of conn.h.  Returns 0, or -1 after logging why.
+ */
+int	http_listen_routes_vsock(const char *port, http_route_fn route);
 /* Stop accepting (shutdown); requests that still come get 503. */
 void	http_stop_accepting(void);
 /* Free everything (after shutdown). */

@@ -200,7 +200,8 @@ class Agentd:
     # -- agentctl --------------------------------------------------------
     def ctl_env(self, tcp=False, token=True, extra=None):
         env = dict(os.environ)
-        for k in ('AGENTD_URL', 'AGENTD_TOKEN', 'AGENTD_SOCKET'):
+        for k in ('AGENTD_URL', 'AGENTD_TOKEN', 'AGENTD_SOCKET',
+                  'AGENTD_VSOCK'):
             env.pop(k, None)
         if tcp:
             env['AGENTD_URL'] = 'http://127.0.0.1:%d' % self.port

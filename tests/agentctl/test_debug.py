@@ -1,7 +1,9 @@
 """GET /debug/stat, GET /debug/logs, agentctl stat and agentctl logs."""
 
+import http.client
 import json
 import os
+import subprocess
 import threading
 
 from ctlharness import CtlTestCase, wait_until
@@ -34,6 +36,53 @@ class TestDebug(CtlTestCase):
         self.assertGreaterEqual(j['loop_lag']['max_ms'],
                                 j['loop_lag']['last_ms'])
         self.assertGreaterEqual(j['loop_lag']['last_ms'], 0)
+
+    def test_stat_connections(self):
+        """Each open connection with its transport and peer: a TCP long-poll
+        held from 127.0.0.1:PORT, and this request's unix socket (uid)."""
+        sid = self.uid('conn')
+        self.agentd.create(id=sid, argv=['sleep', '60'])
+        conn = http.client.HTTPConnection('127.0.0.1', self.agentd.port,
+                                          timeout=30)
+        try:
+            conn.connect()
+            local = conn.sock.getsockname()
+            conn.putrequest('GET', '/v1/sessions/%s?cursor=0&wait_ms=10000'
+                            % sid)
+            conn.putheader('Authorization', 'Bearer ' + self.agentd.token)
+            conn.endheaders()
+
+            def held():
+                j = self.stat()
+                mine = [c for c in j['connections']
+                        if c['peer'] == '127.0.0.1:%d' % local[1]]
+                return (j, mine[0]) if mine and mine[0]['busy'] else None
+            j, c = wait_until(held, what='the long-poll in /debug/stat')
+            self.assertEqual(c['transport'], 'tcp')
+            self.assertFalse(c['unproven'])
+            self.assertIsInstance(c['fd'], int)
+            unix = [c for c in j['connections'] if c['transport'] == 'unix']
+            self.assertIn('uid %d' % os.getuid(), [c['peer'] for c in unix])
+            self.assertEqual(j['connections_listed'], len(j['connections']))
+            by = j['connections_by_transport']
+            self.assertGreaterEqual(by['tcp'], 1)
+            self.assertGreaterEqual(by['unix'], 1)
+            self.assertEqual(by['vsock'], 0)
+        finally:
+            conn.close()
+            self.agentd.api('DELETE', '/v1/sessions/%s?grace_ms=0' % sid)
+
+    def test_vsock_listen_bad_port(self):
+        """--vsock-listen takes 1..4294967294 and stops the start
+        otherwise (the parse fails before any vsock socket is made)."""
+        for port in ('0', '4294967295', 'x', '-1'):
+            p = subprocess.run(
+                [self.agentd.binary, '--listen', '127.0.0.1:0', '--socket',
+                 '', '--vsock-listen', port], stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+            self.assertEqual(p.returncode, 1, p.stdout)
+            self.assertIn(b'--vsock-listen %s: a vsock port is a number in '
+                          b'1..4294967294' % port.encode(), p.stdout)
 
     def test_stat_rings_and_readers(self):
         sid = self.uid('ring')

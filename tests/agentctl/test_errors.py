@@ -154,6 +154,42 @@ class TestTcp(CtlTestCase):
         self.assertRc(p, 0)
         self.assertEqual(p.stdout, data)
 
+    def test_vsock_address(self):
+        """--vsock CID:PORT is parsed before anything is opened; -s wins
+        over it (no vsock socket is ever made here: the host's vsock is
+        not the tests')."""
+        for spec, why in (('1:0', b'a vsock port is a number in '
+                           b'1..4294967294'),
+                          ('x', b'want CID:PORT'),
+                          ('4294967295:5', b'the CID is a number'),
+                          ('host:', b'a vsock port')):
+            p = self.ctl('--vsock', spec, 'ls')
+            self.assertRc(p, 1)
+            self.assertIn(b'--vsock ' + spec.encode() + b': ' + why, p.stderr)
+        p = self.ctl('ls', env={'AGENTD_VSOCK': 'nope'})
+        self.assertRc(p, 1)
+        self.assertIn(b'--vsock nope: want CID:PORT', p.stderr)
+        # -s wins over --vsock and AGENTD_VSOCK.
+        p = self.ctl('-s', self.agentd.socket, '--vsock', '1:0', 'ls',
+                     env={'AGENTD_VSOCK': 'nope'})
+        self.assertRc(p, 0)
+        # --url wins over AGENTD_VSOCK.
+        p = self.ctl('--url', 'http://127.0.0.1:%d' % self.agentd.port, 'ls',
+                     env={'AGENTD_VSOCK': 'nope',
+                          'AGENTD_TOKEN': self.agentd.token})
+        self.assertRc(p, 0)
+
+    def test_pipe(self):
+        """agentctl pipe: raw bytes both ways, until agentd closes."""
+        req = (b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n'
+               b'GET /v1/sessions HTTP/1.1\r\nHost: localhost\r\n'
+               b'Connection: close\r\n\r\n')
+        p = self.ctl('pipe', input=req)
+        self.assertRc(p, 0)
+        self.assertEqual(p.stdout.count(b'HTTP/1.1 200 OK\r\n'), 2, p.stdout)
+        p = self.ctl('pipe', 'extra', input=b'')
+        self.assertRc(p, 2)
+
     def test_tcp_url_forms(self):
         for url in ('http://127.0.0.1:%d' % self.agentd.port,
                     'http://127.0.0.1:%d/' % self.agentd.port,

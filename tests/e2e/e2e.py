@@ -6,11 +6,13 @@ Boots Debian's kernel with build-static/initramfs.cpio.gz in qemu-system-x86_64
 networking with a host forward to the guest's 49984), the token and the address
 on the kernel command line:
 
-    console=ttyS0 panic=-1 agentd.token=TOKEN ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off
+    console=ttyS0 panic=-1 agentd.token=TOKEN ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off agentd.vsock=49984 ...
 
 then, over HTTP from the host: healthz (pid 1), auth enforced, a short command's
 output and exit code, a PTY session and its size, the mounts, the NIC's modules and
-the routes, a resize; then Ctrl-Alt-Del through the monitor (sendkey
+the routes, a resize, containment; the API over vsock (agentd.vsock=49984) from
+inside the guest through vsock_loopback (CID 1) with agentctl --vsock, and a second
+agentd without a token on another vsock port (--max-connections 3); then Ctrl-Alt-Del through the monitor (sendkey
 ctrl-alt-delete): a graceful shutdown, the VM powers off, qemu exits by itself,
 and the console shows no kernel panic. Prints the boot-to-healthz time.
 
@@ -83,11 +85,14 @@ def initramfs_path(path):
     if not agentd and os.path.exists(os.path.join(ROOT, "build-static", "agentd", "agentd")):
         agentd = os.path.join(ROOT, "build-static", "agentd", "agentd")
     script = os.path.join(ROOT, "initramfs", "mkinitramfs.py")
+    # initramfs/build.sh takes the agentctl beside agentd's build directory.
+    agentctl = agentd and os.path.join(os.path.dirname(os.path.dirname(agentd)),
+                                       "agentctl", "agentctl")
     stale = not os.path.exists(path)
     if not stale:
         mtime = os.path.getmtime(path)
         stale = any(os.path.exists(p) and os.path.getmtime(p) > mtime
-                    for p in (agentd, script) if p)
+                    for p in (agentd, agentctl, script) if p)
     if stale:
         if not agentd:
             skip(f"{path} is {'stale' if os.path.exists(path) else 'missing'}: run `make initramfs`")
@@ -367,6 +372,7 @@ def checks(agent):
         check("resize: stty size inside is 50 132", st == 200 and m, f"{st} {text!r}")
 
     cgroup_checks(agent)
+    vsock_checks(agent)
 
     # Something still running at shutdown: it must get its SIGTERM.
     st, doc = agent.run({"argv": ["sleep", "600"], "id": "sleeper"})
@@ -600,6 +606,168 @@ def cgroup_checks(agent):
           f"empty cgroups {empty} {seen!r}; agentd_spawns_abandoned {abandoned}")
 
 
+# ---- vsock (issue 34) ----------------------------------------------------------
+
+VSOCK_PORT = 49984          # agentd.vsock= on the kernel command line
+VSOCK2_PORT = 5001          # a second agentd's, without a token
+ENVD_VSOCK_PORT = 49983     # agentd.envd-vsock-listen= (envd's protocol)
+
+
+def raw(method, path, token=None, body=None, headers=(), close=False, host="localhost"):
+    """An HTTP/1.1 request's bytes."""
+    h = [f"{method} {path} HTTP/1.1", f"Host: {host}"]
+    if token:
+        h.append(f"Authorization: Bearer {token}")
+    h += list(headers)
+    data = b""
+    if body is not None:
+        data = json.dumps(body).encode()
+        h += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
+    if close:
+        h.append("Connection: close")
+    return "\r\n".join(h).encode() + b"\r\n\r\n" + data
+
+
+def over_vsock(reqs, port=VSOCK_PORT, tail=""):
+    """A guest shell line: the requests' bytes through agentctl pipe to
+    vsock 1:port (vsock_loopback), one connection."""
+    b64 = base64.b64encode(b"".join(reqs)).decode()
+    return f"echo {b64} | base64 -d | agentctl --vsock 1:{port} pipe{tail}"
+
+
+def statuses(text):
+    # Anywhere: an answer whose body ends without a newline runs into the
+    # next one's status line.
+    return [int(m) for m in re.findall(r"HTTP/1\.1 (\d{3}) [A-Z]", text)]
+
+
+def vsock_checks(agent):
+    """agentd.vsock=49984: the API over AF_VSOCK, from inside the guest over
+    vsock_loopback (CID 1: qemu here has no vhost-vsock), with agentctl."""
+    t = agent.token
+    text = guest(agent, "grep -o '^vsock[a-z_]*\\|^vmw_vsock_virtio_transport ' /proc/modules; "
+                        "ls -l /bin/agentctl")
+    check("vsock: the modules loaded by PID 1, agentctl in the initramfs",
+          all(m in text for m in ("vsock", "vmw_vsock_virtio_transport", "vsock_loopback"))
+          and "/bin/agentctl" in text, repr(text))
+
+    text = guest(agent, over_vsock([raw("GET", "/healthz", close=True)]))
+    check("vsock: /healthz without the token -> 200 from pid 1",
+          statuses(text) == [200] and '"pid": 1' in text, repr(text[:300]))
+
+    text = guest(agent, over_vsock([raw("GET", "/v1/sessions"),
+                                     raw("GET", "/v1/sessions", headers=["Authorization: Bearer wrong"]),
+                                     raw("GET", "/v1/sessions", token=t, close=True)]))
+    check("vsock: the token rule (none 401 Bearer, wrong 401, right 200), keep-alive",
+          statuses(text) == [401, 401, 200] and "WWW-Authenticate: Bearer" in text,
+          repr(text[:600]))
+
+    text = guest(agent, f"AGENTD_TOKEN={t} agentctl --vsock 1:{VSOCK_PORT} exec -n -- "
+                        "sh -c 'echo out-$((6*7)); echo err-line >&2; exit 7'; echo rc=$?; "
+                        f"agentctl --vsock local:{VSOCK_PORT} ls; echo rc2=$?")
+    check("vsock: agentctl exec, output and exit code; without the token it is refused",
+          "out-42" in text and "err-line" in text and "rc=7" in text and "rc2=1" in text
+          and "AGENTD_TOKEN" in text, repr(text))
+
+    # A long-poll: the GET waits for output that comes 2 s later, on the
+    # connection of the create (keep-alive).
+    late = base64.b64encode(b"late-2\n").decode()
+    text = guest(agent, over_vsock([
+        raw("POST", "/v1/sessions", token=t, body={"cmd": "sleep 2; echo late-$((1+1))", "id": "vlp"}),
+        raw("GET", "/v1/sessions/vlp?cursor=0&wait_ms=20000", token=t, close=True)]))
+    check("vsock: a long-poll answered by output 2 s later, after the create on one connection",
+          statuses(text) == [201, 200] and re.search(r'"state": ?"running"', text) is not None
+          and late in text,
+          repr(text[:800]))
+
+    # Server-Sent Events: the session's output and its exit, then the end.
+    text = guest(agent, over_vsock([
+        raw("POST", "/v1/sessions", token=t, body={"cmd": "echo sse-one; sleep 1; echo sse-two",
+                                                    "id": "vsse"}),
+        raw("GET", "/v1/sessions/vsse", token=t, headers=["Accept: text/event-stream"], close=True)]))
+    two = base64.b64encode(b"sse-two\n").decode()
+    check("vsock: SSE, output events then exit, the stream ends",
+          statuses(text) == [201, 200] and "text/event-stream" in text
+          and "event: output" in text and two in text and "event: exit" in text,
+          repr(text[-600:]))
+
+    # A client that goes away in the middle of a 1 MiB answer; agentd lives
+    # on and the connection is gone from /debug/stat. A long-poll held
+    # meanwhile shows its peer as vsock:1:PORT in /debug/stat and the log.
+    st, doc = agent.run({"cmd": "head -c 1000000 /dev/zero | tr '\\0' b", "id": "vbig",
+                         "yield_ms": 20000})
+    agent.run({"argv": ["sleep", "60"], "id": "vwait"})
+    hold = raw("GET", "/v1/sessions/vwait?cursor=0&wait_ms=15000", token=t, close=True)
+    text = guest(agent,
+                 over_vsock([hold], tail=" >/dev/null 2>&1 &") + " sleep 1; "
+                 "echo ==stat; agentctl stat --json; echo ==endstat; " +
+                 over_vsock([raw("GET", "/v1/sessions/vbig?max_bytes=1048576", token=t)],
+                            tail=" | head -c 2000 >/dev/null; echo cut-done; ") +
+                 "sleep 1; " + over_vsock([raw("GET", "/healthz", close=True)]) +
+                 "; echo; agentctl logs -n 400 | grep -c 'vsock:1:'", timeout=60)
+    m = re.search(r"==stat\n(.*)==endstat", text, re.S)
+    try:
+        stat = json.loads(m.group(1)) if m else {}
+    except ValueError:
+        stat = {}
+    held = [c for c in stat.get("connections", []) if c.get("transport") == "vsock"]
+    check("vsock: /debug/stat lists the held long-poll with its peer vsock:1:PORT",
+          len(held) == 1 and re.fullmatch(r"vsock:1:\d+", held[0].get("peer", "")) is not None
+          and held[0].get("busy") is True
+          and stat.get("connections_by_transport", {}).get("vsock") == 1,
+          repr(stat.get("connections"))[:400] + repr(text[:200]))
+    tail_lines = text.split("cut-done", 1)[-1]
+    check("vsock: a client gone mid-answer; agentd answers the next one",
+          st == 201 and "cut-done" in text and statuses(tail_lines) == [200],
+          repr(tail_lines[:300]))
+    logged = tail_lines.strip().splitlines()[-1] if tail_lines.strip() else ""
+    check("vsock: the peer's vsock:CID:PORT in agentd's log",
+          logged.isdigit() and int(logged) >= 3, repr(logged))
+
+    # A second agentd (no token): CID 1 accepted, the Host rule, and
+    # --max-connections per transport: vsock full, TCP still answers.
+    text = guest(agent,
+                 f"/init --listen 127.0.0.1:9001 --socket /tmp/b.sock --vsock-listen {VSOCK2_PORT} "
+                 "--max-connections 3 --header-timeout 30s >/tmp/b.log 2>&1 & B=$!; "
+                 "i=0; while [ $i -lt 100 ] && ! [ -S /tmp/b.sock ]; do sleep 0.1; i=$((i+1)); done; "
+                 "echo ==open; " +
+                 over_vsock([raw("GET", "/v1/sessions"),
+                             raw("GET", "/v1/sessions", host="evil.example", close=True)],
+                            port=VSOCK2_PORT) +
+                 "; echo ==full; P=; for i in 1 2 3; do "
+                 f"agentctl --vsock 1:{VSOCK2_PORT} pipe </dev/null >/dev/null 2>&1 & P=\"$P $!\"; done; "
+                 "sleep 1; " +
+                 over_vsock([raw("GET", "/healthz", close=True)], port=VSOCK2_PORT) +
+                 "; echo ==tcp; " +
+                 over_vsock([raw("GET", "/healthz", close=True)]).replace(
+                     f"--vsock 1:{VSOCK_PORT}", "--url http://127.0.0.1:9001") +
+                 "; echo ==end; kill $P; kill $B; wait $B; grep -c conn_reject /tmp/b.log",
+                 timeout=60)
+    parts = dict(re.findall(r"==(\w+)\n(.*?)(?===|\Z)", text, re.S))
+    check("vsock: without a token, CID 1 is accepted (200); a foreign Host is 403",
+          statuses(parts.get("open", "")) == [200, 403] and "forbidden_host" in parts["open"],
+          repr(parts.get("open", "")[:600]))
+    full = parts.get("full", "")
+    log(f"vsock: the 4th connection got {full.strip()[:200]!r}")
+    check("vsock: --max-connections 3 on vsock: a 4th connection gets 503, not an answer",
+          200 not in statuses(full) and ("too_many_connections" in full or full.strip() == ""),
+          repr(full[:400]))
+    check("vsock: TCP is its own pool: answered while vsock is full",
+          statuses(parts.get("tcp", "")) == [200], repr(parts.get("tcp", "")[:300]))
+    end = parts.get("end", "").strip().splitlines()
+    check("vsock: the refusal logged", bool(end) and end[-1].isdigit() and int(end[-1]) >= 1,
+          repr(parts.get("end", "")))
+    # envd's protocol on its own vsock port: its open /health, its own
+    # token check (X-Access-Token).
+    text = guest(agent, over_vsock([raw("GET", "/health"), raw("GET", "/envs"),
+                                     raw("GET", "/envs", headers=[f"X-Access-Token: {t}"],
+                                         close=True)], port=ENVD_VSOCK_PORT))
+    check("vsock: envd's protocol on --envd-vsock-listen (/health 204, /envs 401 then 200)",
+          statuses(text) == [204, 401, 200], repr(text[:600]))
+    for sid in ("vlp", "vsse", "vbig", "vwait"):
+        agent.request("DELETE", f"/v1/sessions/{sid}?grace_ms=0")
+
+
 def main():
     qemu = shutil.which(os.environ.get("QEMU", "qemu-system-x86_64"))
     if not qemu:
@@ -632,7 +800,9 @@ def main():
     # the frozen spawn's.
     proc, console = boot(kernel, initrd, port, token, workdir, monitor,
                          append_extra=f"agentd.exited-ttl={TTL_S}s "
-                                      f"agentd.spawn-timeout={SPAWN_TIMEOUT_S * 1000}")
+                                      f"agentd.spawn-timeout={SPAWN_TIMEOUT_S * 1000} "
+                                      f"agentd.vsock={VSOCK_PORT} "
+                                      f"agentd.envd-vsock-listen={ENVD_VSOCK_PORT}")
     try:
         health, secs = wait_healthz(agent, proc, float(os.environ.get("E2E_BOOT_TIMEOUT", "240")))
         ok = check("healthz: 200, status ok, pid 1",
