@@ -44,6 +44,7 @@
 #include "session.h"
 #include "sessions.h"
 #include "spawner.h"
+#include "upgrade.h"
 #include "util.h"
 
 #define AGENTD_FINAL_WAIT_MS	1000	/* after SIGKILL, wait this for the reaping */
@@ -157,6 +158,8 @@ agentd_reap(void)
 			break;
 		if (companion_reaped(pid, status) == 0)
 			continue;
+		if (session_adopted_reaped(pid, status) == 0)
+			continue;	/* an upgrade's session leader */
 		agentd_stats.zombies_reaped++;
 		log_debug("%s: reaped orphan %ld", __func__, (long)pid);
 	}
@@ -350,8 +353,10 @@ int
 main(int argc, char **argv)
 {
 	char			*cmdline = NULL;
-	int			 error;
+	int			 error, adopted;
 
+	if (upgrade_check_mode(argc, argv))
+		return (0);	/* the new binary of an upgrade, checked */
 	evmem_install();	/* before any other libevent call */
 	agentd_start_ms = clock_mono_ms();
 	fatal_set_hook(agentd_panic);
@@ -392,6 +397,8 @@ main(int argc, char **argv)
 		log_warn("%s: PR_SET_CHILD_SUBREAPER: %s", __func__,
 		    strerror(errno));
 
+	upgrade_init(argv, sessions_flush_waiters);
+	upgrade_resume_early(&config);	/* after an upgrade: the listeners */
 	cgroup_init(&(struct cgroup_config){ .mount = CGROUP_MOUNT,
 	    .self_memory_min = config.self_memory_min,
 	    .self_cpu_weight = config.self_cpu_weight });
@@ -404,8 +411,9 @@ main(int argc, char **argv)
 		fatal("%s: cannot listen", __func__);
 	}
 	agentd_signals();
+	adopted = upgrade_resume(&config);	/* the sessions, the feed */
 	agentd_reap();	/* children whose SIGCHLD came before the signalfd */
-	if (config.companion != NULL)
+	if (config.companion != NULL && !adopted)
 		companion_start(config.companion);
 	restore_start(agentd_base, &config);
 	log_info("%s: agentd %s ready (pid %ld)", __func__, AGENTD_VERSION,

@@ -99,6 +99,13 @@ events_free(void)
 	events_ring = NULL;
 }
 
+/* The feed's ring. */
+struct evring *
+events_evring(void)
+{
+	return (events_ring);
+}
+
 /* Post an event: render it once, hold it, wake who waits for it. */
 uint64_t
 events_post(const char *type, const char *session, json_t *fields)

@@ -35,6 +35,8 @@ struct upgstate {
 	char		*text;		/* the whole state, NUL-terminated */
 	size_t		 len;		/* up to the checksum line */
 	size_t		 pos;		/* the next line */
+	size_t		 body;		/* where the items start */
+	size_t		 last;		/* where the last item's line starts */
 	size_t		 line;		/* its number */
 	size_t		 item_line;
 	char		 key[UPGSTATE_KEY_MAX + 1];
@@ -413,6 +415,7 @@ upgstate_open(int fd, char *cause, size_t causelen)
 	    upgstate_header(r, "blob-checksum", &blob_sum, cause,
 	    causelen) != 0)
 		goto fail;
+	r->body = r->pos;
 	if (blob_fd <= INT32_MAX && blob_fd > 2 &&
 	    fstat((int)blob_fd, &st) == 0)
 		r->blob_fd = (int)blob_fd;
@@ -501,6 +504,7 @@ upgstate_next(struct upgstate *r, const char **key, const char **value,
 
 	while (r->pos < r->len) {
 		line = r->text + r->pos;
+		r->last = r->pos;
 		nl = memchr(line, '\n', r->len - r->pos);
 		llen = nl != NULL ? (size_t)(nl - line) : r->len - r->pos;
 		r->pos += llen + 1;
@@ -563,4 +567,22 @@ int
 upgstate_blob_fd(const struct upgstate *r)
 {
 	return (r->blob_fd);
+}
+
+/* Give the last item or section back: the next call returns it again. */
+void
+upgstate_unread(struct upgstate *r)
+{
+	if (r->last >= r->body && r->last < r->pos) {
+		r->pos = r->last;
+		r->line = r->item_line;
+	}
+}
+
+/* Read again from the first item. */
+void
+upgstate_rewind(struct upgstate *r)
+{
+	r->pos = r->last = r->body;
+	r->line = 5;
 }

@@ -88,6 +88,11 @@ void	 upgstate_close(struct upgstate *);
  */
 int	 upgstate_next(struct upgstate *, const char **key,
 	    const char **value, size_t *len);
+/* Give the last section or item back (the next call returns it again),
+   once; at UPGSTATE_END, nothing. */
+void	 upgstate_unread(struct upgstate *);
+/* Read again from the first item. */
+void	 upgstate_rewind(struct upgstate *);
 /* Line number of the last item returned (for a consumer's log). */
 size_t	 upgstate_line(const struct upgstate *);
 /* The blob's bytes [off, off + len), or NULL when out of range. */

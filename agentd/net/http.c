@@ -73,6 +73,11 @@ static char			*unix_path;	/* to unlink at the end */
 static int64_t			 accept_logged_ms = -HTTP_ACCEPT_LOG_MS;
 static uint64_t			 accept_failures;
 static int			 http_closing;	/* the loop is over: 503 */
+static struct http_inherit {		/* listeners an upgrade handed over */
+	char		*name;
+	int		 fd;
+}			*inherits;
+static size_t		 ninherits;
 
 static void		 http_new(struct http_server *, int unix_socket);
 static void		 http_dispatch(struct evhttp_request *, void *);
@@ -87,6 +92,7 @@ static int		 http_listed(const char *, const char *);
 static int		 http_bind_tcp(const char *, const char *, const char *,
 			     int twin);
 static int		 http_listen_unix(const char *);
+static int		 http_inherited(const char *);
 static int		 http_unix_clear(const struct sockaddr_un *);
 static void		 http_add_listener(struct evhttp *, int fd,
 			     const char *name, int unix_socket);
@@ -212,6 +218,10 @@ http_bind_tcp(const char *host, const char *port, const char *spec, int twin)
 		snprintf(name, sizeof name, "[%s]:%s", host, port);
 	else
 		snprintf(name, sizeof name, "%s:%s", host, port);
+	if ((fd = http_inherited(name)) != -1) {	/* an upgrade's */
+		http_add_listener(http_tcp.h, fd, name, 0);
+		return (0);
+	}
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -323,6 +333,11 @@ http_listen_unix(const char *path)
 		return (-1);
 	}
 	strcpy(sun.sun_path, path);
+	if ((fd = http_inherited(path)) != -1) {	/* an upgrade's */
+		unix_path = xstrdup(path);
+		http_add_listener(http_unix.h, fd, path, 1);
+		return (0);
+	}
 	if (http_unix_clear(&sun) != 0)
 		return (-1);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
@@ -446,6 +461,81 @@ http_start(struct event_base *base, const struct config *c,
 		log_warn("%s: no token configured: TCP requests are not "
 		    "authenticated (--token-file or AGENTD_TOKEN)", __func__);
 	return (0);
+}
+
+/* An upgrade handed over the listener name on fd: take it, not bind. */
+void
+http_inherit(const char *name, int fd)
+{
+	inherits = xrealloc(inherits, (ninherits + 1) * sizeof *inherits);
+	inherits[ninherits].name = xstrdup(name);
+	inherits[ninherits++].fd = fd;
+}
+
+/* The fd handed over for the listener name (now ours), or -1. */
+static int
+http_inherited(const char *name)
+{
+	size_t	i;
+	int	fd;
+
+	for (i = 0; i < ninherits; i++) {
+		if (inherits[i].fd == -1 || strcmp(inherits[i].name, name) != 0)
+			continue;
+		fd = inherits[i].fd;
+		inherits[i].fd = -1;
+		log_info("%s: listening on %s (handed over, fd %d)", __func__,
+		    name, fd);
+		return (fd);
+	}
+	return (-1);
+}
+
+/* Close the handed-over listeners no --listen or --socket took. */
+void
+http_inherit_done(void)
+{
+	size_t	i;
+
+	for (i = 0; i < ninherits; i++) {
+		if (inherits[i].fd != -1) {
+			log_info("%s: %s no longer listened on: closed",
+			    __func__, inherits[i].name);
+			close(inherits[i].fd);
+		}
+		free(inherits[i].name);
+	}
+	free(inherits);
+	inherits = NULL;
+	ninherits = 0;
+}
+
+/* The listeners' fds and names, for an upgrade; how many. */
+size_t
+http_listener_fds(int *fds, const char **names, size_t max)
+{
+	size_t	i;
+
+	for (i = 0; i < nlisteners && i < max; i++) {
+		fds[i] = evconnlistener_get_fd(listeners[i].lev);
+		names[i] = listeners[i].name;
+	}
+	return (i);
+}
+
+/* Pause accepting (new connections wait in the backlog) or go on. */
+void
+http_accept_pause(int pause)
+{
+	size_t	i;
+
+	for (i = 0; i < nlisteners; i++) {
+		if (pause) {
+			evconnlistener_disable(listeners[i].lev);
+			event_del(listeners[i].resume);
+		} else
+			evconnlistener_enable(listeners[i].lev);
+	}
 }
 
 /* Stop accepting new connections, and answer new requests 503. */

@@ -485,6 +485,27 @@ fail:
 	return (error);
 }
 
+/* Take over a session's cgroup from an agentd before an upgrade. */
+struct cgroup *
+cgroup_session_adopt(const char *name, int fd)
+{
+	struct cgroup	*cg;
+	uint64_t	 n;
+	char		*end;
+
+	if (!cgroup_on || name[0] == '\0' || strlen(name) >= sizeof cg->name ||
+	    strchr(name, '/') != NULL || fd < 0)
+		return (NULL);
+	cg = xcalloc(1, sizeof *cg);
+	cg->fd = fd;
+	snprintf(cg->name, sizeof cg->name, "%s", name);
+	xasprintf(&cg->path, "%s/%s", cgroup_parent_path, cg->name);
+	n = strtoull(name, &end, 10);
+	if (*end == '\0' && n >= cgroup_next)
+		cgroup_next = n + 1;
+	return (cg);
+}
+
 /* The directory fd, for clone3's CLONE_INTO_CGROUP. */
 int
 cgroup_session_fd(const struct cgroup *cg)

@@ -100,6 +100,12 @@ int	 cgroup_session_new(const struct cgroup_limits *l, struct cgroup **out,
 	    const char **limit, char *cause, size_t causelen);
 /* The cgroup's directory fd (O_RDONLY | O_DIRECTORY) for the spawn. */
 int	 cgroup_session_fd(const struct cgroup *);
+/*
+ * Take over the cgroup name (under the sessions' parent) whose directory
+ * fd an agentd handed over on an upgrade; its limits are in its files.
+ * NULL without containment "cgroup" or for a bad name (fd not taken).
+ */
+struct cgroup *cgroup_session_adopt(const char *name, int fd);
 /* Its name under the sessions' parent, for logs. */
 const char *cgroup_session_name(const struct cgroup *);
 /*
