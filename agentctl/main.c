@@ -38,6 +38,7 @@ static const struct ctl_command ctl_commands[] = {
 	{ "stat",	cmd_stat },
 	{ "logs",	cmd_logs },
 	{ "events",	cmd_events },
+	{ "upgrade",	cmd_upgrade },
 };
 
 static const char ctl_help[] =
@@ -122,6 +123,10 @@ static const char ctl_help[] =
 "        --session build --types session.exited waits for build's exit);\n"
 "        --session, --types: only those; --cursor N: after event N;\n"
 "        --json: each event's JSON object on its line.\n"
+"  upgrade [--sha256 HEX] PATH\n"
+"        Replace agentd by the binary at PATH in its own pid, sessions and\n"
+"        connections kept (POST /v1/sandbox/upgrade); waits until the new\n"
+"        agentd answers.  --sha256: refuse a binary of another digest.\n"
 "\n"
 "Options (before or after the command):\n"
 "  -s, --socket PATH  agentd's unix socket (default $AGENTD_SOCKET, else\n"

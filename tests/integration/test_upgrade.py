@@ -248,6 +248,25 @@ class UpgradeRefusedTest(UpgradeTestCase):
         self.assertEqual(self.get('run')['state'], 'running')
         self.expect(self.delete('run'), 200)
 
+    def test_agentctl(self):
+        import subprocess
+        ctl = os.environ.get('AGENTCTL') or os.path.join(
+            os.path.dirname(os.path.dirname(self.agentd.binary)), 'agentctl', 'agentctl')
+        if not os.path.exists(ctl):
+            self.skipTest('no agentctl beside agentd')
+        env = dict(os.environ, AGENTD_SOCKET=self.agentd.socket_path)
+        bad = subprocess.run([ctl, 'upgrade', '--sha256', '0' * 64, self.new_binary()],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             timeout=60)
+        self.assertEqual(bad.returncode, 1, bad)
+        self.assertIn(b'sha256', bad.stderr)
+        out = subprocess.run([ctl, 'upgrade', os.path.relpath(self.new_binary('b'))],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             timeout=60)
+        self.assertEqual(out.returncode, 0, out)
+        self.assertIn(b'upgraded: agentd', out.stdout)
+        self.assertEqual(self.healthz()['upgrades'], 1)
+
     def test_check_mode(self):
         import subprocess
         out = subprocess.run([self.agentd.binary, '--upgrade-check'],
