@@ -24,13 +24,13 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <jansson.h>
+#include <mbedtls/sha256.h>
 
 #include "agentd.h"
 #include "companion.h"
 #include "config.h"
 #include "events.h"
 #include "evring.h"
-#include "fetch.h"
 #include "http.h"
 #include "log.h"
 #include "outq.h"
@@ -255,8 +255,8 @@ upgrade_verify(const char *path, const char *sha, char *cause, size_t len)
 			    strerror(errno));
 			goto fail;
 		}
-		fetch_sha256(map != NULL ? map : "", (size_t)st.st_size,
-		    digest);
+		mbedtls_sha256_ret(map != NULL ? map : (void *)"",
+		    (size_t)st.st_size, digest, 0);
 		if (map != NULL)
 			munmap(map, (size_t)st.st_size);
 		for (i = 0; i < 32; i++)
