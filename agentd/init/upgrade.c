@@ -4,11 +4,16 @@
  * resume.
  */
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -70,6 +75,7 @@ static void	upgrade_load_events(struct upgstate *);
 static void	upgrade_load_companion(struct upgstate *, struct config *,
 		    int *);
 static void	upgrade_reject(struct evhttp_request *, const char *);
+static void	upgrade_rescue(void);
 
 /* --upgrade-check: print the state format this binary reads. */
 int
@@ -506,6 +512,58 @@ upgrade_save(int *keep, size_t *nkeep, int *textfd, int *blobfd,
 	return (upgstate_finish(w, textfd, blobfd, cause, len));
 }
 
+/*
+ * The state was refused: take over at least the listening sockets the old
+ * agentd left open (without FD_CLOEXEC), named as http.c names them, so
+ * that binding again does not fail on the addresses they hold (as PID 1
+ * that would be fatal).
+ */
+static void
+upgrade_rescue(void)
+{
+	struct sockaddr_storage	 ss;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_un	*sun = (struct sockaddr_un *)&ss;
+	struct dirent		*d;
+	socklen_t		 len, olen;
+	DIR			*dir;
+	char			 addr[INET6_ADDRSTRLEN], name[PATH_MAX + 64];
+	int			 fd, on, flags;
+
+	if ((dir = opendir("/proc/self/fd")) == NULL)
+		return;
+	while ((d = readdir(dir)) != NULL) {
+		if ((fd = atoi(d->d_name)) < 3 || fd == dirfd(dir) ||
+		    (flags = fcntl(fd, F_GETFD)) == -1 || (flags & FD_CLOEXEC))
+			continue;
+		olen = sizeof on;
+		len = sizeof ss;
+		memset(&ss, 0, sizeof ss);
+		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &olen) != 0 ||
+		    !on || getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+			continue;
+		if (ss.ss_family == AF_INET &&
+		    inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof addr))
+			snprintf(name, sizeof name, "%s:%u", addr,
+			    ntohs(sin->sin_port));
+		else if (ss.ss_family == AF_INET6 &&
+		    inet_ntop(AF_INET6, &sin6->sin6_addr, addr, sizeof addr))
+			snprintf(name, sizeof name, "[%s]:%u", addr,
+			    ntohs(sin6->sin6_port));
+		else if (ss.ss_family == AF_UNIX && sun->sun_path[0] != '\0')
+			snprintf(name, sizeof name, "%.*s",
+			    (int)sizeof sun->sun_path, sun->sun_path);
+		else
+			continue;
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		log_warn("%s: taking over listener %s (fd %d)", __func__, name,
+		    fd);
+		http_inherit(name, fd);
+	}
+	closedir(dir);
+}
+
 /* The successor, before it listens: the state, its token, listeners. */
 void
 upgrade_resume_early(struct config *cfg)
@@ -533,6 +591,7 @@ upgrade_resume_early(struct config *cfg)
 		    __func__, cause);
 		close(state_fd);
 		state_fd = -1;
+		upgrade_rescue();
 		return;
 	}
 	fcntl(upgstate_blob_fd(state), F_SETFD, FD_CLOEXEC);

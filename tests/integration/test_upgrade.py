@@ -185,6 +185,66 @@ class UpgradeTest(UpgradeTestCase):
         self.assertEqual(ev['events'][0]['exit_code'], 7)
 
 
+CORRUPT = '''#!/usr/bin/python3
+# An upgrade's new binary that spoils the state before it becomes agentd.
+import os, sys
+if sys.argv[1:2] != ['--upgrade-check']:
+    fd = int(os.environ['AGENTD_UPGRADE_STATE'])
+    os.pwrite(fd, b'garbage', 40)
+os.execv(%(path)r, [%(path)r] + sys.argv[1:])
+'''
+
+VANISH = '''#!/bin/sh
+# Passes its check, then is gone: the execve fails.
+rm -f "$0"
+exec %(path)s "$@"
+'''
+
+
+class UpgradeFailureTest(UpgradeTestCase):
+
+    def script(self, name, text):
+        real = self.new_binary('agentd-real')
+        path = os.path.join(self.agentd.dir, name)
+        with open(path, 'w') as f:
+            f.write(text % {'path': real})
+        os.chmod(path, 0o755)
+        return path
+
+    def test_execve_fails(self):
+        pid = self.healthz()['pid']
+        s = self.create(id='stay', cmd='sleep 30')
+        self.upgrade(self.script('vanish', VANISH))
+        deadline = time.monotonic() + 10
+        while self.metric('agentd_upgrade_failures_total') < 1:
+            self.assertLess(time.monotonic(), deadline, 'no failure counted')
+            time.sleep(0.05)
+        h = self.healthz()
+        self.assertEqual((h['pid'], h['upgrades']), (pid, 0))
+        self.assertEqual(self.get('stay')['pid'], s['pid'])
+        self.assertEqual(self.get('stay')['state'], 'running')
+        # Accepting again, on every listener.
+        self.assertEqual(self.healthz(client=self.agentd.tcp_client())['pid'], pid)
+        self.assertEqual(self.healthz(client=self.agentd.unix_client())['pid'], pid)
+        self.assertIn('carrying on', self.agentd.stderr())
+        self.expect(self.delete('stay'), 200)
+
+    def test_state_refused(self):
+        # No session: a state refused loses them (their processes run on).
+        pid = self.healthz()['pid']
+        self.upgrade(self.script('corrupt', CORRUPT))
+        deadline = time.monotonic() + 10
+        while 'the state is refused' not in self.agentd.stderr():
+            self.assertLess(time.monotonic(), deadline, self.agentd.stderr()[-2000:])
+            time.sleep(0.05)
+        # The new agentd runs afresh on the listeners it was handed.
+        h = self.healthz(client=self.agentd.tcp_client())
+        self.assertEqual((h['pid'], h['upgrades']), (pid, 0))
+        self.assertEqual(self.healthz(client=self.agentd.unix_client())['pid'], pid)
+        self.assertIn('taking over listener', self.agentd.stderr())
+        self.create(id='fresh', cmd='echo ok', yield_ms=5000)
+
+
 class UpgradeRefusedTest(UpgradeTestCase):
 
     def assertNothingChanged(self, pid, sid):
