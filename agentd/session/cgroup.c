@@ -225,7 +225,7 @@ cgroup_detect(const struct cgroup_config *cfg, char *root, size_t rootlen,
     char *why, size_t whylen)
 {
 	struct statfs	 sf;
-	char		 buf[CGROUP_FILE_MAX], path[PATH_MAX];
+	char		 buf[CGROUP_FILE_MAX], path[PATH_MAX], *p;
 	int		 fd, n;
 
 	if (statfs(cfg->mount, &sf) == -1) {
@@ -248,6 +248,10 @@ cgroup_detect(const struct cgroup_config *cfg, char *root, size_t rootlen,
 		    "hierarchy");
 		return (-1);
 	}
+	/* In R/agentd already (an upgrade's execve): R is the parent. */
+	if ((p = strrchr(path, '/')) != NULL &&
+	    strcmp(p + 1, CGROUP_SELF_DIR) == 0)
+		p == path ? (void)(p[1] = '\0') : (void)(*p = '\0');
 	if ((size_t)snprintf(root, rootlen, "%s%s", cfg->mount,
 	    strcmp(path, "/") == 0 ? "" : path) >= rootlen) {
 		cause_set(why, whylen, "cgroup path too long");

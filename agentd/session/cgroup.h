@@ -4,7 +4,8 @@
  *
  * The layout, under R, the cgroup agentd finds itself in (/proc/self/cgroup)
  * on the cgroup2 mount at /sys/fs/cgroup (the root as PID 1 of a VM, a
- * delegated subtree in a container):
+ * delegated subtree in a container), or its parent when that cgroup is
+ * named "agentd" (an agentd a live upgrade execve'd is in R/agentd):
  *
  *	R/agentd/	agentd itself, moved there first: a leaf, since a
  *			cgroup with controllers in its subtree_control may

@@ -1423,7 +1423,8 @@ session_release(struct session *s)
 		cgroup_session_free(s->cg);
 		s->cg = NULL;
 	}
-	waitpid(s->pid, NULL, WNOHANG);
+	if (s->restored != 2)	/* else agentd's reaper took it (upgrade) */
+		waitpid(s->pid, NULL, WNOHANG);
 	s->released = 1;
 	session_check_gone(s);
 }
@@ -2369,10 +2370,16 @@ session_adopted_reaped(pid_t pid, int status)
 	TAILQ_FOREACH(s, &sessions, entry) {
 		if (!s->restored || s->pid != pid || s->released)
 			continue;
+		s->restored = 2;	/* its pid is free: never waitpid() it */
 		if (s->cg != NULL) {
-			session_usage_read(s, 1);
-			cgroup_session_free(s->cg);
-			s->cg = NULL;
+			/*
+			 * The cgroup, not the pid, reaches what is left: the
+			 * sweep releases it once the cgroup is empty.
+			 */
+			session_sweep_soon(1);
+			if (!s->reaped)
+				session_status_in(s, status);	/* may free s */
+			return (0);
 		}
 		s->released = 1;
 		if (!s->reaped)

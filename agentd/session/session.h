@@ -242,7 +242,9 @@ int	 session_reaped(pid_t pid, int status);
 /*
  * After an upgrade (sessionsave.h) a restored session's leader is the main
  * thread's child: agentd's reaper hands its status here.  0 when pid was
- * one; its session is released then (its pid may be reused).
+ * one.  Its pid may be reused from now on: without a cgroup the session
+ * is released at once (its group never signalled again); with one, the
+ * cgroup still reaches what is left, and the sweep releases it once empty.
  */
 int	 session_adopted_reaped(pid_t pid, int status);
 

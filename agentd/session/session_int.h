@@ -101,7 +101,8 @@ struct session {
 
 	void		*user_data;	/* the observer's */
 	int		 restored;	/* handed over by an upgrade: its
-					   leader is the main thread's child */
+					   leader is the main thread's child;
+					   2: which agentd's reaper reaped */
 };
 
 
