@@ -76,6 +76,7 @@ static void	agentd_drain(void);
 static void	agentd_libevent_fatal(int);
 static void	agentd_libevent_log(int, const char *);
 static void	agentd_seed_json(void);
+static void	agentd_upgrade_flush(void);
 
 /* Block the signals agentd acts on (agentd_signals reads them). */
 static void
@@ -333,6 +334,14 @@ agentd_seed_json(void)
 	json_object_seed(seed);
 }
 
+/* An upgrade's hand-over: every long-poll answered with what it has. */
+static void
+agentd_upgrade_flush(void)
+{
+	sessions_flush_waiters();
+	events_flush_waiters();
+}
+
 /* The fatal path: never returns; as PID 1 never exits. */
 static void
 agentd_panic(void)
@@ -397,7 +406,7 @@ main(int argc, char **argv)
 		log_warn("%s: PR_SET_CHILD_SUBREAPER: %s", __func__,
 		    strerror(errno));
 
-	upgrade_init(argv, sessions_flush_waiters);
+	upgrade_init(argv, agentd_upgrade_flush);
 	upgrade_resume_early(&config);	/* after an upgrade: the listeners */
 	cgroup_init(&(struct cgroup_config){ .mount = CGROUP_MOUNT,
 	    .self_memory_min = config.self_memory_min,

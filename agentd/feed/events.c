@@ -339,6 +339,16 @@ events_waiter_done(struct events_waiter *w, int answer)
 	free(w);
 }
 
+/* Answer every long-poll now, with what it has (an upgrade's hand-over). */
+void
+events_flush_waiters(void)
+{
+	struct events_waiter	*w;
+
+	while ((w = TAILQ_FIRST(&events_waiters)) != NULL)
+		events_waiter_done(w, 1);
+}
+
 /* A waiter's deadline: answer with nothing, and the cursor looked at. */
 static void
 events_waiter_timeout(evutil_socket_t fd, short events, void *arg)

@@ -49,6 +49,8 @@ void	 events_session_event(struct session *, int events);
 /* GET /v1/events?cursor=N&wait_ms=W&session=ID&types=a,b */
 void	 events_route(struct http_req *);
 
+/* Answer every long-poll now with what it has (an upgrade's hand-over). */
+void	 events_flush_waiters(void);
 /* The feed's ring (an upgrade hands it over; evring.h), NULL after
    events_free(). */
 struct evring *events_evring(void);

@@ -154,6 +154,43 @@ class UpgradeTest(UpgradeTestCase):
         self.assertEqual(len(ev['events']), 2)
         self.expect(self.delete('keep'), 200)
 
+    def test_clients_across(self):
+        import http.client
+        from test_sse import SSEReader
+        self.create(id='quiet', cmd='sleep 30')
+        w = self.get('quiet')
+        # Long-polls are answered with what they have, before the execve.
+        polls = [Background(self.get, 'quiet', cursor=w['cursor'], wait_ms=30000,
+                            client=self.agentd.tcp_client()),
+                 Background(lambda: self.req('GET', '/v1/events' + query(
+                     cursor=self.events()['cursor'], wait_ms=30000),
+                     client=self.agentd.tcp_client()))]
+        stream = SSEReader(self, '/v1/events?types=session.created,sandbox.upgraded')
+        first = stream.frame()
+        self.assertEqual(first['event'], 'session.created')
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        self.upgrade(self.new_binary())
+        self.assertEqual(polls[0].join_result(20)['cursor'], w['cursor'])
+        self.assertEqual(polls[1].join_result(20).status, 200)
+        for p in polls:
+            self.assertLess(p.done_at - t0, 5.0)
+        # The stream ends with the old agentd; it resumes by Last-Event-ID.
+        try:
+            while stream.frame() is not None:
+                pass
+        except (http.client.IncompleteRead, ConnectionError):
+            pass
+        stream.close()
+        self.wait_upgraded(1)
+        again = SSEReader(self, '/v1/events?types=session.created,sandbox.upgraded',
+                          headers={'Last-Event-ID': first['id']})
+        f = again.frame()
+        self.assertEqual(f['event'], 'sandbox.upgraded')
+        self.assertGreater(int(f['id']), int(first['id']))
+        again.close()
+        self.expect(self.delete('quiet'), 200)
+
     def test_exit_and_connect_during_handover(self):
         pid = self.healthz()['pid']
         self.create(id='quick', cmd='sleep 0.4; exit 7')
