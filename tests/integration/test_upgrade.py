@@ -139,6 +139,20 @@ class UpgradeTest(UpgradeTestCase):
         self.assertEqual(self.metric('agentd_upgrades_total'), 1)
         self.assertEqual(self.metric('agentd_upgrade_failures_total'), 0)
 
+    def test_timers_across(self):
+        # timeout_ms goes on with the time it had left.
+        t0 = time.monotonic()
+        self.create(id='slow', cmd='sleep 30', timeout_ms=1500)
+        self.create(id='short', cmd='exit 0', yield_ms=5000)
+        self.upgrade(self.new_binary())
+        self.wait_upgraded(1)
+        s = self.wait_state('slow', timeout=20)
+        took = time.monotonic() - t0
+        self.assertTrue(s['timed_out'], s)
+        self.assertEqual(s['signal'], 'SIGTERM')
+        self.assertGreater(took, 1.4)
+        self.assertLess(took, 6.0)
+
     def test_twice(self):
         pid = self.healthz()['pid']
         s = self.create(id='keep', cmd='sleep 30')
