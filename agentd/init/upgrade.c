@@ -119,7 +119,7 @@ static void
 upgrade_reject(struct evhttp_request *req, const char *cause)
 {
 	failures++;
-	log_warn("upgrade: rejected: %s", cause);
+	log_warn("%s: rejected: %s", __func__, cause);
 	http_fail(req, 422, "upgrade_rejected", "%s", cause);
 }
 
@@ -336,7 +336,7 @@ upgrade_route(struct http_req *hr)
 		upgrade_reject(hr->req, cause);
 		goto out;
 	}
-	log_info("upgrade: %s (version %s) checked; handing over",
+	log_info("%s: %s (version %s) checked; handing over", __func__,
 	    path, to_version);
 	upgrade_path = xstrdup(path);
 	proto_buf_printf(&b, "{\"from_version\": ");
@@ -403,19 +403,27 @@ upgrade_drain_cb(evutil_socket_t fd, short events, void *arg)
 		evtimer_add(drain_ev, timeval_ms(&tv, UPGRADE_DRAIN_STEP_MS));
 		return;
 	}
+	if (agentd_stopping()) {
+		/* A shutdown began meanwhile: it wins; no accepting again. */
+		log_info("%s: shutting down: upgrade given up", __func__);
+		failures++;
+		free(upgrade_path);
+		upgrade_path = NULL;
+		return;
+	}
 	session_create_cancel_all();	/* a spawn would die half-way */
 	if (upgrade_save(keep, &nkeep, &textfd, &blobfd, cause,
 	    sizeof cause) != 0) {
-		log_error("upgrade: cannot save the state: %s; carrying on",
-		    cause);
+		log_error("%s: cannot save the state: %s; carrying on",
+		    __func__, cause);
 		goto fail;
 	}
 	keep[nkeep++] = textfd;
 	keep[nkeep++] = blobfd;
 	snprintf(num, sizeof num, "%d", textfd);
 	setenv(UPGRADE_ENV, num, 1);
-	log_info("upgrade: execve %s (pid %ld, %zu fds kept)", upgrade_path,
-	    (long)getpid(), nkeep);
+	log_info("%s: execve %s (pid %ld, %zu fds kept)", __func__,
+	    upgrade_path, (long)getpid(), nkeep);
 	upgrade_cloexec(keep, nkeep, 0);
 	execve(upgrade_path, upgrade_argv, environ);
 	error = errno;
@@ -423,7 +431,7 @@ upgrade_drain_cb(evutil_socket_t fd, short events, void *arg)
 	unsetenv(UPGRADE_ENV);
 	close(textfd);
 	close(blobfd);
-	log_error("upgrade: execve %s: %s; carrying on", upgrade_path,
+	log_error("%s: execve %s: %s; carrying on", __func__, upgrade_path,
 	    strerror(error));
 fail:
 	failures++;
