@@ -701,17 +701,19 @@ upgrade_load_events(struct upgstate *r)
 			    upgstate_line(r), key);
 			continue;
 		}
-		if (!resumed) {
-			evring_resume(ring, id - 1, dropped);
-			resumed = 1;
-		}
+		if (!resumed && evring_resume(ring, id - 1, dropped) != 0)
+			log_warn("%s: the feed has events already: the ids "
+			    "handed over are not kept", __func__);
+		resumed = 1;
 		p = value + n;
 		evring_push(ring, type, strcmp(sess, "-") == 0 ? NULL : sess,
 		    xstrdup(p), strlen(p));
 		want = id + 1;
 	}
-	if (!resumed && ring != NULL)
-		evring_resume(ring, newest, dropped);
+	if (!resumed && ring != NULL && evring_resume(ring, newest,
+	    dropped) != 0)
+		log_warn("%s: the feed has events already: its ids go on from "
+		    "them", __func__);
 	upgstate_unread(r);
 }
 
