@@ -153,6 +153,18 @@ class UpgradeTest(UpgradeTestCase):
         self.assertGreater(took, 1.4)
         self.assertLess(took, 6.0)
 
+    def test_ring_with_a_gap(self):
+        # A small ring that evicted: the same chunks, ids, offsets and gap.
+        self.create(id='big', cmd='seq 1 5000', ring_bytes=4096, yield_ms=5000)
+        before = self.get('big', cursor=0)
+        self.assertGreater(before['dropped_chunks'], 0)
+        self.upgrade(self.new_binary())
+        self.wait_upgraded(1)
+        after = self.get('big', cursor=0)
+        for k in ('output', 'cursor', 'dropped_chunks', 'more', 'eof',
+                  'last_chunk', 'bytes_out', 'exit_code', 'state', 'pid'):
+            self.assertEqual(after[k], before[k], k)
+
     def test_twice(self):
         pid = self.healthz()['pid']
         s = self.create(id='keep', cmd='sleep 30')
