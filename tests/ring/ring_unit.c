@@ -820,7 +820,7 @@ START_TEST(test_resume)
 	static uint8_t		 abuf[BUFSIZE];
 	struct ring_read_result	 res;
 	uint64_t		 i;
-	uint8_t			 data[1000];
+	uint8_t			 data[2000];
 
 	a = ring_create(4096, 1);
 	ck_assert_ptr_nonnull(a);
