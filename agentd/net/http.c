@@ -78,6 +78,7 @@ static struct http_inherit {		/* listeners an upgrade handed over */
 	int		 fd;
 }			*inherits;
 static size_t		 ninherits;
+static int		 handing_over;	/* an upgrade's: answers close */
 
 static void		 http_new(struct http_server *, int unix_socket);
 static void		 http_dispatch(struct evhttp_request *, void *);
@@ -529,6 +530,7 @@ http_accept_pause(int pause)
 {
 	size_t	i;
 
+	handing_over = pause;
 	for (i = 0; i < nlisteners; i++) {
 		if (pause) {
 			evconnlistener_disable(listeners[i].lev);
@@ -842,6 +844,8 @@ http_reply_raw(struct evhttp_request *req, int status, const char *type,
 	}
 	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD)
 		evbuffer_drain(out, evbuffer_get_length(out));
+	if (handing_over)	/* the connection ends with the execve */
+		evhttp_add_header(h, "Connection", "close");
 	http_count(status);
 	evhttp_send_reply(req, status, http_reason(status), out);
 	evbuffer_free(out);

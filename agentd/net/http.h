@@ -56,7 +56,10 @@ void	http_inherit(const char *name, int fd);
 void	http_inherit_done(void);
 /* The listeners' fds and names (valid until http_free()); how many. */
 size_t	http_listener_fds(int *fds, const char **names, size_t max);
-/* Pause accepting (1; connects wait in the backlog) or go on (0). */
+/*
+ * Pause accepting (1; connects wait in the backlog, and every answer says
+ * Connection: close meanwhile) or go on (0).
+ */
 void	http_accept_pause(int pause);
 /* Stop accepting (shutdown); requests that still come get 503. */
 void	http_stop_accepting(void);

@@ -186,7 +186,7 @@ class UpgradeTest(UpgradeTestCase):
         self.create(id='quiet', cmd='sleep 30')
         w = self.get('quiet')
         # Long-polls are answered with what they have, before the execve.
-        polls = [Background(self.get, 'quiet', cursor=w['cursor'], wait_ms=30000,
+        polls = [Background(self.get_raw, 'quiet', cursor=w['cursor'], wait_ms=30000,
                             client=self.agentd.tcp_client()),
                  Background(lambda: self.req('GET', '/v1/events' + query(
                      cursor=self.events()['cursor'], wait_ms=30000),
@@ -197,8 +197,10 @@ class UpgradeTest(UpgradeTestCase):
         time.sleep(0.3)
         t0 = time.monotonic()
         self.upgrade(self.new_binary())
-        self.assertEqual(polls[0].join_result(20)['cursor'], w['cursor'])
+        self.assertEqual(polls[0].join_result(20).json['cursor'], w['cursor'])
         self.assertEqual(polls[1].join_result(20).status, 200)
+        for p in polls:
+            self.assertEqual(p.result.header('Connection'), 'close')
         for p in polls:
             self.assertLess(p.done_at - t0, 5.0)
         # The stream ends with the old agentd; it resumes by Last-Event-ID.
