@@ -159,8 +159,9 @@ agentd_reap(void)
 			break;
 		if (companion_reaped(pid, status) == 0)
 			continue;
-		if (session_adopted_reaped(pid, status) == 0)
-			continue;	/* an upgrade's session leader */
+		if (session_adopted_reaped(pid, status) == 0 ||
+		    upgrade_reaped(pid, status) == 0)
+			continue;	/* an upgrade's session leader, check */
 		agentd_stats.zombies_reaped++;
 		log_debug("%s: reaped orphan %ld", __func__, (long)pid);
 	}
@@ -187,6 +188,7 @@ agentd_shutdown(const char *why)
 	companion_stop();
 	ports_api_stop();	/* a wait for a port ends: 503 */
 	sandbox_stop();		/* a pause waiting for its sync: 503 */
+	upgrade_stop();		/* an upgrade's check under way: 503 */
 	session_create_cancel_all();	/* creates still spawning: 503 */
 	/*
 	 * SIGTERM (and SIGCONT, for stopped ones) first, to every session;

@@ -36,6 +36,7 @@
 #include "config.h"
 #include "events.h"
 #include "evring.h"
+#include "hold.h"
 #include "http.h"
 #include "log.h"
 #include "outq.h"
@@ -51,7 +52,21 @@
 #define UPGRADE_LISTENERS_MAX	64	/* listeners handed over */
 #define UPGRADE_EVENTS_READ	256	/* events copied per read */
 
+/* The new binary's --upgrade-check under way (one at a time). */
+struct upgrade_check {
+	struct evhttp_request	*req;
+	struct hold		*hold;		/* UPGRADE_CHECK_MS; the client */
+	char			*path;
+	pid_t			 pid;		/* -1 once its status is in */
+	int			 status;
+	int			 fd;		/* its stdout, -1 at EOF */
+	struct event		*ev;
+	char			 out[UPGRADE_CHECK_OUT_MAX + 1];
+	size_t			 got;
+};
+
 static char		**upgrade_argv;
+static struct upgrade_check *check;
 static void		(*upgrade_flush)(void);
 static uint64_t		  upgrades;		/* since the boot */
 static uint64_t		  failures;		/* since the boot */
@@ -65,7 +80,16 @@ static int		  state_fd = -1;
 static uint64_t		  state_generation;
 
 static int	upgrade_verify(const char *, const char *, char *, size_t);
-static int	upgrade_run_check(const char *, char *, size_t);
+static int	upgrade_check_spawn(const char *, pid_t *, int *, char *,
+		    size_t);
+static int	upgrade_check_verdict(const struct upgrade_check *, char *,
+		    size_t);
+static void	upgrade_check_read_cb(evutil_socket_t, short, void *);
+static void	upgrade_check_done(struct upgrade_check *);
+static void	upgrade_check_deadline(void *);
+static void	upgrade_check_gone(void *);
+static void	upgrade_check_free(struct upgrade_check *);
+static void	upgrade_check_start(struct evhttp_request *, const char *);
 static void	upgrade_drain_cb(evutil_socket_t, short, void *);
 static void	upgrade_handover(void);
 static int	upgrade_save(int *, size_t *, int *, int *, char *, size_t);
@@ -124,37 +148,32 @@ upgrade_reject(struct evhttp_request *req, const char *cause)
 }
 
 /*
- * Run path --upgrade-check: 0 when it exits 0 within UPGRADE_CHECK_MS and
- * prints the format this agentd writes; its version into to_version.
- * The loop waits meanwhile (at most UPGRADE_CHECK_MS).
+ * Start path --upgrade-check on pipes, stdin /dev/null: 0 with *pid and
+ * *fd (its stdout), or -1 with cause.  It is the main thread's child: the
+ * reaper hands its status to upgrade_reaped().
  */
 static int
-upgrade_run_check(const char *path, char *cause, size_t len)
+upgrade_check_spawn(const char *path, pid_t *pid, int *fd, char *cause,
+    size_t len)
 {
 	extern char	**environ;
-	char		  out[UPGRADE_CHECK_OUT_MAX + 1], want[64], *v, *nl;
 	char		 *argv[] = { (char *)path, (char *)UPGRADE_CHECK_FLAG,
 			    NULL };
 	sigset_t	  none;
-	struct pollfd	  pfd;
-	int64_t		  end = clock_mono_ms() + UPGRADE_CHECK_MS, left;
-	size_t		  got = 0;
-	ssize_t		  n;
-	pid_t		  pid, w = 0;
-	int		  p[2], status = 0, devnull;
+	int		  p[2], devnull;
 
-	if (pipe2(p, O_CLOEXEC) == -1) {
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == -1) {
 		snprintf(cause, len, "pipe: %s", strerror(errno));
 		return (-1);
 	}
 	sigemptyset(&none);
-	if ((pid = fork()) == -1) {
+	if ((*pid = fork()) == -1) {
 		snprintf(cause, len, "fork: %s", strerror(errno));
 		close(p[0]);
 		close(p[1]);
 		return (-1);
 	}
-	if (pid == 0) {
+	if (*pid == 0) {
 		/* Async-signal-safe calls only: other threads may hold locks. */
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		dup2(p[1], 1);
@@ -164,39 +183,29 @@ upgrade_run_check(const char *path, char *cause, size_t len)
 		_exit(127);
 	}
 	close(p[1]);
-	for (;;) {
-		if ((left = end - clock_mono_ms()) <= 0)
-			break;
-		pfd.fd = p[0];
-		pfd.events = POLLIN;
-		if (poll(&pfd, 1, (int)left) <= 0)
-			continue;
-		n = read(p[0], out + got, UPGRADE_CHECK_OUT_MAX - got);
-		if (n > 0 && (got += (size_t)n) < UPGRADE_CHECK_OUT_MAX)
-			continue;
-		if (n == -1 && errno == EINTR)
-			continue;
-		break;		/* EOF, an error, or enough */
-	}
-	close(p[0]);
-	out[got] = '\0';
-	while ((w = waitpid(pid, &status, WNOHANG)) == 0 &&
-	    clock_mono_ms() < end)
-		usleep(2000);
-	if (w != pid) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-		snprintf(cause, len, "%s %s did not exit within %d ms", path,
-		    UPGRADE_CHECK_FLAG, UPGRADE_CHECK_MS);
-		return (-1);
-	}
+	*fd = p[0];
+	return (0);
+}
+
+/*
+ * The check ended: 0 when it exited 0 and printed the format this agentd
+ * writes (its version into to_version), else -1 with cause.
+ */
+static int
+upgrade_check_verdict(const struct upgrade_check *c, char *cause,
+    size_t len)
+{
+	char		 want[64];
+	const char	*out = c->out, *v, *nl;
+	int		 status = c->status;
+
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		if (WIFSIGNALED(status))
 			snprintf(cause, len, "%s %s: killed by signal %d",
-			    path, UPGRADE_CHECK_FLAG, WTERMSIG(status));
+			    c->path, UPGRADE_CHECK_FLAG, WTERMSIG(status));
 		else
-			snprintf(cause, len, "%s %s: exit status %d%s", path,
-			    UPGRADE_CHECK_FLAG, WEXITSTATUS(status),
+			snprintf(cause, len, "%s %s: exit status %d%s",
+			    c->path, UPGRADE_CHECK_FLAG, WEXITSTATUS(status),
 			    WEXITSTATUS(status) == 127 ? " (cannot run it)" :
 			    "");
 		return (-1);
@@ -205,7 +214,7 @@ upgrade_run_check(const char *path, char *cause, size_t len)
 	    UPGSTATE_VERSION);
 	if (strncmp(out, want, strlen(want)) != 0) {
 		snprintf(cause, len, "%s %s: reads state format \"%.*s\", "
-		    "not \"%.*s\"", path, UPGRADE_CHECK_FLAG,
+		    "not \"%.*s\"", c->path, UPGRADE_CHECK_FLAG,
 		    (int)strcspn(out, "\n"), out, (int)strlen(want) - 1, want);
 		return (-1);
 	}
@@ -213,13 +222,168 @@ upgrade_run_check(const char *path, char *cause, size_t len)
 	if (strncmp(v, "version ", 8) != 0 ||
 	    (nl = strchr(v + 8, '\n')) == NULL || nl - (v + 8) <= 0 ||
 	    nl - (v + 8) >= UPGRADE_VERSION_MAX) {
-		snprintf(cause, len, "%s %s: no version", path,
+		snprintf(cause, len, "%s %s: no version", c->path,
 		    UPGRADE_CHECK_FLAG);
 		return (-1);
 	}
 	snprintf(to_version, sizeof to_version, "%.*s", (int)(nl - (v + 8)),
 	    v + 8);
 	return (0);
+}
+
+/* The check's output is readable: keep it, until its end. */
+static void
+upgrade_check_read_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct upgrade_check	*c = arg;
+	ssize_t			 n;
+
+	for (;;) {
+		n = read(c->fd, c->out + c->got, UPGRADE_CHECK_OUT_MAX -
+		    c->got);
+		if (n > 0 && (c->got += (size_t)n) < UPGRADE_CHECK_OUT_MAX)
+			continue;
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return;
+		break;		/* EOF, an error, or enough */
+	}
+	c->out[c->got] = '\0';
+	event_free(c->ev);
+	c->ev = NULL;
+	close(c->fd);
+	c->fd = -1;
+	upgrade_check_done(c);
+}
+
+/* The check's status came in (the reaper); 0 when pid was the check's. */
+int
+upgrade_reaped(pid_t pid, int status)
+{
+	struct upgrade_check	*c = check;
+
+	if (c == NULL || c->pid != pid)
+		return (-1);
+	c->pid = -1;
+	c->status = status;
+	upgrade_check_done(c);
+	return (0);
+}
+
+/* Once the check's output ended and its status is in: answer, go on. */
+static void
+upgrade_check_done(struct upgrade_check *c)
+{
+	struct proto_buf	 b = { 0 };
+	struct evhttp_request	*req = c->req;
+	char			 cause[UPGSTATE_CAUSE_MAX + PATH_MAX];
+
+	if (c->fd != -1 || c->pid != -1)
+		return;
+	if (upgrade_check_verdict(c, cause, sizeof cause) != 0) {
+		upgrade_check_free(c);
+		upgrade_reject(req, cause);
+		return;
+	}
+	if (agentd_stopping()) {
+		upgrade_check_free(c);
+		upgrade_reject(req, "agentd is shutting down");
+		return;
+	}
+	log_info("%s: %s (version %s) checked; handing over", __func__,
+	    c->path, to_version);
+	upgrade_path = xstrdup(c->path);
+	upgrade_check_free(c);
+	proto_buf_printf(&b, "{\"from_version\": ");
+	proto_buf_json_string(&b, AGENTD_VERSION, strlen(AGENTD_VERSION));
+	proto_buf_printf(&b, ", \"to_version\": ");
+	proto_buf_json_string(&b, to_version, strlen(to_version));
+	proto_buf_printf(&b, "}");
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Connection", "close");
+	http_reply(req, 202, &b);
+	upgrade_handover();
+}
+
+/* The check did not end in time: SIGKILL (the reaper takes it), 422. */
+static void
+upgrade_check_deadline(void *arg)
+{
+	struct upgrade_check	*c = arg;
+	struct evhttp_request	*req = c->req;
+	char			 cause[UPGSTATE_CAUSE_MAX + PATH_MAX];
+
+	snprintf(cause, sizeof cause, "%s %s did not end within %d ms",
+	    c->path, UPGRADE_CHECK_FLAG, UPGRADE_CHECK_MS);
+	upgrade_check_free(c);
+	upgrade_reject(req, cause);
+}
+
+/* The client left: the check is given up. */
+static void
+upgrade_check_gone(void *arg)
+{
+	log_info("%s: the client left; check given up", __func__);
+	failures++;
+	upgrade_check_free(arg);
+}
+
+/* Free the check; a child still running gets SIGKILL (the reaper's). */
+static void
+upgrade_check_free(struct upgrade_check *c)
+{
+	if (c->pid != -1)
+		kill(c->pid, SIGKILL);
+	if (c->ev != NULL)
+		event_free(c->ev);
+	if (c->fd != -1)
+		close(c->fd);
+	if (c->hold != NULL)
+		hold_free(c->hold);
+	free(c->path);
+	free(c);
+	check = NULL;
+}
+
+/* The shutdown: a check under way is answered 503. */
+void
+upgrade_stop(void)
+{
+	struct evhttp_request	*req;
+
+	if (check == NULL)
+		return;
+	req = check->req;
+	upgrade_check_free(check);
+	http_fail(req, 503, "shutting_down", "agentd is shutting down");
+}
+
+/* Start the check of path; the request is answered when it ends. */
+static void
+upgrade_check_start(struct evhttp_request *req, const char *path)
+{
+	static const struct hold_ops	 ops = { upgrade_check_deadline,
+					    upgrade_check_gone };
+	struct upgrade_check		*c;
+	char				 cause[UPGSTATE_CAUSE_MAX + PATH_MAX];
+
+	c = xcalloc(1, sizeof *c);
+	c->req = req;
+	c->fd = -1;
+	c->path = xstrdup(path);
+	if (upgrade_check_spawn(path, &c->pid, &c->fd, cause,
+	    sizeof cause) != 0) {
+		c->pid = -1;
+		upgrade_check_free(c);
+		upgrade_reject(req, cause);
+		return;
+	}
+	check = c;
+	if ((c->ev = event_new(agentd_base, c->fd, EV_READ | EV_PERSIST,
+	    upgrade_check_read_cb, c)) == NULL || event_add(c->ev, NULL) != 0)
+		fatal("%s: out of memory", __func__);
+	c->hold = hold_new(req, UPGRADE_CHECK_MS, &ops, c);
 }
 
 /*
@@ -274,7 +438,7 @@ upgrade_verify(const char *path, const char *sha, char *cause, size_t len)
 		}
 	}
 	close(fd);
-	return (upgrade_run_check(path, cause, len));
+	return (0);
 fail:
 	close(fd);
 	return (-1);
@@ -284,7 +448,6 @@ fail:
 void
 upgrade_route(struct http_req *hr)
 {
-	struct proto_buf	 b = { 0 };
 	json_error_t		 jerr;
 	json_t			*root, *jp, *js;
 	const char		*path, *sha = NULL;
@@ -316,7 +479,7 @@ upgrade_route(struct http_req *hr)
 				goto badsha;
 		}
 	}
-	if (upgrade_path != NULL) {
+	if (upgrade_path != NULL || check != NULL) {
 		upgrade_reject(hr->req, "an upgrade is under way");
 		goto out;
 	}
@@ -336,18 +499,7 @@ upgrade_route(struct http_req *hr)
 		upgrade_reject(hr->req, cause);
 		goto out;
 	}
-	log_info("%s: %s (version %s) checked; handing over", __func__,
-	    path, to_version);
-	upgrade_path = xstrdup(path);
-	proto_buf_printf(&b, "{\"from_version\": ");
-	proto_buf_json_string(&b, AGENTD_VERSION, strlen(AGENTD_VERSION));
-	proto_buf_printf(&b, ", \"to_version\": ");
-	proto_buf_json_string(&b, to_version, strlen(to_version));
-	proto_buf_printf(&b, "}");
-	evhttp_add_header(evhttp_request_get_output_headers(hr->req),
-	    "Connection", "close");
-	http_reply(hr->req, 202, &b);
-	upgrade_handover();
+	upgrade_check_start(hr->req, path);
 	goto out;
 badsha:
 	http_fail(hr->req, 400, "invalid_request", "'sha256' must be 64 hex "

@@ -8,7 +8,8 @@
  * can write, whose SHA-256 matches when given, and that, run once with
  * --upgrade-check, exits 0 within UPGRADE_CHECK_MS and prints the state
  * format it reads (the first line of upgstate.h's text, then "version
- * V").  Any failure is 422 upgrade_rejected and changes nothing.  Then 202
+ * V"; the loop goes on meanwhile).  Any failure is 422 upgrade_rejected
+ * and changes nothing.  Then 202
  * {"from_version", "to_version"} and the hand-over: accepting pauses (new
  * connects wait in the backlog), session long-polls are answered with what
  * they have, the answers are let out for UPGRADE_DRAIN_MS at most, and the
@@ -32,6 +33,8 @@
  */
 #ifndef AGENTD_UPGRADE_H
 #define AGENTD_UPGRADE_H
+
+#include <sys/types.h>
 
 #include <stdint.h>
 
@@ -68,8 +71,15 @@ void	 upgrade_resume_early(struct config *cfg);
  */
 int	 upgrade_resume(struct config *cfg);
 
-/* POST /v1/sandbox/upgrade. */
+/*
+ * POST /v1/sandbox/upgrade.  The check runs as the main thread's child
+ * while the loop goes on; the reaper hands its status to upgrade_reaped()
+ * (0 when pid was the check's).  The shutdown answers a check under way
+ * 503 (upgrade_stop()).
+ */
 void	 upgrade_route(struct http_req *);
+int	 upgrade_reaped(pid_t pid, int status);
+void	 upgrade_stop(void);
 /* Upgrades since the boot (0 at first). */
 uint64_t upgrade_count(void);
 /* Append agentd_upgrades_total and agentd_upgrade_failures_total. */

@@ -392,6 +392,25 @@ class UpgradeRefusedTest(UpgradeTestCase):
         self.assertIn(b'upgraded: agentd', out.stdout)
         self.assertEqual(self.healthz()['upgrades'], 1)
 
+    def test_check_does_not_stop_the_loop(self):
+        slow = os.path.join(self.agentd.dir, 'slow')
+        with open(slow, 'w') as f:
+            f.write('#!/bin/sh\nsleep 1.5\nexit 1\n')
+        os.chmod(slow, 0o755)
+        t0 = time.monotonic()
+        bg = Background(self.req, 'POST', '/v1/sandbox/upgrade', {'path': slow},
+                        client=self.agentd.tcp_client())
+        time.sleep(0.3)
+        # Meanwhile agentd answers, and a second upgrade is refused.
+        self.assertEqual(self.healthz()['upgrades'], 0)
+        self.assertLess(time.monotonic() - t0, 1.2)
+        r = self.upgrade(self.new_binary(), status=422)
+        self.assertIn('under way', r.json['error']['message'])
+        r = bg.join_result(20)
+        self.assertError(r, 422, 'upgrade_rejected')
+        self.assertIn('exit status 1', r.json['error']['message'])
+        self.assertGreater(time.monotonic() - t0, 1.4)
+
     def test_check_mode(self):
         import subprocess
         out = subprocess.run([self.agentd.binary, '--upgrade-check'],
