@@ -68,6 +68,7 @@ int	cmd_stat(int, char **);
 int	cmd_logs(int, char **);
 int	cmd_pipe(int, char **);
 int	cmd_inspect(int, char **);
+int	cmd_upgrade(int, char **);
 int	cmd_events(int, char **);
 int	cmd_ports(int, char **);
 

@@ -39,6 +39,7 @@ static const struct ctl_command ctl_commands[] = {
 	{ "logs",	cmd_logs },
 	{ "events",	cmd_events },
 	{ "pipe",	cmd_pipe },
+	{ "upgrade",	cmd_upgrade },
 };
 
 static const char ctl_help[] =
@@ -130,6 +131,10 @@ static const char ctl_help[] =
 "        printf 'GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\n"
 "Connection:\n"
 "        close\\r\\n\\r\\n' | agentctl --vsock 1:49984 pipe\n"
+"  upgrade [--sha256 HEX] PATH\n"
+"        Replace agentd by the binary at PATH in its own pid, sessions and\n"
+"        connections kept (POST /v1/sandbox/upgrade); waits until the new\n"
+"        agentd answers.  --sha256: refuse a binary of another digest.\n"
 "\n"
 "Options (before or after the command):\n"
 "  -s, --socket PATH  agentd's unix socket (default $AGENTD_SOCKET, else\n"

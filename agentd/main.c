@@ -45,6 +45,7 @@
 #include "session.h"
 #include "sessions.h"
 #include "spawner.h"
+#include "upgrade.h"
 #include "util.h"
 
 #define AGENTD_FINAL_WAIT_MS	1000	/* after SIGKILL, wait this for the reaping */
@@ -76,6 +77,7 @@ static void	agentd_drain(void);
 static void	agentd_libevent_fatal(int);
 static void	agentd_libevent_log(int, const char *);
 static void	agentd_seed_json(void);
+static void	agentd_upgrade_flush(void);
 
 /* Block the signals agentd acts on (agentd_signals reads them). */
 static void
@@ -158,6 +160,9 @@ agentd_reap(void)
 			break;
 		if (companion_reaped(pid, status) == 0)
 			continue;
+		if (session_adopted_reaped(pid, status) == 0 ||
+		    upgrade_reaped(pid, status) == 0)
+			continue;	/* an upgrade's session leader, check */
 		agentd_stats.zombies_reaped++;
 		log_debug("%s: reaped orphan %ld", __func__, (long)pid);
 	}
@@ -184,6 +189,7 @@ agentd_shutdown(const char *why)
 	companion_stop();
 	ports_api_stop();	/* a wait for a port ends: 503 */
 	sandbox_stop();		/* a pause waiting for its sync: 503 */
+	upgrade_stop();		/* an upgrade's check under way: 503 */
 	session_create_cancel_all();	/* creates still spawning: 503 */
 	/*
 	 * SIGTERM (and SIGCONT, for stopped ones) first, to every session;
@@ -331,6 +337,14 @@ agentd_seed_json(void)
 	json_object_seed(seed);
 }
 
+/* An upgrade's hand-over: every long-poll answered with what it has. */
+static void
+agentd_upgrade_flush(void)
+{
+	sessions_flush_waiters();
+	events_flush_waiters();
+}
+
 /* The fatal path: never returns; as PID 1 never exits. */
 static void
 agentd_panic(void)
@@ -351,8 +365,10 @@ int
 main(int argc, char **argv)
 {
 	char			*cmdline = NULL;
-	int			 error;
+	int			 error, adopted;
 
+	if (upgrade_check_mode(argc, argv))
+		return (0);	/* the new binary of an upgrade, checked */
 	evmem_install();	/* before any other libevent call */
 	agentd_start_ms = clock_mono_ms();
 	fatal_set_hook(agentd_panic);
@@ -393,6 +409,8 @@ main(int argc, char **argv)
 		log_warn("%s: PR_SET_CHILD_SUBREAPER: %s", __func__,
 		    strerror(errno));
 
+	upgrade_init(argv, agentd_upgrade_flush);
+	upgrade_resume_early(&config);	/* after an upgrade: the listeners */
 	cgroup_init(&(struct cgroup_config){ .mount = CGROUP_MOUNT,
 	    .self_memory_min = config.self_memory_min,
 	    .self_cpu_weight = config.self_cpu_weight });
@@ -405,8 +423,9 @@ main(int argc, char **argv)
 		fatal("%s: cannot listen", __func__);
 	}
 	agentd_signals();
+	adopted = upgrade_resume(&config);	/* the sessions, the feed */
 	agentd_reap();	/* children whose SIGCHLD came before the signalfd */
-	if (config.companion != NULL)
+	if (config.companion != NULL && !adopted)
 		companion_start(config.companion);
 	restore_start(agentd_base, &config);
 	log_info("%s: agentd %s ready (pid %ld)", __func__, AGENTD_VERSION,

@@ -48,12 +48,13 @@ static struct {
 } lat[PLOT_MAX];
 static int		 nlat;
 
-static void (*const scenario_fn[11])(void) = {
+static void (*const scenario_fn[14])(void) = {
 	NULL, sc_exec, sc_echo, sc_throughput, sc_startup, sc_footprint,
-	sc_fairness, sc_scale, sc_ring, sc_wrk, sc_streams,
+	sc_fairness, sc_scale, sc_ring, sc_wrk, sc_streams, NULL, NULL,
+	sc_upgrade,
 };
 /* Quiet ones first: startup and exec are the most sensitive to noise. */
-static const int	 run_order[] = { 4, 1, 2, 3, 6, 5, 7, 9, 8, 10 };
+static const int	 run_order[] = { 4, 1, 2, 3, 6, 5, 7, 9, 8, 10, 13 };
 
 void
 table_row(const char *scenario, const char *ours, const char *base,

@@ -190,6 +190,7 @@ void	 sc_scale(void);	/* 7 */
 void	 sc_ring(void);		/* 8 */
 void	 sc_wrk(void);		/* 9 */
 void	 sc_streams(void);	/* 10 */
+void	 sc_upgrade(void);	/* 13 */
 
 /* Scenario helpers (scenarios.c). */
 int	 session_create(struct conn *, const char *json, char *id, size_t idlen);

@@ -353,6 +353,22 @@ fail:
 	return NULL;
 }
 
+/* Continue another ring: the bytes before the first chunk, the drops. */
+int
+ring_resume(struct ring *r, uint64_t offset, uint64_t bytes_dropped,
+    uint64_t chunks_dropped)
+{
+	if (r->head != r->first_id - 1 || r->reserved)
+		return -EBUSY;
+	r->offset = offset;
+	atomic_store_explicit(&r->bytes_total, offset, memory_order_relaxed);
+	atomic_store_explicit(&r->bytes_dropped, bytes_dropped,
+	    memory_order_relaxed);
+	atomic_store_explicit(&r->chunks_dropped, chunks_dropped,
+	    memory_order_relaxed);
+	return 0;
+}
+
 /* Free a ring and everything it holds. */
 void
 ring_free(struct ring *r)

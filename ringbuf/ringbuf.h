@@ -102,6 +102,18 @@ typedef void (*ring_notify_fn)(struct ring *, void *arg);
  */
 struct ring	*ring_create(size_t capacity, uint64_t first_id);
 
+/*
+ * Make a new ring continue another one (an upgrade hands rings over to a
+ * new agentd): before its first chunk, set the bytes appended before it
+ * (the next chunk's offset, and bytes_total) and the eviction counters.
+ * Create it with first_id the old ring's oldest id held, resume it, then
+ * append the chunks held, oldest first: ids, offsets and the counters of
+ * ring_stats() are the old ring's.  -EBUSY once a chunk was appended.
+ * [producer]
+ */
+int		 ring_resume(struct ring *, uint64_t offset,
+		     uint64_t bytes_dropped, uint64_t chunks_dropped);
+
 /* Free a ring.  No reader or producer may use it any more. */
 void		 ring_free(struct ring *);
 

@@ -31,6 +31,7 @@
 #include "restore.h"
 #include "ringbuf.h"
 #include "sandbox.h"
+#include "upgrade.h"
 #include "session.h"
 #include "sessions.h"
 #include "spawner.h"
@@ -99,6 +100,8 @@ api_healthz(struct http_req *hr)
 	proto_buf_u64(&b, (uint64_t)getpid());
 	proto_buf_append(&b, ", \"generation\": ", 16);
 	proto_buf_u64(&b, restore_generation());
+	proto_buf_append(&b, ", \"upgrades\": ", 14);
+	proto_buf_u64(&b, upgrade_count());
 	proto_buf_append(&b, ", \"containment\": \"", 18);
 	proto_buf_append(&b, cgroup_containment(), strlen(cgroup_containment()));
 	proto_buf_append(&b, "\"", 1);
@@ -181,6 +184,7 @@ api_metrics(struct http_req *hr)
 	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
 	conn_metrics(&b);
 	restore_metrics(&b);
+	upgrade_metrics(&b);
 	events_metrics(&b);
 	sse_metrics(&b);
 	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */

@@ -18,6 +18,7 @@
 #include "proto.h"
 #include "restore.h"
 #include "sandbox.h"
+#include "upgrade.h"
 #include "util.h"
 
 #define SANDBOX_PAUSE_WAIT_MS	30000	/* a pause answers by then, synced
@@ -53,6 +54,9 @@ sandbox_route(struct http_req *hr)
 	} else if (strcmp(hr->path, "/v1/sandbox/pause") == 0) {
 		if (http_method(hr, EVHTTP_REQ_POST) == 0)
 			sandbox_pause(hr);
+	} else if (strcmp(hr->path, "/v1/sandbox/upgrade") == 0) {
+		if (http_method(hr, EVHTTP_REQ_POST) == 0)
+			upgrade_route(hr);	/* upgrade.h */
 	} else
 		http_fail(hr->req, 404, "not_found", "no route %s", hr->path);
 }

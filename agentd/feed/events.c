@@ -99,6 +99,13 @@ events_free(void)
 	events_ring = NULL;
 }
 
+/* The feed's ring. */
+struct evring *
+events_evring(void)
+{
+	return (events_ring);
+}
+
 /* Post an event: render it once, hold it, wake who waits for it. */
 uint64_t
 events_post(const char *type, const char *session, json_t *fields)
@@ -330,6 +337,16 @@ events_waiter_done(struct events_waiter *w, int answer)
 		events_answer(w->req, w->cursor, &w->filter);
 	evring_filter_free(&w->filter);
 	free(w);
+}
+
+/* Answer every long-poll now, with what it has (an upgrade's hand-over). */
+void
+events_flush_waiters(void)
+{
+	struct events_waiter	*w;
+
+	while ((w = TAILQ_FIRST(&events_waiters)) != NULL)
+		events_waiter_done(w, 1);
 }
 
 /* A waiter's deadline: answer with nothing, and the cursor looked at. */

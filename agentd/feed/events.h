@@ -27,6 +27,7 @@
 struct http_req;
 struct proto_buf;
 struct session;
+struct evring;
 
 /* Make the ring: max_events events and max_bytes bytes at most. */
 void	 events_init(size_t max_events, size_t max_bytes);
@@ -47,6 +48,12 @@ void	 events_session_event(struct session *, int events);
 
 /* GET /v1/events?cursor=N&wait_ms=W&session=ID&types=a,b */
 void	 events_route(struct http_req *);
+
+/* Answer every long-poll now with what it has (an upgrade's hand-over). */
+void	 events_flush_waiters(void);
+/* The feed's ring (an upgrade hands it over; evring.h), NULL after
+   events_free(). */
+struct evring *events_evring(void);
 
 /* Append the feed's gauges and counters to a /metrics answer. */
 void	 events_metrics(struct proto_buf *);

@@ -102,6 +102,17 @@ evring_push(struct evring *r, const char *type, const char *session,
 	return (e->id);
 }
 
+/* Continue another ring: the ids and the drops so far. */
+int
+evring_resume(struct evring *r, uint64_t newest, uint64_t dropped)
+{
+	if (r->count > 0 || r->newest != 0)
+		return (-EBUSY);
+	r->newest = newest;
+	r->dropped = dropped;
+	return (0);
+}
+
 /* The newest id, 0 before the first event. */
 uint64_t
 evring_newest(const struct evring *r)

@@ -67,6 +67,13 @@ void		 evring_free(struct evring *);
 uint64_t	 evring_push(struct evring *, const char *type,
 		    const char *session, char *json, size_t len);
 
+/*
+ * Continue another ring (an upgrade): before the first push, the next
+ * event gets id newest + 1 and dropped counts as given.  Push the events
+ * held, oldest first, after it.  -EBUSY once an event was pushed.
+ */
+int		 evring_resume(struct evring *, uint64_t newest,
+		    uint64_t dropped);
 /* The newest event's id (0 before the first). */
 uint64_t	 evring_newest(const struct evring *);
 void		 evring_stats(const struct evring *, struct evring_stats *);

@@ -243,3 +243,33 @@ companion_free(void)
 		event_free(restart_ev);
 	restart_ev = NULL;
 }
+
+/* For an upgrade: the companion's pid (-1: none) and its pipes' fds. */
+pid_t
+companion_handover(int fds[2])
+{
+	struct companion_out	*o;
+
+	fds[0] = fds[1] = -1;
+	TAILQ_FOREACH(o, &outs, entry)
+		fds[strcmp(o->name, "stderr") == 0] = o->fd;
+	return (pid);
+}
+
+/* Supervise the companion an upgrade handed over, as if started here. */
+void
+companion_adopt(char **argv, pid_t p, int out, int err)
+{
+	argv_ = argv;
+	restart_ev = evtimer_new(agentd_base, companion_restart_cb, NULL);
+	if (restart_ev == NULL)
+		fatal("%s: out of memory", __func__);
+	pid = p;
+	started_ms = clock_mono_ms();
+	if (out != -1)
+		companion_open_out(out, "stdout");
+	if (err != -1)
+		companion_open_out(err, "stderr");
+	log_info("%s: companion %s handed over, pid %ld", __func__, argv_[0],
+	    (long)pid);
+}

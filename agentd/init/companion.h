@@ -28,6 +28,14 @@ void	companion_kill(void);
 int	companion_running(void);
 /* Restarts so far, for the debug endpoints. */
 unsigned companion_restarts(void);
+/*
+ * An upgrade (upgrade.h): the companion's pid (-1 when none runs) and its
+ * output pipes (fds[0] stdout, fds[1] stderr; -1: closed), to keep open
+ * across the execve; and, in the successor, supervise that pid and read
+ * those fds instead of companion_start().
+ */
+pid_t	companion_handover(int fds[2]);
+void	companion_adopt(char **argv, pid_t pid, int out, int err);
 /* Free everything. */
 void	companion_free(void);
 

@@ -143,6 +143,13 @@ restore_resumed(int64_t unix_ms, const uint8_t *entropy, size_t len,
 	restore_do("platform", unix_ms, entropy, len, r);
 }
 
+/* Set the generation (an upgrade's successor). */
+void
+restore_generation_set(uint64_t g)
+{
+	generation = g;
+}
+
 /* agentd_generation for /metrics. */
 void
 restore_metrics(struct proto_buf *b)

@@ -56,6 +56,8 @@ void	 restore_free(void);
 
 /* Restores counted since the start (0: none). */
 uint64_t restore_generation(void);
+/* Set it (an upgrade hands it over to the successor). */
+void	 restore_generation_set(uint64_t);
 
 /*
  * The platform reports a restore: unix_ms (-1: not given) and entropy (len

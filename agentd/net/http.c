@@ -92,6 +92,12 @@ static char			*unix_path;	/* to unlink at the end */
 static int64_t			 accept_logged_ms = -HTTP_ACCEPT_LOG_MS;
 static uint64_t			 accept_failures;
 static int			 http_closing;	/* the loop is over: 503 */
+static struct http_inherit {		/* listeners an upgrade handed over */
+	char		*name;
+	int		 fd;
+}			*inherits;
+static size_t		 ninherits;
+static int		 handing_over;	/* an upgrade's: answers close */
 
 static struct http_server *http_server(enum http_api, enum conn_transport);
 static void		 http_dispatch(struct evhttp_request *, void *);
@@ -108,6 +114,7 @@ static int		 http_bind_tcp(struct http_server *, const char *,
 static int		 http_listen_unix(const char *);
 static int		 http_listen_vsock(const char *, enum http_api,
 			     const char *flag);
+static int		 http_inherited(const char *);
 static int		 http_unix_clear(const struct sockaddr_un *);
 static void		 http_add_listener(struct http_server *, int fd,
 			     const char *name);
@@ -241,6 +248,10 @@ http_bind_tcp(struct http_server *srv, const char *host, const char *port,
 		snprintf(name, sizeof name, "[%s]:%s", host, port);
 	else
 		snprintf(name, sizeof name, "%s:%s", host, port);
+	if ((fd = http_inherited(name)) != -1) {	/* an upgrade's */
+		http_add_listener(srv, fd, name);
+		return (0);
+	}
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -352,6 +363,12 @@ http_listen_unix(const char *path)
 		return (-1);
 	}
 	strcpy(sun.sun_path, path);
+	if ((fd = http_inherited(path)) != -1) {	/* an upgrade's */
+		unix_path = xstrdup(path);
+		http_add_listener(http_server(HTTP_API_AGENTD, CONN_UNIX), fd,
+		    path);
+		return (0);
+	}
 	if (http_unix_clear(&sun) != 0)
 		return (-1);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
@@ -394,6 +411,10 @@ http_listen_vsock(const char *spec, enum http_api api, const char *flag)
 		return (-1);
 	}
 	snprintf(name, sizeof name, "vsock:*:%u", port);
+	if ((fd = http_inherited(name)) != -1) {	/* an upgrade's */
+		http_add_listener(http_server(api, CONN_VSOCK), fd, name);
+		return (0);
+	}
 	if ((fd = vsock_listen(port, HTTP_BACKLOG)) == -1) {
 		log_error("%s: %s %s: %s%s", __func__, flag, spec,
 		    strerror(errno), errno == EAFNOSUPPORT ? " (no vsock in "
@@ -532,6 +553,80 @@ http_listen_routes_vsock(const char *port, http_route_fn route)
 {
 	http_routes[HTTP_API_ENVD] = route;
 	return (http_listen_vsock(port, HTTP_API_ENVD, "--envd-vsock-listen"));
+/* An upgrade handed over the listener name on fd: take it, not bind. */
+void
+http_inherit(const char *name, int fd)
+{
+	inherits = xrealloc(inherits, (ninherits + 1) * sizeof *inherits);
+	inherits[ninherits].name = xstrdup(name);
+	inherits[ninherits++].fd = fd;
+}
+
+/* The fd handed over for the listener name (now ours), or -1. */
+static int
+http_inherited(const char *name)
+{
+	size_t	i;
+	int	fd;
+
+	for (i = 0; i < ninherits; i++) {
+		if (inherits[i].fd == -1 || strcmp(inherits[i].name, name) != 0)
+			continue;
+		fd = inherits[i].fd;
+		inherits[i].fd = -1;
+		log_info("%s: listening on %s (handed over, fd %d)", __func__,
+		    name, fd);
+		return (fd);
+	}
+	return (-1);
+}
+
+/* Close the handed-over listeners no --listen or --socket took. */
+void
+http_inherit_done(void)
+{
+	size_t	i;
+
+	for (i = 0; i < ninherits; i++) {
+		if (inherits[i].fd != -1) {
+			log_info("%s: %s no longer listened on: closed",
+			    __func__, inherits[i].name);
+			close(inherits[i].fd);
+		}
+		free(inherits[i].name);
+	}
+	free(inherits);
+	inherits = NULL;
+	ninherits = 0;
+}
+
+/* The listeners' fds and names, for an upgrade; how many. */
+size_t
+http_listener_fds(int *fds, const char **names, size_t max)
+{
+	size_t	i;
+
+	for (i = 0; i < nlisteners && i < max; i++) {
+		fds[i] = evconnlistener_get_fd(listeners[i].lev);
+		names[i] = listeners[i].name;
+	}
+	return (i);
+}
+
+/* Pause accepting (new connections wait in the backlog) or go on. */
+void
+http_accept_pause(int pause)
+{
+	size_t	i;
+
+	handing_over = pause;
+	for (i = 0; i < nlisteners; i++) {
+		if (pause) {
+			evconnlistener_disable(listeners[i].lev);
+			event_del(listeners[i].resume);
+		} else
+			evconnlistener_enable(listeners[i].lev);
+	}
 }
 
 /* Stop accepting new connections, and answer new requests 503. */
@@ -851,6 +946,8 @@ http_reply_raw(struct evhttp_request *req, int status, const char *type,
 	}
 	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD)
 		evbuffer_drain(out, evbuffer_get_length(out));
+	if (handing_over)	/* the connection ends with the execve */
+		evhttp_add_header(h, "Connection", "close");
 	http_count(status);
 	evhttp_send_reply(req, status, http_reason(status), out);
 	evbuffer_free(out);

@@ -61,6 +61,19 @@ int	http_listen_routes(const char *spec, http_route_fn route);
  * vsock's rules of conn.h.  Returns 0, or -1 after logging why.
  */
 int	http_listen_routes_vsock(const char *port, http_route_fn route);
+ * An upgrade (upgrade.h): before http_start(), the listener named name
+ * ("ADDR:PORT" as logged, or the socket's path) is taken from fd instead
+ * of bound; http_inherit_done() after it closes those not taken.
+ */
+void	http_inherit(const char *name, int fd);
+void	http_inherit_done(void);
+/* The listeners' fds and names (valid until http_free()); how many. */
+size_t	http_listener_fds(int *fds, const char **names, size_t max);
+/*
+ * Pause accepting (1; connects wait in the backlog, and every answer says
+ * Connection: close meanwhile) or go on (0).
+ */
+void	http_accept_pause(int pause);
 /* Stop accepting (shutdown); requests that still come get 503. */
 void	http_stop_accepting(void);
 /* Free everything (after shutdown). */

@@ -225,7 +225,7 @@ cgroup_detect(const struct cgroup_config *cfg, char *root, size_t rootlen,
     char *why, size_t whylen)
 {
 	struct statfs	 sf;
-	char		 buf[CGROUP_FILE_MAX], path[PATH_MAX];
+	char		 buf[CGROUP_FILE_MAX], path[PATH_MAX], *p;
 	int		 fd, n;
 
 	if (statfs(cfg->mount, &sf) == -1) {
@@ -248,6 +248,10 @@ cgroup_detect(const struct cgroup_config *cfg, char *root, size_t rootlen,
 		    "hierarchy");
 		return (-1);
 	}
+	/* In R/agentd already (an upgrade's execve): R is the parent. */
+	if ((p = strrchr(path, '/')) != NULL &&
+	    strcmp(p + 1, CGROUP_SELF_DIR) == 0)
+		p == path ? (void)(p[1] = '\0') : (void)(*p = '\0');
 	if ((size_t)snprintf(root, rootlen, "%s%s", cfg->mount,
 	    strcmp(path, "/") == 0 ? "" : path) >= rootlen) {
 		cause_set(why, whylen, "cgroup path too long");
@@ -483,6 +487,27 @@ fail:
 	    strerror(-error));
 	cgroup_session_free(cg);
 	return (error);
+}
+
+/* Take over a session's cgroup from an agentd before an upgrade. */
+struct cgroup *
+cgroup_session_adopt(const char *name, int fd)
+{
+	struct cgroup	*cg;
+	uint64_t	 n;
+	char		*end;
+
+	if (!cgroup_on || name[0] == '\0' || strlen(name) >= sizeof cg->name ||
+	    strchr(name, '/') != NULL || fd < 0)
+		return (NULL);
+	cg = xcalloc(1, sizeof *cg);
+	cg->fd = fd;
+	snprintf(cg->name, sizeof cg->name, "%s", name);
+	xasprintf(&cg->path, "%s/%s", cgroup_parent_path, cg->name);
+	n = strtoull(name, &end, 10);
+	if (*end == '\0' && n >= cgroup_next)
+		cgroup_next = n + 1;
+	return (cg);
 }
 
 /* The directory fd, for clone3's CLONE_INTO_CGROUP. */

@@ -4,7 +4,8 @@
  *
  * The layout, under R, the cgroup agentd finds itself in (/proc/self/cgroup)
  * on the cgroup2 mount at /sys/fs/cgroup (the root as PID 1 of a VM, a
- * delegated subtree in a container):
+ * delegated subtree in a container), or its parent when that cgroup is
+ * named "agentd" (an agentd a live upgrade execve'd is in R/agentd):
  *
  *	R/agentd/	agentd itself, moved there first: a leaf, since a
  *			cgroup with controllers in its subtree_control may
@@ -100,6 +101,12 @@ int	 cgroup_session_new(const struct cgroup_limits *l, struct cgroup **out,
 	    const char **limit, char *cause, size_t causelen);
 /* The cgroup's directory fd (O_RDONLY | O_DIRECTORY) for the spawn. */
 int	 cgroup_session_fd(const struct cgroup *);
+/*
+ * Take over the cgroup name (under the sessions' parent) whose directory
+ * fd an agentd handed over on an upgrade; its limits are in its files.
+ * NULL without containment "cgroup" or for a bad name (fd not taken).
+ */
+struct cgroup *cgroup_session_adopt(const char *name, int fd);
 /* Its name under the sessions' parent, for logs. */
 const char *cgroup_session_name(const struct cgroup *);
 /*

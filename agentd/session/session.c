@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 #include <sys/queue.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -30,6 +31,7 @@
 #include "pty.h"
 #include "ringbuf.h"
 #include "session.h"
+#include "session_int.h"
 #include "spawner.h"
 #include "util.h"
 
@@ -42,8 +44,6 @@
 #define SESSION_SWEEP_MAX_MS	1000	/* backed off to while none is released */
 #define SESSION_JOIN_BYTES	4096	/* bytes a chunk joined from reads grows to */
 #define SESSION_JOIN_SHARE	64	/* ... and at most this share of the ring */
-#define SESSION_CARRY_MAX	3	/* bytes of a UTF-8 sequence a full
-					   joined chunk hands to the next */
 #define SESSION_READ_SHARE	16	/* a read takes at most this share of the ring */
 #define SESSION_SHORT_READ	4096	/* bytes: a read under this that took
 					   all there was ends the turn */
@@ -53,86 +53,6 @@
 					   full n_tty buffer (4 KiB - 1) */
 #define SESSION_USAGE_MS	50	/* a view rereads the cgroup's usage
 					   at most this often */
-
-/* One output fd of a session: the PTY master, or stdout or stderr. */
-struct session_out {
-	struct session	*s;
-	int		 fd;		/* -1 once closed */
-	enum ring_stream stream;
-	struct event	*ev;
-};
-
-struct session {
-	TAILQ_ENTRY(session) entry;
-	char		 id[PROTO_ID_MAX + 1];
-	char		**argv;
-	char		*cwd;
-	char		*user;
-	char		*tag;		/* envd's tag (a label), or NULL */
-	int		 tty;
-	unsigned	 rows, cols;
-
-	pid_t		 pid;		/* also the group and session id */
-	int		 reaped;	/* the status is in; the zombie stays */
-	int		 released;	/* reaped: never signal the group */
-	int		 status;	/* as from waitpid() */
-	int		 exited;	/* state "exited" */
-	int		 timed_out;
-	int		 terminating;	/* DELETE, TTL or shutdown under way */
-	int		 killed;	/* the session got its SIGKILL */
-	int64_t		 kill_at_ms;	/* monotonic: the group's SIGKILL */
-	int		 remove_on_exit;
-	int64_t		 started_ms;	/* wall clock */
-	int64_t		 ended_ms;	/* wall clock, -1 while running */
-
-	struct ring	*ring;
-	size_t		 ring_bytes;
-	size_t		 kept_bytes;	/* argv, cwd, user: session_bytes() */
-	uint64_t	 seq;		/* order of creation, from 1 */
-
-	/*
-	 * The chunk being joined from reads of one stream while no reader
-	 * waits: the ring's pending reservation, published when anyone looks
-	 * at the session (session_publish()).
-	 */
-	uint8_t		*pend;		/* the reservation, or NULL */
-	size_t		 pend_len;	/* bytes read into it */
-	size_t		 pend_room;	/* its size */
-	enum ring_stream pend_stream;
-	uint8_t		 carry[SESSION_CARRY_MAX]; /* the start of a UTF-8
-					   sequence a full chunk left to the
-					   next one of its stream */
-	size_t		 carry_len;
-	enum ring_stream carry_stream;
-	int		 watchers;	/* readers waiting for new output */
-	int64_t		 output_ms;	/* monotonic: the last output read, or
-					   the start */
-	struct session_out out[2];	/* tty: out[0] only */
-	int		 nopen;		/* output fds still open */
-	int		 hup;		/* tty: EIO while the leader lives */
-	int64_t		 hup_ms;	/* next look at the hung-up master */
-	struct event	*hup_ev;
-
-	int		 in;		/* stdin fd (the master for a tty), or -1 */
-	int		 in_eof;	/* pipes: close stdin once the queue drains */
-	uint64_t	 stdin_bytes;	/* bytes of stdin accepted so far */
-	struct evbuffer	*inq;
-	struct event	*in_ev;
-
-	struct event	*timeout_ev;	/* timeout_ms */
-	struct event	*kill_ev;	/* SIGKILL after a grace */
-	struct event	*drain_ev;	/* the 250 ms exit cap */
-	struct event	*ttl_ev;	/* removal of an exited session */
-
-	struct cgroup	*cg;		/* its cgroup, or NULL (process_group);
-					   freed once released */
-	struct cgroup_usage usage;	/* last read; final once released */
-	int64_t		 usage_ms;	/* monotonic: when usage was read */
-	int		 oom_killed;	/* its cgroup saw an OOM kill */
-	int		 gone;		/* SESSION_EV_GONE was sent */
-
-	void		*user_data;	/* the observer's */
-};
 
 /*
  * A removed session's leader, kept unreaped (alive, or a zombie) so that its
@@ -248,6 +168,7 @@ static void	session_usage_read(struct session *, int force);
 static void	session_release(struct session *);
 static void	session_check_gone(struct session *);
 static int	session_corpse_done(struct session_corpse *);
+static int64_t	session_left(struct event *);
 
 /*
  * Set the limits and the observer, and start the spawner's threads.
@@ -1480,7 +1401,8 @@ session_release(struct session *s)
 		cgroup_session_free(s->cg);
 		s->cg = NULL;
 	}
-	waitpid(s->pid, NULL, WNOHANG);
+	if (s->restored != 2)	/* else agentd's reaper took it (upgrade) */
+		waitpid(s->pid, NULL, WNOHANG);
 	s->released = 1;
 	session_check_gone(s);
 }
@@ -2337,4 +2259,144 @@ session_of_pid(pid_t pid)
 		pid = (pid_t)ppid;
 	}
 	return (NULL);
+}
+
+/* The time left on a timer, in ms from now, or -1 when it is not armed. */
+static int64_t
+session_left(struct event *ev)
+{
+	struct timeval	tv, now;
+	int64_t		ms;
+
+	if (ev == NULL || !evtimer_pending(ev, &tv))
+		return (-1);
+	gettimeofday(&now, NULL);
+	ms = ((int64_t)tv.tv_sec - now.tv_sec) * 1000 +
+	    ((int64_t)tv.tv_usec - now.tv_usec) / 1000;
+	return (ms > 0 ? ms : 0);
+}
+
+/* The time left on each timer of s. */
+void
+session_timers_left(struct session *s, struct session_timers *t)
+{
+	t->timeout_ms = session_left(s->timeout_ev);
+	t->kill_ms = session_left(s->kill_ev);
+	t->ttl_ms = session_left(s->ttl_ev);
+	t->drain_ms = session_left(s->drain_ev);
+}
+
+/* Before a hand-over: publish what was read, send the corpses' SIGKILL. */
+void
+session_upgrade_prepare(void)
+{
+	struct session		*s;
+	struct session_corpse	*c, *next;
+
+	TAILQ_FOREACH(s, &sessions, entry)
+		session_publish(s);
+	for (c = LIST_FIRST(&corpses); c != NULL; c = next) {
+		next = LIST_NEXT(c, entry);
+		if (c->killed)
+			continue;
+		event_del(c->kill_ev);
+		session_corpse_cb(-1, 0, c);	/* may free c */
+	}
+}
+
+/* List a session an upgrade restored: its events, timers, counters. */
+void
+session_insert(struct session *s, const struct session_timers *t)
+{
+	size_t	i;
+
+	s->nopen = 0;
+	for (i = 0; i < 2; i++) {
+		s->out[i].s = s;
+		if (s->out[i].fd == -1)
+			continue;
+		s->out[i].ev = event_new(session_base, s->out[i].fd,
+		    EV_READ | EV_PERSIST, session_read_cb, &s->out[i]);
+		if (s->out[i].ev == NULL)
+			fatal("%s: out of memory", __func__);
+		if (!(s->hup && i == 0))
+			event_add(s->out[i].ev, NULL);
+		s->nopen++;
+	}
+	if (s->inq == NULL)
+		s->inq = evbuffer_new();
+	if (s->in != -1)
+		s->in_ev = event_new(session_base, s->in, EV_WRITE,
+		    session_write_cb, s);
+	s->timeout_ev = evtimer_new(session_base, session_timeout_cb, s);
+	s->kill_ev = evtimer_new(session_base, session_kill_cb, s);
+	s->drain_ev = evtimer_new(session_base, session_drain_cb, s);
+	s->ttl_ev = evtimer_new(session_base, session_ttl_cb, s);
+	s->hup_ev = evtimer_new(session_base, session_hup_cb, &s->out[0]);
+	if (s->inq == NULL || s->timeout_ev == NULL || s->kill_ev == NULL ||
+	    s->drain_ev == NULL || s->ttl_ev == NULL || s->hup_ev == NULL ||
+	    (s->in != -1 && s->in_ev == NULL))
+		fatal("%s: out of memory", __func__);
+	if (t->timeout_ms >= 0)
+		session_timer_add(s->timeout_ev, t->timeout_ms);
+	if (t->kill_ms >= 0)
+		session_timer_add(s->kill_ev, t->kill_ms);
+	if (t->ttl_ms >= 0)
+		session_timer_add(s->ttl_ev, t->ttl_ms);
+	if (t->drain_ms >= 0)
+		session_timer_add(s->drain_ev, t->drain_ms);
+	if (s->hup)
+		session_timer_add(s->hup_ev, s->hup_ms > 0 ? s->hup_ms :
+		    SESSION_HUP_POLL_MIN_MS);
+	s->piece = SIZE_MAX;
+	s->restored = 1;
+	TAILQ_INSERT_TAIL(&sessions, s, entry);
+	if (!s->exited)
+		nrunning++;
+	ring_total += s->ring_bytes;
+	kept_total += s->kept_bytes;
+	if (s->seq >= next_seq)
+		next_seq = s->seq + 1;
+	if (s->in != -1 && evbuffer_get_length(s->inq) > 0)
+		event_add(s->in_ev, NULL);
+	log_info("%s: session %s pid %ld %s, %s", __func__, s->id,
+	    (long)s->pid, s->tty ? "tty" : "pipes", s->exited ? "exited" :
+	    "running");
+	if (s->reaped && !s->released)
+		session_sweep_soon(1);
+}
+
+/*
+ * A restored session's leader was reaped by agentd's reaper: after an
+ * upgrade it is the main thread's child, which waitpid(-1) sees.  Its pid
+ * may be anyone's from now on: the session is released (its group never
+ * signalled again).  0 when pid was a restored session's leader.
+ */
+int
+session_adopted_reaped(pid_t pid, int status)
+{
+	struct session	*s;
+
+	TAILQ_FOREACH(s, &sessions, entry) {
+		if (!s->restored || s->pid != pid || s->released)
+			continue;
+		s->restored = 2;	/* its pid is free: never waitpid() it */
+		if (s->cg != NULL) {
+			/*
+			 * The cgroup, not the pid, reaches what is left: the
+			 * sweep releases it once the cgroup is empty.
+			 */
+			session_sweep_soon(1);
+			if (!s->reaped)
+				session_status_in(s, status);	/* may free s */
+			return (0);
+		}
+		s->released = 1;
+		if (!s->reaped)
+			session_status_in(s, status);	/* may free s */
+		else
+			session_check_gone(s);
+		return (0);
+	}
+	return (-1);
 }

@@ -243,6 +243,15 @@ void	 session_collect(void);
 int	 session_reaped(pid_t pid, int status);
 
 /*
+ * After an upgrade (sessionsave.h) a restored session's leader is the main
+ * thread's child: agentd's reaper hands its status here.  0 when pid was
+ * one.  Its pid may be reused from now on: without a cgroup the session
+ * is released at once (its group never signalled again); with one, the
+ * cgroup still reaches what is left, and the sweep releases it once empty.
+ */
+int	 session_adopted_reaped(pid_t pid, int status);
+
+/*
  * Shutdown: send sig to the group of every session that may still have
  * processes (not reaped yet, or output held open), or of the tty ones only.
  */

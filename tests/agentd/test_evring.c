@@ -211,6 +211,25 @@ START_TEST(test_filter_parse)
 }
 END_TEST
 
+/* A ring handed over (an upgrade) goes on with the old ids. */
+START_TEST(test_resume)
+{
+	struct evring		*r = evring_new(8, 1 << 20);
+	struct evring_event	 out[8];
+	struct evring_result	 res;
+
+	ck_assert_int_eq(evring_resume(r, 41, 3), 0);
+	ck_assert_uint_eq(push(r, "a", NULL, "{}"), 42);
+	ck_assert_int_eq(evring_resume(r, 1, 0), -EBUSY);
+	ck_assert_int_eq(evring_read(r, 40, NULL, out, 8, &res), 0);
+	ck_assert_uint_eq(res.n, 1);
+	ck_assert_uint_eq(res.dropped, 1);
+	ck_assert_uint_eq(out[0].id, 42);
+	ck_assert_int_eq(evring_read(r, 43, NULL, out, 8, &res), -ERANGE);
+	evring_free(r);
+}
+END_TEST
+
 /* The suite. */
 static Suite *
 evring_suite(void)
@@ -223,6 +242,7 @@ evring_suite(void)
 	tcase_add_test(tc, test_bound_by_bytes);
 	tcase_add_test(tc, test_filter_cursor);
 	tcase_add_test(tc, test_filter_parse);
+	tcase_add_test(tc, test_resume);
 	suite_add_tcase(s, tc);
 	return (s);
 }

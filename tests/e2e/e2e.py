@@ -371,6 +371,7 @@ def checks(agent):
         m, text = agent.read_until("shell", r"\b50 132\b", cursor)
         check("resize: stty size inside is 50 132", st == 200 and m, f"{st} {text!r}")
 
+    upgrade_checks(agent)
     cgroup_checks(agent)
     vsock_checks(agent)
 
@@ -378,6 +379,47 @@ def checks(agent):
     st, doc = agent.run({"argv": ["sleep", "600"], "id": "sleeper"})
     check("a session left running for the shutdown", st == 201 and doc.get("state") == "running",
           f"{st} {doc}")
+
+
+def upgrade_checks(agent):
+    """Live upgrade as PID 1 (issue 31): agentd execs a copy of itself in pid
+    1 under a counting session and the interactive shell of checks()."""
+    st, doc = agent.run({"cmd": "cp /init /tmp/agentd-next && chmod 755 /tmp/agentd-next",
+                         "yield_ms": 20000})
+    if not check("upgrade: a copy of /init", st == 201 and doc.get("exit_code") == 0,
+                 f"{st} {doc.get('text')!r}"):
+        return
+    st, doc = agent.run({"cmd": "for i in $(seq 1 30); do echo n$i; sleep 0.1; done; exit 9",
+                         "id": "count"})
+    t0 = time.monotonic()
+    st, _, r = agent.request("POST", "/v1/sandbox/upgrade", {"path": "/tmp/agentd-next"})
+    check("upgrade: 202 with the versions", st == 202 and r.get("from_version") == r.get("to_version"),
+          f"{st} {r}")
+    health, end = None, time.monotonic() + 60
+    while time.monotonic() < end:
+        try:
+            _, _, health = agent.request("GET", "/healthz", auth=False, timeout=30)
+        except (OSError, http.client.HTTPException):
+            health = None
+        if isinstance(health, dict) and health.get("upgrades") == 1:
+            break
+        time.sleep(0.05)
+    check("upgrade: the new agentd answers as pid 1, upgrades 1",
+          isinstance(health, dict) and health.get("pid") == 1 and health.get("upgrades") == 1,
+          f"{health} after {time.monotonic() - t0:.2f}s")
+    m, text = agent.read_until("count", r"n30\n", 0)
+    st, _, cnt = agent.request("GET", "/v1/sessions/count?cursor=0&wait_ms=10000")
+    lines = output_text(cnt).split()
+    check("upgrade: a session's output read from cursor 0, nothing lost or twice, exit 9",
+          lines == [f"n{i}" for i in range(1, 31)] and cnt.get("exit_code") == 9
+          if cnt.get("state") == "exited" else m is not None,
+          f"{lines} {cnt.get('state')} {cnt.get('exit_code')}")
+    st, _, r = agent.request("POST", "/v1/sessions/shell/stdin",
+                             {"text": "echo after-$((40+2))\n", "wait_ms": 5000})
+    m, text = agent.read_until("shell", r"after-42", 0)
+    check("upgrade: the tty shell (same process) reads stdin", st == 200 and m, f"{st} {text[-200:]!r}")
+    st, _, r = agent.request("DELETE", "/v1/sessions/shell?grace_ms=0")
+    check("upgrade: DELETE of a session from before (its cgroup handed over)", st == 200, f"{st} {r}")
 
 
 # ---- containment (issue 21) ---------------------------------------------------

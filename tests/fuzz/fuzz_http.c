@@ -59,6 +59,7 @@
 #include "restore.h"
 #include "session.h"
 #include "sessions.h"
+#include "upgrade.h"
 #include "util.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
@@ -480,6 +481,34 @@ restore_metrics(struct proto_buf *b)
 {
 	proto_buf_printf(b, "agentd_generation %llu\n",
 	    (unsigned long long)fh_generation);
+}
+
+/* An upgrade (upgrade.h) would execve: refused, after the body's checks. */
+void
+upgrade_route(struct http_req *hr)
+{
+	json_t	*root = json_loadb(hr->body, hr->body_len, 0, NULL);
+
+	if (root == NULL)
+		http_fail(hr->req, 400, "invalid_json", "the fuzzer's stub");
+	else
+		http_fail(hr->req, 422, "upgrade_rejected", "the fuzzer's stub");
+	json_decref(root);
+}
+
+/* Upgrades since the boot: none here. */
+uint64_t
+upgrade_count(void)
+{
+	return (0);
+}
+
+/* agentd_upgrades_total and agentd_upgrade_failures_total. */
+void
+upgrade_metrics(struct proto_buf *b)
+{
+	proto_buf_printf(b, "agentd_upgrades_total 0\n"
+	    "agentd_upgrade_failures_total 0\n");
 }
 
 /* ---- the driver -------------------------------------------------------- */

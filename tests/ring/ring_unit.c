@@ -811,6 +811,65 @@ START_TEST(test_random_model)
 }
 END_TEST
 
+/* A ring handed over: a new ring resumed and fed the chunks held. */
+START_TEST(test_resume)
+{
+	struct ring		*a, *b;
+	struct ring_stats	 sa, sb;
+	struct ring_chunk	 ca[NCHUNKS];
+	static uint8_t		 abuf[BUFSIZE];
+	struct ring_read_result	 res;
+	uint64_t		 i;
+	uint8_t			 data[2000];
+
+	a = ring_create(4096, 1);
+	ck_assert_ptr_nonnull(a);
+	for (i = 0; i < 20; i++) {
+		memset(data, (int)i, sizeof data);
+		ck_assert_uint_ne(ring_append(a, data, 100 + i * 50,
+		    i % 2 ? RING_STREAM_STDERR : RING_STREAM_STDOUT), 0);
+	}
+	ring_stats(a, &sa);
+	ck_assert_uint_gt(sa.chunks_dropped, 0);
+	ck_assert_int_eq(ring_read(a, sa.oldest - 1, abuf, sizeof abuf,
+	    sizeof abuf, ca, NCHUNKS, &res), 0);
+	ck_assert_uint_eq(res.dropped, 0);
+
+	b = ring_create(4096, sa.oldest);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(ring_resume(b, ca[0].offset, sa.bytes_dropped,
+	    sa.chunks_dropped), 0);
+	for (i = 0; i < res.nchunks; i++)
+		ck_assert_uint_eq(ring_append(b, ca[i].data, ca[i].len,
+		    (enum ring_stream)ca[i].stream), ca[i].id);
+	ck_assert_int_eq(ring_resume(b, 0, 0, 0), -EBUSY);
+	ring_stats(b, &sb);
+	ck_assert_uint_eq(sb.newest, sa.newest);
+	ck_assert_uint_eq(sb.oldest, sa.oldest);
+	ck_assert_uint_eq(sb.bytes_held, sa.bytes_held);
+	ck_assert_uint_eq(sb.bytes_total, sa.bytes_total);
+	ck_assert_uint_eq(sb.bytes_dropped, sa.bytes_dropped);
+	ck_assert_uint_eq(sb.chunks_dropped, sa.chunks_dropped);
+	/* The same chunks at the same ids and offsets, a gap before them. */
+	ck_assert_int_eq(ring_read(b, 0, rbuf, BUFSIZE, BUFSIZE, rchunks,
+	    NCHUNKS, &rres), 0);
+	ck_assert_uint_eq(rres.dropped, sa.oldest - 1);
+	ck_assert_uint_eq(rres.nchunks, res.nchunks);
+	for (i = 0; i < res.nchunks; i++) {
+		ck_assert_uint_eq(rchunks[i].id, ca[i].id);
+		ck_assert_uint_eq(rchunks[i].offset, ca[i].offset);
+		ck_assert_uint_eq(rchunks[i].stream, ca[i].stream);
+		ck_assert_uint_eq(rchunks[i].len, ca[i].len);
+		ck_assert(memcmp(rchunks[i].data, ca[i].data, ca[i].len) == 0);
+	}
+	/* And it goes on from there. */
+	ck_assert_uint_eq(ring_append(b, "x", 1, RING_STREAM_STDOUT),
+	    sa.newest + 1);
+	ring_free(a);
+	ring_free(b);
+}
+END_TEST
+
 /* Build the suite. */
 static Suite *
 ring_suite(void)
@@ -836,6 +895,7 @@ ring_suite(void)
 	tcase_add_test(tc, test_stats);
 	tcase_add_test(tc, test_close_notify);
 	tcase_add_test(tc, test_ids_near_max);
+	tcase_add_test(tc, test_resume);
 	tcase_add_loop_test(tc, test_random_model, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;

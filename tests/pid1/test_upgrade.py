@@ -1,0 +1,57 @@
+"""Live upgrade (POST /v1/sandbox/upgrade) as PID 1 of a PID namespace and
+as a plain child: the same pid, the sessions and the companion kept, and
+the shutdown after it as clean as before."""
+
+import os
+import re
+import shutil
+import time
+
+from pid1lib import QUICK, Pid1TestCase, agentd_path, wait_for
+
+
+class UpgradeTest(Pid1TestCase):
+
+    def upgrade_and_check(self, a, pid):
+        new = os.path.join(a.dir, 'agentd-next')
+        shutil.copyfile(agentd_path(), new)
+        os.chmod(new, 0o755)
+        count = a.create('for i in $(seq 1 20); do echo n$i; sleep 0.05; done; '
+                         'exit 4', id='count')
+        st, j = a.request('POST', '/v1/sandbox/upgrade', {'path': new})
+        self.assertEqual(st, 202, j)
+        h = wait_for(lambda: (lambda r: r[0] == 200 and r[1].get('upgrades') == 1 and r[1])(
+            a.request('GET', '/healthz')), 20, interval=0.05,
+            what='the new agentd')
+        self.assertEqual(h['pid'], pid)
+        out = a.read_until('count', b'n20\n')
+        self.assertEqual(out.split(), [b'n%d' % i for i in range(1, 21)])
+        j = wait_for(lambda: (lambda g: g['state'] == 'exited' and g)(
+            a.get('count')), 20, interval=0.05, what='the exit')
+        self.assertEqual((j['pid'], j['exit_code']), (count['pid'], 4))
+        # A session started after it works as before.
+        self.assertEqual(a.run('exit 6')[0], 6)
+
+    def companion_pids(self, a):
+        text = a.stderr()
+        started = re.findall(r'companion sleep started, pid (\d+)', text)
+        adopted = re.findall(r'companion sleep handed over, pid (\d+)', text)
+        return started, adopted
+
+    def test_pid1(self):
+        a = self.start(pid1=True, companion=['sleep', '1000'])
+        self.assertEqual(a.health['pid'], 1)
+        self.upgrade_and_check(a, 1)
+        started, adopted = self.companion_pids(a)
+        self.assertEqual(len(started), 1, a.stderr())
+        self.assertEqual(adopted, started, a.stderr())
+        rc, _ = a.stop(expect_within=QUICK)
+        self.assertEqual(rc, 0, a.stderr())
+
+    def test_child(self):
+        a = self.start(pid1=False, companion=['sleep', '1000'])
+        self.upgrade_and_check(a, a.health['pid'])
+        started, adopted = self.companion_pids(a)
+        self.assertEqual(adopted, started, a.stderr())
+        rc, _ = a.stop(expect_within=QUICK)
+        self.assertEqual(rc, 0, a.stderr())
