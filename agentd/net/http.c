@@ -553,6 +553,8 @@ http_listen_routes_vsock(const char *port, http_route_fn route)
 {
 	http_routes[HTTP_API_ENVD] = route;
 	return (http_listen_vsock(port, HTTP_API_ENVD, "--envd-vsock-listen"));
+}
+
 /* An upgrade handed over the listener name on fd: take it, not bind. */
 void
 http_inherit(const char *name, int fd)

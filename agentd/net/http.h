@@ -61,6 +61,7 @@ int	http_listen_routes(const char *spec, http_route_fn route);
  * vsock's rules of conn.h.  Returns 0, or -1 after logging why.
  */
 int	http_listen_routes_vsock(const char *port, http_route_fn route);
+/*
  * An upgrade (upgrade.h): before http_start(), the listener named name
  * ("ADDR:PORT" as logged, or the socket's path) is taken from fd instead
  * of bound; http_inherit_done() after it closes those not taken.

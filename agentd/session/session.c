@@ -2348,7 +2348,6 @@ session_insert(struct session *s, const struct session_timers *t)
 	if (s->hup)
 		session_timer_add(s->hup_ev, s->hup_ms > 0 ? s->hup_ms :
 		    SESSION_HUP_POLL_MIN_MS);
-	s->piece = SIZE_MAX;
 	s->restored = 1;
 	TAILQ_INSERT_TAIL(&sessions, s, entry);
 	if (!s->exited)

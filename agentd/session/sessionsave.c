@@ -237,7 +237,7 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 	struct session_load_chunk	*c;
 	struct session			*s = sl->s;
 	uint64_t			 u, a, b, d;
-	unsigned			 stream, x, y, c[SESSION_CARRY_MAX];
+	unsigned			 stream, x, y, cb[SESSION_CARRY_MAX];
 	int64_t				 i64, t[4];
 	int				 fd, k, v[5];
 	char				 name[32];
@@ -259,13 +259,13 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 	    memchr(value, '\0', len) == NULL)
 		s->tag = xstrdup(value);
 	else if (strcmp(key, "carry") == 0 && sscanf(value, "%u %u %x %x %x",
-	    &stream, &x, &c[0], &c[1], &c[2]) == 5 && stream <= 2 &&
-	    x <= SESSION_CARRY_MAX && c[0] <= 0xff && c[1] <= 0xff &&
-	    c[2] <= 0xff) {
+	    &stream, &x, &cb[0], &cb[1], &cb[2]) == 5 && stream <= 2 &&
+	    x <= SESSION_CARRY_MAX && cb[0] <= 0xff && cb[1] <= 0xff &&
+	    cb[2] <= 0xff) {
 		s->carry_stream = (enum ring_stream)stream;
 		s->carry_len = x;
 		for (k = 0; k < SESSION_CARRY_MAX; k++)
-			s->carry[k] = (uint8_t)c[k];
+			s->carry[k] = (uint8_t)cb[k];
 	}
 	else if (strcmp(key, "tty") == 0 &&
 	    sscanf(value, "%d %u %u", &k, &x, &y) == 3) {
