@@ -11,6 +11,7 @@
 #include "agentd.h"
 #include "api.h"
 #include "config.h"
+#include "envd.h"
 #include "events.h"
 #include "http.h"
 #include "log.h"
@@ -34,6 +35,7 @@ agentd_session_event(struct session *s, int events)
 {
 	events_session_event(s, events);
 	sse_session_event(s, events);
+	envd_session_event(s, events);
 	agentd_observer(s, events);
 }
 
@@ -78,7 +80,8 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	agentd_observer = observer;
 	session_init(agentd_base, &limits, agentd_session_event);
 
-	if (http_start(agentd_base, cfg, api_route) != 0)
+	if (http_start(agentd_base, cfg, api_route) != 0 ||
+	    envd_start(cfg) != 0)
 		return (-1);
 	log_debug("%s: listening", __func__);
 	return (0);

@@ -41,6 +41,12 @@ static const struct opt opts[] = {
 	{ "listen", OPT_LIST, OFF(listen), 0, 0, "ADDR:PORT",
 	  "TCP address to serve (repeatable; default " CONFIG_LISTEN_DEFAULT
 	  ", and [::]:49984 by --dual-stack)" },
+	{ "envd-listen", OPT_LIST, OFF(envd_listen), 0, 0, "ADDR:PORT",
+	  "TCP address serving envd's protocol, for the E2B SDKs "
+	  "(repeatable; default none; README, \"Replacing envd\")" },
+	{ "envd-max-message", OPT_SIZE, OFF(envd_max_message), 1024,
+	  1ull << 30, "BYTES", "largest Connect message of the envd "
+	  "listener, in or out (default 4MiB)" },
 	{ "socket", OPT_STRING, OFF(socket_path), 0, 0, "PATH",
 	  "unix socket, mode 0600 (default " CONFIG_SOCKET_DEFAULT
 	  "; '' disables)" },
@@ -215,6 +221,8 @@ config_defaults(struct config *cfg)
 	cfg->listen = xcalloc(2, sizeof *cfg->listen);
 	cfg->listen[0] = xstrdup(CONFIG_LISTEN_DEFAULT);
 	cfg->env = xcalloc(1, sizeof *cfg->env);
+	cfg->envd_listen = xcalloc(1, sizeof *cfg->envd_listen);
+	cfg->envd_max_message = CONFIG_ENVD_MAX_MESSAGE_DEFAULT;
 	cfg->socket_path = xstrdup(CONFIG_SOCKET_DEFAULT);
 	cfg->log_level = xstrdup("info");
 	cfg->max_sessions = CONFIG_MAX_SESSIONS_DEFAULT;
@@ -670,6 +678,10 @@ config_free(struct config *cfg)
 	for (i = 0; cfg->listen != NULL && cfg->listen[i] != NULL; i++)
 		free(cfg->listen[i]);
 	free(cfg->listen);
+	for (i = 0; cfg->envd_listen != NULL && cfg->envd_listen[i] != NULL;
+	    i++)
+		free(cfg->envd_listen[i]);
+	free(cfg->envd_listen);
 	for (i = 0; cfg->env != NULL && cfg->env[i] != NULL; i++)
 		free(cfg->env[i]);
 	free(cfg->env);

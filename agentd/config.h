@@ -49,8 +49,12 @@
 #define CONFIG_SPAWN_THREADS_DEFAULT	4	/* spawns running at once */
 #define CONFIG_SPAWN_TIMEOUT_DEFAULT	30000	/* ms */
 
+#define CONFIG_ENVD_MAX_MESSAGE_DEFAULT	(4u << 20)	/* bytes */
+
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
+	char		**envd_listen;		/* envd's ADDR:PORT, NULL-terminated */
+	uint64_t	  envd_max_message;	/* bytes of a Connect message */
 	char		 *socket_path;		/* "" disables */
 	char		 *token_file;
 	char		 *token;		/* NULL: no auth */

@@ -17,6 +17,7 @@
 #include "cgroup.h"
 #include "config.h"
 #include "conn.h"
+#include "connect.h"
 #include "debug.h"
 #include "events.h"
 #include "evmem.h"
@@ -201,6 +202,7 @@ api_metrics(struct http_req *hr)
 	    calls, agentd_cfg->max_file_jobs, fetches, FILES_FETCH_MAX,
 	    agentd_cfg->max_fetch_bytes);
 	ports_metrics(&b);
+	envd_metrics(&b);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)

@@ -129,6 +129,7 @@ struct conn_refusal {
 /* The connections of one evhttp. */
 struct conn_pool {
 	int		 unix_socket;
+	int		 own_auth;	/* its routes check the token (envd) */
 	size_t		 nconns;	/* counted against --max-connections */
 	uint64_t	 rejected;	/* closed at once: one too many */
 	/* TCP with a token: connections no request with it came on yet. */
@@ -180,7 +181,7 @@ TAILQ_HEAD(conns, conn);
 
 static struct event_base	*conn_base;	/* the loop (conn_start's) */
 static const struct config	*cfg;
-static struct conn_pool		*pools[2];
+static struct conn_pool		*pools[3];	/* TCP, unix, envd */
 /* Connections accepted but not yet set up (conn_setup_cb's work). */
 static struct conns	 conn_pending = TAILQ_HEAD_INITIALIZER(conn_pending);
 static struct event	*conn_setup_ev;
@@ -283,6 +284,19 @@ conn_pool_new(int unix_socket)
 	return (p);
 }
 
+/* A pool for the envd listeners' evhttp: TCP, its routes check the token. */
+struct conn_pool *
+conn_pool_new_envd(void)
+{
+	struct conn_pool	*p;
+
+	p = xcalloc(1, sizeof *p);
+	p->own_auth = 1;
+	TAILQ_INIT(&p->unproven);
+	pools[2] = p;
+	return (p);
+}
+
 /* Set up what was accepted (before evhttp_free). */
 void
 conn_flush(void)
@@ -306,7 +320,8 @@ conn_stop(void)
 	conn_by_fd_len = 0;
 	free(pools[0]);
 	free(pools[1]);
-	pools[0] = pools[1] = NULL;
+	free(pools[2]);
+	pools[0] = pools[1] = pools[2] = NULL;
 }
 
 /* A request is whole: no deadline while a handler holds it. */
@@ -1371,7 +1386,8 @@ conn_policy(struct conn *c, const struct conn_head *h,
 		    "another site's pages are refused"));
 	authorized = c->pool->unix_socket || http_token_ok(h->auth,
 	    h->auth_len, h->xtoken, h->xtoken_len);
-	if (!authorized && (h->chunked || h->content_length > 0))
+	if (!authorized && !c->pool->own_auth &&
+	    (h->chunked || h->content_length > 0))
 		return (conn_refusal(r, 401, "unauthorized", "missing or wrong "
 		    "token (a body is read only after it)"));
 	if (h->content_length > 0 &&

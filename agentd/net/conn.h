@@ -23,6 +23,12 @@ struct conn_pool;
 void	 conn_start(struct event_base *, const struct config *);
 /* A pool for an evhttp; unix_socket: its peers are checked by uid. */
 struct conn_pool *conn_pool_new(int unix_socket);
+/*
+ * A pool for the envd listeners (envd.h): TCP, whose routes check the
+ * token themselves, so a body is read without one (envd's POST /init and
+ * signed /files URLs need none).
+ */
+struct conn_pool *conn_pool_new_envd(void);
 /* For evhttp_set_bevcb(h, conn_bevcb, pool). */
 struct bufferevent *conn_bevcb(struct event_base *, void *pool);
 /* Set up what was accepted; call before evhttp_free(). */

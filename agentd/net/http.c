@@ -60,10 +60,13 @@ struct http_server {
 	struct evhttp		*h;
 	struct conn_pool	*pool;
 	int			 unix_socket;
+	http_route_fn		 route;		/* its own routes and auth, or
+						   NULL: the API's (envd) */
 };
 
 static struct http_server	 http_tcp;
 static struct http_server	 http_unix;
+static struct http_server	 http_envd;	/* --envd-listen */
 static struct http_listener	*listeners;
 static size_t			 nlisteners;
 static const struct config	*cfg;
@@ -74,18 +77,19 @@ static int64_t			 accept_logged_ms = -HTTP_ACCEPT_LOG_MS;
 static uint64_t			 accept_failures;
 static int			 http_closing;	/* the loop is over: 503 */
 
-static void		 http_new(struct http_server *, int unix_socket);
+static void		 http_new(struct http_server *, int unix_socket,
+			     struct conn_pool *);
 static void		 http_dispatch(struct evhttp_request *, void *);
 static int		 http_authorized(struct http_req *);
 static int		 http_peer_ok(struct evhttp_request *);
 static int		 http_type_is(const char *, const char *);
 static int		 http_ends_with(const char *, const char *);
 static int		 http_from_browser(const struct http_req *);
-static int		 http_listen_tcp(const char *);
+static int		 http_listen_tcp(struct http_server *, const char *);
 static const char	*http_twin(const char *);
 static int		 http_listed(const char *, const char *);
-static int		 http_bind_tcp(const char *, const char *, const char *,
-			     int twin);
+static int		 http_bind_tcp(struct http_server *, const char *,
+			     const char *, const char *, int twin);
 static int		 http_listen_unix(const char *);
 static int		 http_unix_clear(const struct sockaddr_un *);
 static void		 http_add_listener(struct evhttp *, int fd,
@@ -101,7 +105,7 @@ static struct event	*http_watch(struct evhttp_request *, short,
 
 /* Create an evhttp serving the API. */
 static void
-http_new(struct http_server *srv, int unix_socket)
+http_new(struct http_server *srv, int unix_socket, struct conn_pool *pool)
 {
 	struct timeval	 tv;
 	struct evhttp	*h;
@@ -111,7 +115,7 @@ http_new(struct http_server *srv, int unix_socket)
 	srv->h = h;
 	srv->unix_socket = unix_socket;
 	evhttp_set_gencb(h, http_dispatch, srv);
-	srv->pool = conn_pool_new(unix_socket);
+	srv->pool = pool;
 	evhttp_set_bevcb(h, conn_bevcb, srv->pool);
 	/*
 	 * Every method, unknown ones too (evhttp's internal bit 15): evhttp
@@ -171,7 +175,7 @@ http_listed(const char *host, const char *port)
 
 /* Split "ADDR:PORT" or "[V6]:PORT"; listen there, and on its twin. */
 static int
-http_listen_tcp(const char *spec)
+http_listen_tcp(struct http_server *srv, const char *spec)
 {
 	char		 host[256], *colon;
 	const char	*port, *twin;
@@ -188,12 +192,12 @@ http_listen_tcp(const char *spec)
 		memmove(host, host + 1, strlen(host));
 		host[strlen(host) - 1] = '\0';
 	}
-	if (http_bind_tcp(host, port, spec, 0) != 0)
+	if (http_bind_tcp(srv, host, port, spec, 0) != 0)
 		return (-1);
 	if (!cfg->dual_stack || (twin = http_twin(host)) == NULL ||
 	    http_listed(twin, port))
 		return (0);
-	return (http_bind_tcp(twin, port, spec, 1));
+	return (http_bind_tcp(srv, twin, port, spec, 1));
 }
 
 /*
@@ -202,7 +206,8 @@ http_listen_tcp(const char *spec)
  * fails the start.
  */
 static int
-http_bind_tcp(const char *host, const char *port, const char *spec, int twin)
+http_bind_tcp(struct http_server *srv, const char *host, const char *port,
+    const char *spec, int twin)
 {
 	struct addrinfo	 hints, *res;
 	char		 name[300];
@@ -241,7 +246,7 @@ http_bind_tcp(const char *host, const char *port, const char *spec, int twin)
 	    listen(fd, HTTP_BACKLOG) == -1)
 		goto fail;
 	freeaddrinfo(res);
-	http_add_listener(http_tcp.h, fd, name, 0);
+	http_add_listener(srv->h, fd, name, 0);
 	log_info("%s: listening on %s", __func__, name);
 	return (0);
 fail:
@@ -434,10 +439,10 @@ http_start(struct event_base *base, const struct config *c,
 	httpcore_token(cfg->token, cfg->token_len);
 	http_raise_nofile();
 	conn_start(base, cfg);
-	http_new(&http_tcp, 0);
-	http_new(&http_unix, 1);
+	http_new(&http_tcp, 0, conn_pool_new(0));
+	http_new(&http_unix, 1, conn_pool_new(1));
 	for (i = 0; cfg->listen[i] != NULL; i++) {
-		if (http_listen_tcp(cfg->listen[i]) != 0)
+		if (http_listen_tcp(&http_tcp, cfg->listen[i]) != 0)
 			return (-1);
 	}
 	if (*cfg->socket_path != '\0' && http_listen_unix(cfg->socket_path) != 0)
@@ -446,6 +451,17 @@ http_start(struct event_base *base, const struct config *c,
 		log_warn("%s: no token configured: TCP requests are not "
 		    "authenticated (--token-file or AGENTD_TOKEN)", __func__);
 	return (0);
+}
+
+/* Listen on spec for routes of their own (envd's), after http_start(). */
+int
+http_listen_routes(const char *spec, http_route_fn route)
+{
+	if (http_envd.h == NULL) {
+		http_new(&http_envd, 0, conn_pool_new_envd());
+		http_envd.route = route;
+	}
+	return (http_listen_tcp(&http_envd, spec));
 }
 
 /* Stop accepting new connections, and answer new requests 503. */
@@ -479,7 +495,9 @@ http_free(void)
 		evhttp_free(http_tcp.h);	/* each http_conn_closed runs */
 	if (http_unix.h != NULL)
 		evhttp_free(http_unix.h);
-	http_tcp.h = http_unix.h = NULL;
+	if (http_envd.h != NULL)
+		evhttp_free(http_envd.h);
+	http_tcp.h = http_unix.h = http_envd.h = NULL;
 	http_spares_free();	/* after the answers still queued */
 	conn_stop();
 	if (unix_path != NULL) {
@@ -526,6 +544,7 @@ http_dispatch(struct evhttp_request *req, void *arg)
 {
 	const struct evhttp_uri	*uri = evhttp_request_get_evhttp_uri(req);
 	struct evbuffer		*in = evhttp_request_get_input_buffer(req);
+	struct http_server	*srv = arg;
 	struct http_req		 hr;
 	const char		*ct;
 	size_t			 len;
@@ -545,7 +564,7 @@ http_dispatch(struct evhttp_request *req, void *arg)
 	memset(&hr, 0, sizeof hr);
 	hr.req = req;
 	hr.method = evhttp_request_get_command(req);
-	hr.unix_peer = ((struct http_server *)arg)->unix_socket;
+	hr.unix_peer = srv->unix_socket;
 	hr.path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
 	hr.query = uri != NULL ? evhttp_uri_get_query(uri) : NULL;
 	if (hr.path == NULL || *hr.path == '\0')
@@ -557,6 +576,16 @@ http_dispatch(struct evhttp_request *req, void *arg)
 	hr.content_type = ct != NULL ? ct : "";
 
 	len = evbuffer_get_length(in);
+	if (srv->route != NULL) {	/* its own limits and auth */
+		if (evbuffer_add(in, "", 1) != 0 ||
+		    (hr.body = (const char *)evbuffer_pullup(in, -1)) == NULL) {
+			http_reply_oom(req);
+			return;
+		}
+		hr.body_len = len;
+		srv->route(&hr);
+		return;
+	}
 	if (len > cfg->max_body) {
 		http_fail(req, 413, "body_too_large", "the body has %zu bytes; "
 		    "--max-body is %llu", len, (unsigned long long)cfg->max_body);

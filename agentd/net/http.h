@@ -47,6 +47,14 @@ typedef void (*http_route_fn)(struct http_req *);
  * Returns 0, or -1 after logging why.
  */
 int	http_start(struct event_base *, const struct config *, http_route_fn);
+/*
+ * Listen on "ADDR:PORT" (and its twin, as --listen) for requests that go
+ * to route, not the API's: no --max-body check and no token check here
+ * (route does its own; the connection's admission, conn.h, still applies).
+ * After http_start(); every call shares one route (envd's).  Returns 0, or
+ * -1 after logging why.
+ */
+int	http_listen_routes(const char *spec, http_route_fn route);
 /* Stop accepting (shutdown); requests that still come get 503. */
 void	http_stop_accepting(void);
 /* Free everything (after shutdown). */

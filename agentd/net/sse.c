@@ -78,6 +78,8 @@ static uint8_t			*sse_buf;	/* a ring read's bytes */
 static size_t			 sse_buf_len;
 static struct ring_chunk	 sse_chunks[SSE_READ_CHUNKS];
 
+static struct sse *sse_open(struct http_req *, const char *, sse_pull_fn,
+		    sse_gone_fn, void *);
 static void	sse_run(struct sse *);
 static void	sse_flush(struct sse *);
 static void	sse_finish(struct sse *);
@@ -155,6 +157,30 @@ sse_query_has(const struct http_req *hr, const char *key)
 struct sse *
 sse_start(struct http_req *hr, sse_pull_fn pull, sse_gone_fn gone, void *arg)
 {
+	return (sse_open(hr, NULL, pull, gone, arg));
+}
+
+/* A stream of raw bytes of a content type, without keepalive lines. */
+struct sse *
+sse_start_raw(struct http_req *hr, const char *type, sse_pull_fn pull,
+    sse_gone_fn gone, void *arg)
+{
+	return (sse_open(hr, type, pull, gone, arg));
+}
+
+/* Queue raw bytes (a stream of sse_start_raw()). */
+void
+sse_send_raw(struct sse *st, const void *data, size_t len)
+{
+	if (evbuffer_add(st->frames, data, len) != 0)
+		fatal("%s: out of memory", __func__);
+}
+
+/* Start a stream: SSE (type NULL), or raw bytes of type. */
+static struct sse *
+sse_open(struct http_req *hr, const char *type, sse_pull_fn pull,
+    sse_gone_fn gone, void *arg)
+{
 	struct evkeyvalq	*h = evhttp_request_get_output_headers(hr->req);
 	struct sse		*st;
 	struct timeval		 tv;
@@ -169,7 +195,8 @@ sse_start(struct http_req *hr, sse_pull_fn pull, sse_gone_fn gone, void *arg)
 	    (st->keepalive = event_new(agentd_base, -1, EV_PERSIST,
 	    sse_keepalive_cb, st)) == NULL)
 		fatal("%s: out of memory", __func__);
-	evhttp_add_header(h, "Content-Type", "text/event-stream");
+	evhttp_add_header(h, "Content-Type", type != NULL ? type :
+	    "text/event-stream");
 	evhttp_add_header(h, "Cache-Control", "no-cache");
 	evhttp_add_header(h, "X-Accel-Buffering", "no");
 	http_count(200);
@@ -177,7 +204,8 @@ sse_start(struct http_req *hr, sse_pull_fn pull, sse_gone_fn gone, void *arg)
 	sse_timeouts(st);	/* a silent stream is not cut before a frame */
 	evhttp_connection_set_closecb(st->evcon, sse_conn_gone, st);
 	st->closed = http_watch_stream(hr->req, sse_client_closed, st);
-	evtimer_add(st->keepalive, timeval_ms(&tv, sse_keepalive_ms));
+	if (type == NULL)	/* a comment line is SSE's own */
+		evtimer_add(st->keepalive, timeval_ms(&tv, sse_keepalive_ms));
 	TAILQ_INSERT_TAIL(&sse_streams, st, entry);
 	sse_count++;
 	sse_started++;

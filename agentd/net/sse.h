@@ -58,6 +58,15 @@ int	 sse_query_has(const struct http_req *, const char *key);
  */
 struct sse *sse_start(struct http_req *, sse_pull_fn, sse_gone_fn,
 	    void *arg);
+/*
+ * The same for a stream of raw bytes of a content type (Connect's
+ * application/connect+json, envd.h): no keepalive comment lines; frames
+ * are queued with sse_send_raw(), not sse_send().
+ */
+struct sse *sse_start_raw(struct http_req *, const char *type,
+	    sse_pull_fn, sse_gone_fn, void *arg);
+/* Queue raw bytes on a stream of sse_start_raw(). */
+void	 sse_send_raw(struct sse *, const void *, size_t);
 /* Whether the stream takes more frames now. */
 int	 sse_room(const struct sse *);
 /* Queue a frame: "id: ID", "event: EVENT", "data: DATA" (one line). */

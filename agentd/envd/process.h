@@ -1,0 +1,16 @@
+/*
+ * process.h -- envd's process.Process service on agentd's sessions: every
+ * process it starts is a session (session.h), tagged, listed and signalled
+ * through agentd's own API too.  Event loop thread only.
+ */
+#ifndef AGENTD_ENVD_PROCESS_H
+#define AGENTD_ENVD_PROCESS_H
+
+struct session;
+
+/* Register the methods (connect.h). */
+void	process_register(void);
+/* The session observer's part: feed, or end, the processes' streams. */
+void	process_session_event(struct session *, int events);
+
+#endif /* AGENTD_ENVD_PROCESS_H */
