@@ -553,6 +553,13 @@ envd_reply(struct envd_call *call, json_t *msg)
 	free(call);
 }
 
+/* Forget a call whose client went away. */
+void
+envd_call_drop(struct envd_call *call)
+{
+	free(call);
+}
+
 /* Answer a call with an error. */
 void
 envd_reply_error(struct envd_call *call, const struct envd_err *err)

@@ -146,6 +146,11 @@ const char *envd_call_header(const struct envd_call *, const char *name);
 /* The HTTP request (valid until the call ends). */
 struct http_req *envd_call_req(struct envd_call *);
 
+/*
+ * Forget a call whose client went away while its method worked (its
+ * request is freed already): frees the call, answers nothing.
+ */
+void	 envd_call_drop(struct envd_call *);
 /* Answer a unary call with msg (reference taken) and end it. */
 void	 envd_reply(struct envd_call *, json_t *msg);
 /* Answer a call with an error and end it. */

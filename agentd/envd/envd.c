@@ -13,6 +13,7 @@
 #include "config.h"
 #include "connect.h"
 #include "envd.h"
+#include "fs.h"
 #include "http.h"
 #include "httpcore.h"
 #include "log.h"
@@ -54,6 +55,7 @@ envd_start(struct config *cfg)
 	envd_connect_init(cfg->envd_max_message);
 	envd_route_register(envd_routes, nitems(envd_routes));
 	process_register();
+	fs_register();
 	for (i = 0; cfg->envd_listen[i] != NULL; i++) {
 		if (http_listen_routes(cfg->envd_listen[i], envd_route) != 0)
 			return (-1);
@@ -257,6 +259,7 @@ envd_session_event(struct session *s, int events)
 void
 envd_free(void)
 {
+	fs_free();
 	free(envd_user);
 	free(envd_workdir);
 	proto_strv_free(envd_vars);
