@@ -78,6 +78,7 @@ struct files_job {
 	files_done_fn			 done;	/* CALL */
 	void				*arg;	/* CALL */
 	char				*call_user;	/* CALL, malloc'd */
+	int				 envd;	/* errors in envd's shape */
 	const char			*user;	/* in one of the above */
 	struct evbuffer			*body;	/* PUT: the request's bytes */
 	const char			*body_data;
@@ -140,6 +141,8 @@ static void	files_wake(struct files_job *);
 static void	files_closed(evutil_socket_t, short, void *);
 static void	files_conn_gone(struct evhttp_connection *, void *);
 static void	files_reply_err(struct evhttp_request *, const struct proto_err *);
+static void	files_reply_envd(struct evhttp_request *,
+		    const struct proto_err *);
 
 /* Route a request under /v1/files. */
 void
@@ -181,6 +184,72 @@ files_reply_err(struct evhttp_request *req, const struct proto_err *err)
 	if (e.status < 400 || e.status > 599)
 		e.status = 500;
 	http_reply_error(req, &e, NULL);
+}
+
+/*
+ * Answer an error in envd's shape, {"code": STATUS, "message": "..."}: a
+ * folder is 400 there, not 409.
+ */
+static void
+files_reply_envd(struct evhttp_request *req, const struct proto_err *err)
+{
+	struct proto_buf	b = { 0 };
+	int			status = err->status;
+
+	if (status == 409)
+		status = 400;
+	if (status < 400 || status > 599)
+		status = 500;
+	proto_buf_printf(&b, "{\"code\":%d,\"message\":", status);
+	proto_buf_json_string(&b, err->message, strlen(err->message));
+	proto_buf_append(&b, "}", 1);
+	http_reply_raw(req, status, "application/json", &b);
+}
+
+/* Send the file path to req as GET /v1/files does, acting as user. */
+void
+files_get_as(struct http_req *hr, const char *path, const char *user)
+{
+	struct files_job	*j;
+	struct proto_err	 err;
+
+	if ((j = calloc(1, sizeof *j)) == NULL ||
+	    (j->q.path = strdup(path)) == NULL ||
+	    (user != NULL && (j->q.user = strdup(user)) == NULL)) {
+		if (j != NULL)
+			free(j->q.path);
+		free(j);
+		proto_fail(&err, 503, "out_of_memory", "no memory for a files "
+		    "job; try again later");
+		files_reply_envd(hr->req, &err);
+		return;
+	}
+	j->kind = FILES_GET;
+	j->envd = 1;
+	j->fd = -1;
+	j->q.path_len = strlen(path);
+	j->q.length = UINT64_MAX;
+	j->q.mode = -1;
+	atomic_init(&j->cancel, 0);
+	j->user = j->q.user;
+	if (agentd_stopping())
+		proto_fail(&err, 503, "shutting_down", "agentd is shutting down");
+	else if (files_njobs - files_nfetches >= agentd_cfg->max_file_jobs)
+		proto_fail(&err, 429, "too_many_file_jobs", "%zu files calls "
+		    "are running (--max-file-jobs); try again later",
+		    files_njobs - files_nfetches);
+	else if (files_pipe_open() != 0)
+		proto_fail(&err, 500, "internal_error", "pipe: %s",
+		    strerror(errno));
+	else {
+		j->http = hr->req;
+		j->evcon = evhttp_request_get_connection(hr->req);
+		/* Started, or answered by files_job_start(). */
+		(void)files_job_start(j);
+		return;
+	}
+	files_reply_envd(hr->req, &err);
+	files_job_free(j);
 }
 
 /* GET /v1/files?path=P&offset=O&length=L&user=U */
@@ -892,6 +961,10 @@ files_answer(struct files_job *j)
 			evhttp_send_reply_end(j->http);
 		else		/* the length was promised: only a close tells */
 			evhttp_connection_free(j->evcon);
+		return;
+	}
+	if (j->rc != 0 && j->envd) {
+		files_reply_envd(j->http, &j->err);
 		return;
 	}
 	if (j->rc != 0) {

@@ -62,6 +62,13 @@ void	files_route(struct http_req *);
 int	files_call(struct evhttp_request *req, const char *user,
 	    files_work_fn work, files_done_fn done, void *arg,
 	    struct proto_err *err);
+/*
+ * GET /v1/files's answer for envd's GET /files: send the file path to the
+ * request acting as user (a name or uid; NULL: agentd's), with the same
+ * checks (symlinks, hard links, agentd's own /proc), errors in envd's
+ * shape {"code": STATUS, "message": "..."}.
+ */
+void	files_get_as(struct http_req *, const char *path, const char *user);
 /* Calls running on workers now: GET, PUT and stat; and fetches. */
 void	files_running(size_t *calls, size_t *fetches);
 

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "connect.h"
 #include "envd.h"
+#include "envfiles.h"
 #include "fs.h"
 #include "http.h"
 #include "httpcore.h"
@@ -56,6 +57,7 @@ envd_start(struct config *cfg)
 	envd_route_register(envd_routes, nitems(envd_routes));
 	process_register();
 	fs_register();
+	envfiles_register();
 	for (i = 0; cfg->envd_listen[i] != NULL; i++) {
 		if (http_listen_routes(cfg->envd_listen[i], envd_route) != 0)
 			return (-1);
