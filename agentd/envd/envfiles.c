@@ -333,7 +333,7 @@ envfiles_post(struct http_req *hr, struct envfiles_query *q,
 		    "later");
 		goto fail;
 	}
-	p->len = evbuffer_get_length(p->body);
+	p->len = hr->body_len;		/* not the NUL http.c put after it */
 	snprintf(uid, sizeof uid, "%lu", (unsigned long)user->uid);
 	if (files_call(hr->req, uid, envfiles_work, envfiles_done, p,
 	    &err) != 0) {
