@@ -81,7 +81,7 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	session_init(agentd_base, &limits, agentd_session_event);
 
 	if (http_start(agentd_base, cfg, api_route) != 0 ||
-	    envd_start(cfg) != 0)
+	    envd_start(agentd_base, cfg) != 0)
 		return (-1);
 	log_debug("%s: listening", __func__);
 	return (0);

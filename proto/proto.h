@@ -315,6 +315,7 @@ struct proto_session {
 	int64_t		 memory_peak_bytes;
 	int64_t		 pids_peak;
 	uint64_t	 stdin_bytes;	/* stdin accepted so far */
+	const char	*tag;		/* envd's tag: "labels" {"tag"}, or NULL */
 };
 
 /* One output chunk to render. */

@@ -298,6 +298,11 @@ proto_session_fields(struct proto_buf *b, const struct proto_session *s)
 	LIT(b, "}");
 	LIT(b, ",\"stdin_bytes\":");
 	proto_put_u64(b, s->stdin_bytes);
+	if (s->tag != NULL) {
+		LIT(b, ",\"labels\":{\"tag\":");
+		proto_put_str(b, s->tag);
+		LIT(b, "}");
+	}
 }
 
 /* Bytes a window's fields take, at most. */

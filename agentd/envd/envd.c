@@ -4,8 +4,10 @@
  */
 #include <sys/types.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/http.h>
 #include <jansson.h>
@@ -46,7 +48,7 @@ static const struct envd_route envd_routes[] = {
 
 /* Register the services and listen. */
 int
-envd_start(struct config *cfg)
+envd_start(struct event_base *base, struct config *cfg)
 {
 	size_t	i;
 
@@ -55,7 +57,7 @@ envd_start(struct config *cfg)
 		return (0);
 	envd_connect_init(cfg->envd_max_message);
 	envd_route_register(envd_routes, nitems(envd_routes));
-	process_register();
+	process_register(base, cfg);
 	fs_register();
 	envfiles_register();
 	for (i = 0; cfg->envd_listen[i] != NULL; i++) {
@@ -65,11 +67,18 @@ envd_start(struct config *cfg)
 	return (0);
 }
 
-/* The default user's name. */
+/* The default user's name: /init's, else root (else agentd's own uid). */
 const char *
 envd_default_user(void)
 {
-	return (envd_user != NULL ? envd_user : "root");
+	static char	uid[32];
+
+	if (envd_user != NULL)
+		return (envd_user);
+	if (geteuid() == 0)
+		return ("root");
+	snprintf(uid, sizeof uid, "%lu", (unsigned long)geteuid());
+	return (uid);
 }
 
 /* /init's defaultWorkdir. */

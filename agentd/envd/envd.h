@@ -15,6 +15,7 @@
 #define AGENTD_ENVD_H
 
 struct config;
+struct event_base;
 struct session;
 
 /*
@@ -22,7 +23,7 @@ struct session;
  * nothing happens).  cfg's token may be set by /init later.  After
  * http_start().  Returns 0, or -1 after logging why.
  */
-int	envd_start(struct config *cfg);
+int	envd_start(struct event_base *, struct config *cfg);
 /* The session observer's part: the processes' streams. */
 void	envd_session_event(struct session *, int events);
 /* Free what /init kept (at the end). */

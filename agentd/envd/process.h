@@ -6,10 +6,12 @@
 #ifndef AGENTD_ENVD_PROCESS_H
 #define AGENTD_ENVD_PROCESS_H
 
+struct config;
+struct event_base;
 struct session;
 
-/* Register the methods (connect.h). */
-void	process_register(void);
+/* Register the methods (connect.h): keepalives on base, cfg's ring size. */
+void	process_register(struct event_base *, const struct config *);
 /* The session observer's part: feed, or end, the processes' streams. */
 void	process_session_event(struct session *, int events);
 

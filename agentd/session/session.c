@@ -69,6 +69,7 @@ struct session {
 	char		**argv;
 	char		*cwd;
 	char		*user;
+	char		*tag;		/* envd's tag (a label), or NULL */
 	int		 tty;
 	unsigned	 rows, cols;
 
@@ -942,6 +943,7 @@ session_view(struct session *s, struct proto_session *v)
 	v->argv = s->argv;
 	v->cwd = s->cwd;
 	v->user = s->user;
+	v->tag = s->tag;
 	v->exited = s->exited;
 	if (s->exited) {
 		if (WIFSIGNALED(s->status)) {
@@ -1913,7 +1915,16 @@ session_remove(struct session *s)
 	session_strv_free(s->argv);
 	free(s->cwd);
 	free(s->user);
+	free(s->tag);
 	free(s);
+}
+
+/* Label the session with envd's tag (NULL: none). */
+void
+session_set_tag(struct session *s, const char *tag)
+{
+	free(s->tag);
+	s->tag = tag != NULL ? xstrdup(tag) : NULL;
 }
 
 /*

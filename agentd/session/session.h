@@ -155,6 +155,8 @@ int	 session_exited(const struct session *);
 int	 session_gone(const struct session *);
 /* Output closed and every chunk published: nothing more will come. */
 int	 session_output_closed(const struct session *);
+/* Label the session with envd's tag (copied; NULL: none). */
+void	 session_set_tag(struct session *, const char *tag);
 /* The observer's per-session slot (the waiters of the API layer). */
 void	**session_user(struct session *);
 

@@ -1,0 +1,374 @@
+"""envd's protocol on --envd-listen: the Connect wire (envelopes, the
+end-of-stream message, the code-to-status table, proto-JSON), bad input,
+the plain routes and the token; and the official E2B JS SDK
+(sdk_process.mjs) driving commands and pty.
+
+Run: AGENTD=build/agentd/agentd /usr/bin/python3 tests/run.py tests/envd/test_envd.py
+"""
+
+import base64
+import http.client
+import json
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import AgentdTestCase, SLOW, free_port
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+NODE_MODULES = os.path.join(ROOT, 'tests', 'node', 'node_modules')
+MAX_MESSAGE = 65536
+
+
+def envelope(obj, flags=0):
+    b = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+    return struct.pack('>BI', flags, len(b)) + b
+
+
+def unenvelope(data):
+    """The messages of a stream body: [(flags, object)]; asserts framing."""
+    out = []
+    while data:
+        assert len(data) >= 5, 'a torn envelope: %r' % data
+        flags, n = struct.unpack('>BI', data[:5])
+        assert len(data) >= 5 + n, 'a short envelope: %r' % data
+        out.append((flags, json.loads(data[5:5 + n])))
+        data = data[5 + n:]
+    return out
+
+
+class EnvdCase(AgentdTestCase):
+    autostart = False
+    token = None
+
+    def setUp(self):
+        super().setUp()
+        self.eport = free_port()
+        self.start_agentd(['--envd-listen', '127.0.0.1:%d' % self.eport,
+                           '--envd-max-message', str(MAX_MESSAGE),
+                           '--dual-stack', '0'],
+                          token=self.token is not None)
+
+    def raw(self, method, path, body=b'', headers=None):
+        c = http.client.HTTPConnection('127.0.0.1', self.eport,
+                                       timeout=30 * SLOW)
+        h = {}
+        if self.token is not None:
+            h['X-Access-Token'] = self.agentd.token
+        h.update(headers or {})
+        c.request(method, path, body, h)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, r.getheader('Content-Type'), data
+
+    def unary(self, method, msg, headers=None):
+        h = {'Content-Type': 'application/json',
+             'Connect-Protocol-Version': '1'}
+        h.update(headers or {})
+        body = msg if isinstance(msg, bytes) else json.dumps(msg).encode()
+        st, ct, data = self.raw('POST', '/' + method, body, h)
+        return st, json.loads(data) if data else None
+
+    def stream(self, method, msg, headers=None, body=None):
+        h = {'Content-Type': 'application/connect+json',
+             'Connect-Protocol-Version': '1'}
+        h.update(headers or {})
+        st, ct, data = self.raw('POST', '/' + method,
+                                envelope(msg) if body is None else body, h)
+        self.assertEqual(st, 200, data)
+        self.assertEqual(ct, 'application/connect+json')
+        msgs = unenvelope(data)
+        self.assertTrue(msgs, 'no end-of-stream message')
+        self.assertEqual(msgs[-1][0], 2, msgs)
+        for flags, _ in msgs[:-1]:
+            self.assertEqual(flags, 0)
+        return [m for _, m in msgs[:-1]], msgs[-1][1]
+
+    def start(self, cmd, **kw):
+        req = {'process': {'cmd': '/bin/sh', 'args': ['-c', cmd]}}
+        req.update(kw)
+        return self.stream('process.Process/Start', req)
+
+    def output(self, events, name='stdout'):
+        return b''.join(base64.b64decode(e['event']['data'][name])
+                        for e in events if 'data' in e['event'] and
+                        name in e['event']['data'])
+
+
+class ConnectWireTest(EnvdCase):
+    """The Connect protocol as the spec writes it."""
+
+    def test_stream_envelopes_and_end(self):
+        events, end = self.start('printf out; printf err >&2; exit 3')
+        self.assertEqual(end, {})
+        self.assertIn('start', events[0]['event'])
+        self.assertIsInstance(events[0]['event']['start']['pid'], int)
+        self.assertEqual(self.output(events), b'out')
+        self.assertEqual(self.output(events, 'stderr'), b'err')
+        self.assertEqual(events[-1]['event']['end'],
+                         {'exitCode': 3, 'exited': True,
+                          'status': 'exit status 3',
+                          'error': 'exit status 3'})
+        # A oneof is one key, never null.
+        for e in events:
+            self.assertEqual(len(e['event']), 1, e)
+            self.assertNotIn(None, e['event'].values())
+
+    def test_defaults_omitted_and_signals(self):
+        events, _ = self.start('true')
+        self.assertEqual(events[-1]['event']['end'],
+                         {'exited': True, 'status': 'exit status 0'})
+        events, _ = self.start('kill -9 $$')
+        self.assertEqual(events[-1]['event']['end'],
+                         {'exitCode': -1, 'status': 'signal: killed',
+                          'error': 'signal: killed'})
+
+    def test_stdin_false_and_integer_strings(self):
+        events, _ = self.start('cat', stdin=False)
+        self.assertEqual(self.output(events), b'')
+        st, body = self.unary('process.Process/List', {})
+        self.assertEqual((st, body), (200, {'processes': []}))
+        # An integer may come as a decimal string (proto-JSON's int64s).
+        st, body = self.unary('process.Process/SendSignal',
+                              {'process': {'pid': '999999'},
+                               'signal': 'SIGNAL_SIGKILL'})
+        self.assertEqual(st, 404)
+        self.assertEqual(body['code'], 'not_found')
+
+    def test_code_to_status(self):
+        cases = [
+            ({'process': {'pid': 1}, 'signal': 'SIGNAL_SIGKILL'}, 404,
+             'not_found'),
+            ({'process': {'pid': 'x'}}, 400, 'invalid_argument'),
+            ({'process': {'pid': 1, 'tag': 'a'}}, 400, 'invalid_argument'),
+            ({'process': {'pid': 1.5}}, 400, 'invalid_argument'),
+            ({'process': 'nope'}, 400, 'invalid_argument'),
+            ({'process': {'pid': -1}}, 400, 'invalid_argument'),
+        ]
+        for msg, status, code in cases:
+            st, body = self.unary('process.Process/SendSignal', msg)
+            self.assertEqual((st, body['code']), (status, code), (msg, body))
+            self.assertIsInstance(body['message'], str)
+        st, body = self.unary('process.Process/StreamInput', {})
+        self.assertEqual((st, body['code']), (501, 'unimplemented'))
+
+    def test_stream_errors_are_end_of_stream(self):
+        events, end = self.start('true', process={'cmd': '/bin/sh',
+                                                  'cwd': '/no/such/dir'})
+        self.assertEqual(events, [])
+        self.assertEqual(end['error']['code'], 'invalid_argument')
+        events, end = self.stream('process.Process/Connect',
+                                  {'process': {'pid': 999999}})
+        self.assertEqual((events, end['error']['code']), ([], 'not_found'))
+
+    def test_broken_envelopes(self):
+        msg = json.dumps({'process': {'pid': 1}}).encode()
+        bodies = [
+            b'\x00\x00',                                 # torn header
+            struct.pack('>BI', 0, len(msg) + 5) + msg,   # short
+            struct.pack('>BI', 0, len(msg) - 1) + msg,   # long
+            struct.pack('>BI', 1, len(msg)) + msg,       # compressed
+            struct.pack('>BI', 2, len(msg)) + msg,       # end flag in
+            envelope(b'{"process":'),                    # not JSON
+            envelope(b'[1,2]'),                          # not an object
+        ]
+        for b in bodies:
+            events, end = self.stream('process.Process/Connect', None,
+                                      body=b)
+            self.assertEqual(events, [], b)
+            self.assertEqual(end['error']['code'], 'invalid_argument', b)
+
+    def test_oversized_messages(self):
+        big = {'process': {'cmd': 'x' * (MAX_MESSAGE + 10)}}
+        events, end = self.stream('process.Process/Start', big)
+        self.assertEqual(end['error']['code'], 'resource_exhausted')
+        st, body = self.unary('process.Process/List',
+                              {'pad': 'x' * (MAX_MESSAGE + 10)})
+        self.assertEqual((st, body['code']), (429, 'resource_exhausted'))
+        # An answer over the limit ends the stream the same way.
+        events, end = self.start('head -c %d /dev/zero' % (MAX_MESSAGE * 2))
+        self.assertEqual(end, {})
+        self.assertEqual(len(self.output(events)), MAX_MESSAGE * 2)
+
+    def test_unknown_methods_types_and_headers(self):
+        st, body = self.unary('process.Process/Nope', {})
+        self.assertEqual((st, body['code']), (404, 'unimplemented'))
+        st, body = self.unary('nope.Nope/List', {})
+        self.assertEqual(st, 404)
+        st, ct, data = self.raw('GET', '/process.Process/List')
+        self.assertEqual(st, 405)
+        st, ct, data = self.raw('POST', '/process.Process/List', b'{}',
+                                {'Content-Type': 'application/proto'})
+        self.assertEqual(st, 415)
+        st, ct, data = self.raw('POST', '/process.Process/Start',
+                                envelope({}), {'Content-Type':
+                                               'application/json'})
+        self.assertEqual(st, 415)
+        st, body = self.unary('process.Process/List', {},
+                              {'Connect-Protocol-Version': '2'})
+        self.assertEqual((st, body['code']), (400, 'invalid_argument'))
+        st, body = self.unary('process.Process/List', {},
+                              {'Connect-Timeout-Ms': 'soon'})
+        self.assertEqual((st, body['code']), (400, 'invalid_argument'))
+        st, body = self.unary('process.Process/List', b'')
+        self.assertEqual((st, body), (200, {'processes': []}))
+
+    def test_timeout_is_the_deadline(self):
+        t0 = time.monotonic()
+        events, end = self.stream('process.Process/Start',
+                                  {'process': {'cmd': 'sleep',
+                                               'args': ['30']}},
+                                  {'Connect-Timeout-Ms': '300'})
+        self.assertLess(time.monotonic() - t0, 10 * SLOW)
+        self.assertEqual(end['error']['code'], 'deadline_exceeded')
+        self.assertEqual(events[-1]['event']['end']['exitCode'], -1)
+
+    def test_keepalive(self):
+        events, end = self.stream('process.Process/Start',
+                                  {'process': {'cmd': 'sleep',
+                                               'args': ['1.6']}},
+                                  {'Keepalive-Ping-Interval': '1'})
+        self.assertEqual(end, {})
+        self.assertIn({'event': {'keepalive': {}}}, events)
+
+    def test_users(self):
+        auth = 'Basic ' + base64.b64encode(b'nobody:').decode()
+        events, end = self.stream('process.Process/Start',
+                                  {'process': {'cmd': 'id', 'args': ['-un'],
+                                               'cwd': '/'}},
+                                  {'Authorization': auth})
+        self.assertEqual(self.output(events), b'nobody\n')
+        auth = 'Basic ' + base64.b64encode(b'no-such-user:').decode()
+        st, body = self.unary('process.Process/List', {},
+                              {'Authorization': auth})
+        self.assertEqual((st, body['code']), (401, 'unauthenticated'))
+
+    def test_session_is_agentd_s(self):
+        """An envd process is a session: listed with its tag as a label."""
+        auth = {}
+        c = http.client.HTTPConnection('127.0.0.1', self.eport,
+                                       timeout=30 * SLOW)
+        c.request('POST', '/process.Process/Start',
+                  envelope({'process': {'cmd': 'sleep', 'args': ['30']},
+                            'tag': 'web'}),
+                  {'Content-Type': 'application/connect+json'})
+        r = c.getresponse()
+        hdr = r.read(5)
+        first = json.loads(r.read(struct.unpack('>BI', hdr)[1]))
+        pid = first['event']['start']['pid']
+        sessions = self.c.request('GET', '/v1/sessions').json['sessions']
+        mine = [s for s in sessions if s['pid'] == pid]
+        self.assertEqual(len(mine), 1, sessions)
+        self.assertEqual(mine[0].get('labels'), {'tag': 'web'})
+        # By tag through envd; the stream ends with the kill.
+        st, body = self.unary('process.Process/SendSignal',
+                              {'process': {'tag': 'web'},
+                               'signal': 'SIGNAL_SIGKILL'})
+        self.assertEqual(st, 200, body)
+        rest = unenvelope(r.read())
+        c.close()
+        self.assertEqual(rest[-2][1]['event']['end']['status'],
+                         'signal: killed')
+        self.assertEqual(rest[-1], (2, {}))
+        metrics = self.c.request('GET', '/metrics').body.decode()
+        self.assertIn('agentd_envd_requests_total{method="process.Process/'
+                      'Start"} 1', metrics)
+
+
+class PlainRoutesTest(EnvdCase):
+    def test_health_init_envs(self):
+        st, ct, data = self.raw('GET', '/health')
+        self.assertEqual((st, data), (204, b''))
+        st, ct, data = self.raw('POST', '/init', json.dumps(
+            {'envVars': {'A': '1', 'B': 'two'}, 'defaultUser': 'nobody',
+             'defaultWorkdir': '/tmp', 'timestamp':
+             '2026-01-01T00:00:00Z'}).encode(),
+            {'Content-Type': 'application/json'})
+        self.assertEqual(st, 204, data)
+        st, ct, data = self.raw('GET', '/envs')
+        self.assertEqual((st, json.loads(data)), (200, {'A': '1', 'B': 'two'}))
+        events, _ = self.start('echo $A $B; id -un; pwd',
+                               process={'cmd': '/bin/sh', 'args': [
+                                   '-c', 'echo $A $B; id -un; pwd'],
+                                   'envs': {'B': 'mine'}})
+        self.assertEqual(self.output(events), b'1 mine\nnobody\n/tmp\n')
+        st, ct, data = self.raw('POST', '/init', b'{"envVars": 3}',
+                                {'Content-Type': 'application/json'})
+        self.assertEqual(st, 400)
+        self.assertEqual(json.loads(data)['code'], 400)
+
+    def test_init_token_becomes_agentd_s(self):
+        st, ct, data = self.raw('POST', '/init', b'{"accessToken": "tok"}')
+        self.assertEqual(st, 204)
+        st, ct, data = self.raw('GET', '/envs')
+        self.assertEqual(st, 401)
+        st, ct, data = self.raw('GET', '/health')
+        self.assertEqual(st, 204)
+        st, ct, data = self.raw('GET', '/envs', headers={
+            'X-Access-Token': 'tok'})
+        self.assertEqual(st, 200)
+        # ... and /init needs it now too.
+        st, ct, data = self.raw('POST', '/init', b'{}')
+        self.assertEqual(st, 401)
+
+
+class TokenTest(EnvdCase):
+    token = True
+
+    def test_token(self):
+        st, body = self.unary('process.Process/List', {})
+        self.assertEqual(st, 200)
+        self.token = None   # no header from here on
+        st, body = self.unary('process.Process/List', {})
+        self.assertEqual((st, body['code']), (401, 'unauthenticated'))
+        st, ct, data = self.raw('GET', '/health')
+        self.assertEqual(st, 204)
+        st, ct, data = self.raw('POST', '/init', b'{}')
+        self.assertEqual(st, 401)
+
+
+class SdkTest(EnvdCase):
+    """The official E2B JS SDK, in debug mode, against --envd-listen."""
+
+    def run_sdk(self, *args):
+        node = shutil.which('node')
+        if node is None:
+            raise unittest.SkipTest('node is not installed')
+        self.assertTrue(os.path.isdir(os.path.join(NODE_MODULES, 'e2b')),
+                        'tests/node/node_modules lacks e2b: run '
+                        'build-aux/deps.sh test (npm ci in tests/node)')
+        tmp = tempfile.mkdtemp(prefix='agentd-envd-')
+        try:
+            shutil.copy(os.path.join(HERE, 'sdk_process.mjs'), tmp)
+            os.symlink(NODE_MODULES, os.path.join(tmp, 'node_modules'))
+            p = subprocess.run([node, os.path.join(tmp, 'sdk_process.mjs'),
+                                'http://127.0.0.1:%d' % self.eport] +
+                               list(args), cwd=tmp, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=120 * SLOW)
+        finally:
+            shutil.rmtree(tmp)
+        out = p.stdout.decode('utf-8', 'replace')
+        self.assertEqual(p.returncode, 0, out + self.agentd.stderr())
+        for name in ('run foreground', 'run timeout', 'background stdin',
+                     'connect output', 'killed ends', 'pty resize'):
+            self.assertIn('ok ' + name + '\n', out)
+
+    def test_sdk_process(self):
+        self.run_sdk()
+
+
+class SdkTokenTest(SdkTest):
+    token = True
+
+    def test_sdk_process(self):
+        self.run_sdk(self.agentd.token)
+
+
+if __name__ == '__main__':
+    unittest.main()
