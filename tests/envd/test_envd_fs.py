@@ -10,8 +10,11 @@ import http.client
 import json
 import os
 import pwd
+import shutil
 import socket
 import struct
+import subprocess
+import tempfile
 import time
 import unittest
 import urllib.parse
@@ -19,14 +22,19 @@ import urllib.parse
 from harness import AgentdTestCase, free_port
 
 TIMEOUT = 10
+HERE = os.path.dirname(os.path.abspath(__file__))
+NODE_MODULES = os.path.join(os.path.dirname(HERE), 'node', 'node_modules')
 
 
 class EnvdFsCase(AgentdTestCase):
     """An agentd with a token and an envd listener; a folder under its dir."""
 
+    extra = ()
+
     def setUp(self):
         self.eport = free_port()
-        self.agentd_args = ('--envd-listen', '127.0.0.1:%d' % self.eport)
+        self.agentd_args = ('--envd-listen',
+                            '127.0.0.1:%d' % self.eport) + self.extra
         super().setUp()
         self.root = os.path.join(self.agentd.dir, 'fs')
         os.mkdir(self.root)
@@ -447,3 +455,47 @@ class TestRefusals(EnvdFsCase):
         st, _, data = self.http('GET', '/files?username=nobody&path=' +
                                 urllib.parse.quote(self.p('hard')))
         self.assertEqual((st, data), (200, b't'))
+
+
+class TestSdkFiles(EnvdFsCase):
+    """The official E2B JS SDK's sandbox.files (sdk_files.mjs) in debug mode.
+    --max-body 16 MiB: the SDK sends an 8 MiB file as one multipart body."""
+
+    extra = ('--max-body', str(16 << 20))
+
+    def test_sdk_files(self):
+        node = shutil.which('node')
+        if node is None:
+            raise unittest.SkipTest('node is not installed')
+        self.assertTrue(os.path.isdir(os.path.join(NODE_MODULES, 'e2b')),
+                        'tests/node/node_modules lacks e2b: run '
+                        'build-aux/deps.sh test (npm ci in tests/node)')
+        args = [self.p()]
+        if os.geteuid() == 0:
+            os.mkdir(self.p('real'))
+            with open(self.p('real', 'secret'), 'w') as fh:
+                fh.write('s')
+            os.symlink(self.p('real'), self.p('evil'))
+            nobody = pwd.getpwnam('nobody')
+            os.lchown(self.p('evil'), nobody.pw_uid, nobody.pw_gid)
+            os.mkdir(self.p('work'))
+            args = [self.p('work'), self.p('evil')]
+        else:
+            os.mkdir(self.p('work'))
+            args = [self.p('work')]
+        tmp = tempfile.mkdtemp(prefix='agentd-envd-')
+        try:
+            shutil.copy(os.path.join(HERE, 'sdk_files.mjs'), tmp)
+            os.symlink(NODE_MODULES, os.path.join(tmp, 'node_modules'))
+            p = subprocess.run([node, os.path.join(tmp, 'sdk_files.mjs'),
+                                'http://127.0.0.1:%d' % self.eport,
+                                self.agentd.token] + args, cwd=tmp,
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=120)
+        finally:
+            shutil.rmtree(tmp)
+        out = p.stdout.decode('utf-8', 'replace')
+        self.assertEqual(p.returncode, 0, out + self.agentd.stderr())
+        for name in ('write text', '8 MiB', '8 MiB gzip', 'list depth 2',
+                     'watchDir', 'uploadUrl', 'read missing'):
+            self.assertIn('ok ' + name + '\n', out)
