@@ -30,6 +30,7 @@
 #include "companion.h"
 #include "config.h"
 #include "debug.h"
+#include "envd.h"
 #include "events.h"
 #include "evmem.h"
 #include "http.h"
@@ -424,6 +425,7 @@ main(int argc, char **argv)
 	mcp_free();
 	session_signal_all(SIGKILL, 0);
 	session_remove_all();
+	envd_free();	/* after the sessions' last events */
 	spawner_free();
 	events_free();	/* after the sessions' last events */
 	agentd_drain();

@@ -14,7 +14,8 @@
 #              results go to a temporary directory, numbers are not judged
 #   --only L   only these scenarios (numbers of the issue, e.g. 1,2,9;
 #              11 is containment in the qemu VM, bench/contain.py, skipped
-#              without qemu)
+#              without qemu; 12 the E2B SDK through --envd-listen,
+#              bench/envd.py, skipped without node)
 #   --no-deps  do not install packages (what is missing is skipped)
 #   --outdir D where bench.md, bench.tsv and bench.png go
 #              (default bench/results, or a temporary one with --quick)
@@ -37,7 +38,7 @@ while [ $# -gt 0 ]; do
 	--only) only=$2; shift ;;
 	--no-deps) deps=0 ;;
 	--outdir) outdir=$2; shift ;;
-	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -205,8 +206,9 @@ args=(--agentd "$STATIC_BIN" --agentd-dev "$dev_bin" --ring-bench "$ring_bench"
 	${ssh_args[@]+"${ssh_args[@]}"} ${tmux_args[@]+"${tmux_args[@]}"})
 [ "$quick" = 1 ] && args+=(--quick)
 [ -n "$only" ] && args+=(--only "$only")
-# Scenario 11 is bench/contain.py's alone (the client reads "11" as 1).
-[ "$only" = 11 ] || "$client" "${args[@]}"
+# Scenarios 11 and 12 are bench/contain.py's and bench/envd.py's alone (the
+# client reads "11" as 1).
+[ "$only" = 11 ] || [ "$only" = 12 ] || "$client" "${args[@]}"
 
 # ---- scenario 11: containment, in the VM (bench/contain.py) -----------------
 if [ -z "$only" ] || [[ ",$only," == *,11,* ]]; then
@@ -218,6 +220,19 @@ if [ -z "$only" ] || [[ ",$only," == *,11,* ]]; then
 	0) [ -f "$outdir/bench.md" ] && { echo; cat "$outdir/contain.md"; } >>"$outdir/bench.md" ;;
 	77) log "scenario 11 skipped (no qemu, kernel or static build)" ;;
 	*) log "scenario 11 failed ($rc)"; exit 1 ;;
+	esac
+fi
+
+# ---- scenario 12: the E2B SDK through --envd-listen (bench/envd.py) ---------
+if [ -z "$only" ] || [[ ",$only," == *,12,* ]]; then
+	eargs=(--outdir "$outdir")
+	[ "$quick" = 1 ] && eargs+=(--quick)
+	rc=0
+	STATIC_BIN=$STATIC_BIN python3 "$here/envd.py" "${eargs[@]}" || rc=$?
+	case $rc in
+	0) [ -f "$outdir/bench.md" ] && { echo; cat "$outdir/envd.md"; } >>"$outdir/bench.md" ;;
+	77) log "scenario 12 skipped (no node, tests/node e2b or binary)" ;;
+	*) log "scenario 12 failed ($rc)"; exit 1 ;;
 	esac
 fi
 

@@ -266,11 +266,12 @@ envd_session_event(struct session *s, int events)
 	process_session_event(s, events);
 }
 
-/* Free what /init kept. */
+/* Free what /init kept, and the processes' records. */
 void
 envd_free(void)
 {
 	fs_free();
+	process_free_all();
 	free(envd_user);
 	free(envd_workdir);
 	proto_strv_free(envd_vars);

@@ -26,7 +26,8 @@ struct session;
 int	envd_start(struct event_base *, struct config *cfg);
 /* The session observer's part: the processes' streams. */
 void	envd_session_event(struct session *, int events);
-/* Free what /init kept (at the end). */
+/* Free what /init kept and the processes' records (at the end, after
+   session_remove_all()). */
 void	envd_free(void);
 
 #endif /* AGENTD_ENVD_H */

@@ -365,6 +365,7 @@ process_start(struct envd_call *call, json_t *msg)
 	json_t			*proc = NULL;
 	const char		*tag = NULL;
 
+	process_sweep();
 	if (process_create(call, msg, &pc, &tag, &err) != 0) {
 		proto_create_free(&pc);
 		envd_reply_error(call, &err);
@@ -808,6 +809,32 @@ process_stream_input(struct envd_call *call, json_t *msg)
 	envd_reply_fail(call, ENVD_UNIMPLEMENTED, "process.Process/StreamInput "
 	    "is a client stream, which agentd does not serve over HTTP/1.1: "
 	    "use SendInput");
+}
+
+/* Free every record (their sessions are removed, their streams ended). */
+void
+process_free_all(void)
+{
+	struct process	*p;
+	struct pstream	*ps;
+	struct envd_err	 err;
+
+	while ((p = TAILQ_FIRST(&processes)) != NULL) {
+		while ((ps = TAILQ_FIRST(&p->streams)) != NULL) {
+			p->s = NULL;
+			envd_fail(&err, ENVD_UNAVAILABLE, "agentd is shutting "
+			    "down");
+			envd_stream_end(ps->st, &err);
+			process_stream_free(ps);
+		}
+		TAILQ_REMOVE(&processes, p, entry);
+		free(p->tag);
+		json_decref(p->config);
+		free(p);
+	}
+	free(process_buf);
+	process_buf = NULL;
+	process_buf_len = 0;
 }
 
 /* The session observer's part: note ends, feed or end the streams. */

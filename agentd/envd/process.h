@@ -12,6 +12,8 @@ struct session;
 
 /* Register the methods (connect.h): keepalives on base, cfg's ring size. */
 void	process_register(struct event_base *, const struct config *);
+/* Free every record (at the end, after session_remove_all()). */
+void	process_free_all(void);
 /* The session observer's part: feed, or end, the processes' streams. */
 void	process_session_event(struct session *, int events);
 

@@ -81,7 +81,8 @@ async function main() {
 	let seen = '';
 	const c = await sbx.commands.connect(h.pid,
 	    { onStdout: (d) => { seen += d; } });
-	await sleep(1500);
+	for (let i = 0; i < 100 && !seen.includes('second'); i++)
+		await sleep(100);
 	check('connect output', seen.includes('second'), seen);
 	check('kill', await sbx.commands.kill(h.pid) === true, null);
 	e = await throws(() => c.wait());

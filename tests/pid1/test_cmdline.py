@@ -39,6 +39,17 @@ print(c.getresponse().status)
 '''
 
 
+ENVD_PROBE = r'''
+import http.client
+c = http.client.HTTPConnection("127.0.0.1", 49983, timeout=10)
+c.request("GET", "/health")
+r = c.getresponse(); r.read()
+c.request("POST", "/process.Process/List", "{}",
+          {"Content-Type": "application/json"})
+print(r.status, c.getresponse().status)
+'''
+
+
 class CmdlineTest(Pid1TestCase):
 
     def start_vm(self, cmdline, nic=True, env=None, args=(), grace_ms=2000,
@@ -137,6 +148,12 @@ class CmdlineTest(Pid1TestCase):
         self.assertEqual(rc, 0)
         self.assertLess(took, 10, '--shutdown-grace 1000 lost to the '
                         'command line')
+
+    def test_envd_listen_from_the_command_line(self):
+        a = self.start_vm('agentd.envd-listen=127.0.0.1:49983 quiet',
+                          nic=False)
+        code, out = a.run('/usr/bin/python3 -c \'%s\'' % ENVD_PROBE)
+        self.assertEqual(out.strip(), b'204 200', a.stderr())
 
     def test_hostname_from_ip(self):
         a = self.start_vm('ip=::::ip-host::off', nic=False)
