@@ -528,6 +528,13 @@ envd_call_req(struct envd_call *call)
 	return (&call->hr);
 }
 
+/* End a call whose client went away. */
+void
+envd_call_drop(struct envd_call *call)
+{
+	free(call);
+}
+
 /* Answer a unary call. */
 void
 envd_reply(struct envd_call *call, json_t *msg)
@@ -550,13 +557,6 @@ envd_reply(struct envd_call *call, json_t *msg)
 	proto_buf_append(&b, s, strlen(s));
 	free(s);
 	http_reply_raw(call->hr.req, 200, "application/json", &b);
-	free(call);
-}
-
-/* Forget a call whose client went away. */
-void
-envd_call_drop(struct envd_call *call)
-{
 	free(call);
 }
 
@@ -795,7 +795,7 @@ envd_json_int(json_t *obj, const char *camel, int64_t min, int64_t max,
 	json_t		*v;
 	const char	*s;
 	char		*end;
-	long long	 n;
+	long long	 n = 0;
 	double		 d;
 
 	if ((v = envd_json_field(obj, camel)) == NULL)
@@ -828,7 +828,7 @@ int
 envd_json_u32(json_t *obj, const char *camel, uint32_t *out,
     struct envd_err *err)
 {
-	int64_t	n;
+	int64_t	n = 0;
 	int	rc;
 
 	if ((rc = envd_json_int(obj, camel, 0, UINT32_MAX, &n, err)) == 1)

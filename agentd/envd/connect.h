@@ -147,8 +147,8 @@ const char *envd_call_header(const struct envd_call *, const char *name);
 struct http_req *envd_call_req(struct envd_call *);
 
 /*
- * Forget a call whose client went away while its method worked (its
- * request is freed already): frees the call, answers nothing.
+ * End a call without answering: its client went away (the connection is
+ * freed, or being freed, by evhttp).
  */
 void	 envd_call_drop(struct envd_call *);
 /* Answer a unary call with msg (reference taken) and end it. */

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <event2/http.h>
 #include <jansson.h>
 
 #include "config.h"
@@ -76,6 +77,7 @@ struct pstream {
 /* A Start waiting for its spawn. */
 struct pstart {
 	struct envd_call	*call;
+	struct event		*closed;	/* the client's close, or NULL */
 	char			*tag;
 	json_t			*config;
 	int64_t			 keepalive_s;
@@ -98,6 +100,8 @@ static void	process_update(struct envd_call *, json_t *);
 static void	process_stream_input(struct envd_call *, json_t *);
 static void	process_started(struct session *, const struct proto_err *,
 		    void *);
+static void	process_start_closed(evutil_socket_t, short, void *);
+static void	process_start_gone(struct evhttp_connection *, void *);
 static void	process_follow(struct envd_call *, struct process *,
 		    int64_t keepalive_s, int replay);
 static json_t	*process_event(const char *, json_t *);
@@ -361,6 +365,7 @@ process_start(struct envd_call *call, json_t *msg)
 	struct proto_err	 perr;
 	struct envd_err		 err = { 0 };
 	struct session		*exists;
+	struct evhttp_request	*req;
 	struct pstart		*ps;
 	json_t			*proc = NULL;
 	const char		*tag = NULL;
@@ -383,6 +388,38 @@ process_start(struct envd_call *call, json_t *msg)
 		return;
 	}
 	proto_create_free(&pc);
+	/* evhttp stops reading while a request is out: watch for the close. */
+	req = envd_call_req(call)->req;
+	ps->closed = http_watch_client(req, process_start_closed, ps);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
+	    process_start_gone, ps);
+}
+
+/* A spawning Start's client closed (or sent more): free its connection. */
+static void
+process_start_closed(evutil_socket_t fd, short events, void *arg)
+{
+	struct pstart	*ps = arg;
+
+	if (!http_client_gone(fd, events))
+		return;
+	log_debug("%s: client fd %d went away", __func__, (int)fd);
+	evhttp_connection_free(evhttp_request_get_connection(
+	    envd_call_req(ps->call)->req));	/* process_start_gone() ran */
+}
+
+/* The connection of a spawning Start is going away: give the spawn up. */
+static void
+process_start_gone(struct evhttp_connection *evcon, void *arg)
+{
+	struct pstart	*ps = arg;
+
+	session_create_cancel(ps);
+	event_free(ps->closed);
+	envd_call_drop(ps->call);
+	free(ps->tag);
+	json_decref(ps->config);
+	free(ps);
 }
 
 /* A Start's spawn ended: follow the session, or fail. */
@@ -392,8 +429,14 @@ process_started(struct session *s, const struct proto_err *perr, void *arg)
 	struct pstart		*ps = arg;
 	struct process		*p;
 	struct proto_session	 v;
+	struct evhttp_request	*req = envd_call_req(ps->call)->req;
 	int			 code;
 
+	if (ps->closed != NULL) {
+		event_free(ps->closed);
+		evhttp_connection_set_closecb(evhttp_request_get_connection(req),
+		    NULL, NULL);
+	}
 	if (s == NULL) {
 		switch (perr->status) {
 		case 429:
@@ -424,6 +467,8 @@ process_started(struct session *s, const struct proto_err *perr, void *arg)
 	TAILQ_INIT(&p->streams);
 	TAILQ_INSERT_TAIL(&processes, p, entry);
 	session_set_tag(s, p->tag);
+	if (session_exited(s))	/* before its record: note the end now */
+		process_session_event(s, SESSION_EV_EXITED);
 	log_debug("%s: pid %ld, session %s", __func__, (long)p->pid,
 	    session_id(s));
 	process_follow(ps->call, p, ps->keepalive_s, 1);
@@ -736,7 +781,7 @@ process_close_stdin(struct envd_call *call, json_t *msg)
 	envd_reply(call, json_object());
 }
 
-/* SendSignal: SIGTERM or SIGKILL, to the whole session. */
+/* SendSignal: SIGTERM or SIGKILL, to every process of the session. */
 static void
 process_send_signal(struct envd_call *call, json_t *msg)
 {
@@ -759,7 +804,7 @@ process_send_signal(struct envd_call *call, json_t *msg)
 		    "SIGNAL_SIGTERM or SIGNAL_SIGKILL");
 		return;
 	}
-	if (session_signal(p->s, sig, PROTO_TARGET_GROUP, &perr) != 0) {
+	if (session_signal_all_of(p->s, sig, &perr) != 0) {
 		envd_reply_fail(call, process_code(&perr), "error sending "
 		    "signal: %s", perr.message);
 		return;

@@ -1645,6 +1645,17 @@ session_kill(struct session *s, int sig)
 		s->killed = 1;
 }
 
+/* Send sig to every process of the session (envd's SendSignal). */
+int
+session_signal_all_of(struct session *s, int sig, struct proto_err *err)
+{
+	if (s->exited)
+		return (proto_fail(err, 409, "session_exited",
+		    "session '%s' has exited", s->id));
+	session_kill(s, sig);
+	return (0);
+}
+
 /* timeout_ms passed: SIGTERM now, SIGKILL later. */
 static void
 session_timeout_cb(evutil_socket_t fd, short events, void *arg)

@@ -209,6 +209,13 @@ int	 session_signal(struct session *, int signo, int target,
 	    struct proto_err *);
 
 /*
+ * Send signo to every process of the session: each of its cgroup's, else
+ * each of its session id's (the groups of its jobs too), as a DELETE's
+ * signals go.  409 session_exited once exited.
+ */
+int	 session_signal_all_of(struct session *, int signo, struct proto_err *);
+
+/*
  * Begin a DELETE or a removal: SIGHUP (a running tty) and SIGTERM to the
  * group, SIGKILL after grace_ms.  A running session: the observer sees
  * SESSION_EV_EXITED when it is over; then call session_remove().  An exited

@@ -281,6 +281,134 @@ class ConnectWireTest(EnvdCase):
                       'Start"} 1', metrics)
 
 
+class ProcessSemanticsTest(EnvdCase):
+    """envd's semantics: disconnects, late Connects, PTY calls."""
+
+    def open_start(self, req):
+        c = http.client.HTTPConnection('127.0.0.1', self.eport,
+                                       timeout=30 * SLOW)
+        c.request('POST', '/process.Process/Start', envelope(req),
+                  {'Content-Type': 'application/connect+json'})
+        r = c.getresponse()
+        n = struct.unpack('>BI', r.read(5))[1]
+        pid = json.loads(r.read(n))['event']['start']['pid']
+        return c, r, pid
+
+    def listed(self):
+        st, body = self.unary('process.Process/List', {})
+        self.assertEqual(st, 200, body)
+        return body['processes']
+
+    def test_disconnect_leaves_it_running_and_connect_later(self):
+        c, r, pid = self.open_start({'process': {'cmd': '/bin/sh', 'args': [
+            '-c', 'cat >/dev/null; exit 5']}, 'tag': 'bg'})
+        c.close()
+        time.sleep(0.2)
+        procs = self.listed()
+        self.assertEqual([(p['pid'], p.get('tag')) for p in procs],
+                         [(pid, 'bg')])
+        self.assertEqual(procs[0]['config']['cmd'], '/bin/sh')
+        st, body = self.unary('process.Process/SendInput', {
+            'process': {'pid': pid},
+            'input': {'stdin': base64.b64encode(b'hi\n').decode()}})
+        self.assertEqual(st, 200, body)
+        st, body = self.unary('process.Process/CloseStdin',
+                              {'process': {'tag': 'bg'}})
+        self.assertEqual(st, 200, body)
+        for _ in range(100):
+            if not self.listed():
+                break
+            time.sleep(0.05)
+        self.assertEqual(self.listed(), [])
+        # Ended within 30 s: a Connect gets start and end.
+        events, end = self.stream('process.Process/Connect',
+                                  {'process': {'pid': pid}})
+        self.assertEqual(end, {})
+        self.assertEqual([list(e['event']) for e in events],
+                         [['start'], ['end']])
+        self.assertEqual(events[1]['event']['end']['exitCode'], 5)
+        # Unary calls see only running ones.
+        st, body = self.unary('process.Process/SendInput', {
+            'process': {'pid': pid}, 'input': {'stdin': 'eA=='}})
+        self.assertEqual((st, body['code']), (404, 'not_found'))
+
+    def test_pty_update_and_close_stdin(self):
+        c, r, pid = self.open_start({'process': {'cmd': '/bin/sh'},
+                                     'pty': {'size': {'cols': 90,
+                                                      'rows': 20}}})
+        s = [x for x in self.c.request('GET', '/v1/sessions').json[
+            'sessions'] if x['pid'] == pid][0]
+        self.assertEqual((s['tty'], s['rows'], s['cols']), (True, 20, 90))
+        st, body = self.unary('process.Process/Update', {
+            'process': {'pid': pid}, 'pty': {'size': {'cols': 100,
+                                                      'rows': 30}}})
+        self.assertEqual(st, 200, body)
+        s = self.c.request('GET', '/v1/sessions/' + s['id']).json
+        self.assertEqual((s['rows'], s['cols']), (30, 100))
+        st, body = self.unary('process.Process/CloseStdin',
+                              {'process': {'pid': pid}})
+        self.assertEqual((st, body['code']), (400, 'failed_precondition'))
+        st, body = self.unary('process.Process/SendInput', {
+            'process': {'pid': pid},
+            'input': {'pty': base64.b64encode(b'exit 7\n').decode()}})
+        self.assertEqual(st, 200, body)
+        rest = unenvelope(r.read())
+        c.close()
+        self.assertEqual(rest[-2][1]['event']['end']['exitCode'], 7)
+        self.assertIn(b'exit 7', b''.join(
+            base64.b64decode(m['event']['data']['pty']) for _, m in rest
+            if 'data' in m.get('event', {})))
+
+    def test_kill_ends_the_whole_session(self):
+        # A job of the shell in a process group of its own: a kill of the
+        # leader's group alone would leave it.
+        c, r, pid = self.open_start({'process': {'cmd': '/bin/sh', 'args': [
+            '-c', 'python3 -c "import os, time; os.setpgid(0, 0); '
+            'time.sleep(300)" & echo $!; wait']}})
+        n = struct.unpack('>BI', r.read(5))[1]
+        job = int(base64.b64decode(json.loads(r.read(n))['event']['data'][
+            'stdout']))
+        for _ in range(200):
+            if os.getpgid(job) != pid:
+                break
+            time.sleep(0.02)
+        self.assertNotEqual(os.getpgid(job), pid)
+        st, body = self.unary('process.Process/SendSignal',
+                              {'process': {'pid': pid},
+                               'signal': 'SIGNAL_SIGKILL'})
+        self.assertEqual(st, 200, body)
+        rest = unenvelope(r.read())
+        c.close()
+        self.assertEqual(rest[-2][1]['event']['end']['status'],
+                         'signal: killed')
+        for _ in range(100):
+            try:
+                with open('/proc/%d/stat' % job) as f:
+                    if f.read().split(') ')[1].startswith('Z'):
+                        break
+            except FileNotFoundError:
+                break
+            time.sleep(0.05)
+        else:
+            self.fail('the job %d outlived the kill' % job)
+        st, body = self.unary('process.Process/SendSignal',
+                              {'process': {'pid': pid},
+                               'signal': 'SIGNAL_SIGINT'})
+        self.assertEqual((st, body['code']), (404, 'not_found'))
+
+    def test_delete_through_agentd_ends_the_stream(self):
+        c, r, pid = self.open_start({'process': {'cmd': 'sleep',
+                                                 'args': ['30']}})
+        s = [x for x in self.c.request('GET', '/v1/sessions').json[
+            'sessions'] if x['pid'] == pid][0]
+        self.c.request('DELETE', '/v1/sessions/%s?grace_ms=0' % s['id'])
+        rest = unenvelope(r.read())
+        c.close()
+        self.assertEqual(rest[-1][0], 2)
+        self.assertEqual(rest[-2][1]['event']['end']['exitCode'], -1)
+        self.assertEqual(self.listed(), [])
+
+
 class PlainRoutesTest(EnvdCase):
     def test_health_init_envs(self):
         st, ct, data = self.raw('GET', '/health')
@@ -303,6 +431,14 @@ class PlainRoutesTest(EnvdCase):
         self.assertEqual(st, 400)
         self.assertEqual(json.loads(data)['code'], 400)
 
+    def test_host_rule_without_a_token(self):
+        st, ct, data = self.raw('GET', '/health',
+                                headers={'Host': 'evil.example'})
+        self.assertEqual(st, 403, data)
+        st, ct, data = self.raw('GET', '/health',
+                                headers={'Host': 'localhost:1'})
+        self.assertEqual(st, 204, data)
+
     def test_init_token_becomes_agentd_s(self):
         st, ct, data = self.raw('POST', '/init', b'{"accessToken": "tok"}')
         self.assertEqual(st, 204)
@@ -313,9 +449,20 @@ class PlainRoutesTest(EnvdCase):
         st, ct, data = self.raw('GET', '/envs', headers={
             'X-Access-Token': 'tok'})
         self.assertEqual(st, 200)
-        # ... and /init needs it now too.
+        # ... and /init needs it now too, and agentd's own API.
         st, ct, data = self.raw('POST', '/init', b'{}')
         self.assertEqual(st, 401)
+        c = http.client.HTTPConnection('127.0.0.1', self.agentd.port,
+                                       timeout=30 * SLOW)
+        c.request('GET', '/v1/sessions')
+        self.assertEqual(c.getresponse().status, 401)
+        c.close()
+        c = http.client.HTTPConnection('127.0.0.1', self.agentd.port,
+                                       timeout=30 * SLOW)
+        c.request('GET', '/v1/sessions', headers={
+            'Authorization': 'Bearer tok'})
+        self.assertEqual(c.getresponse().status, 200)
+        c.close()
 
 
 class TokenTest(EnvdCase):

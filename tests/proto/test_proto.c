@@ -1492,6 +1492,26 @@ START_TEST(render_running)
 }
 END_TEST
 
+/* An envd tag renders as "labels": {"tag": ...}, last; none: no labels. */
+START_TEST(render_labels)
+{
+	struct proto_session	 s = sample_session();
+	json_t			*j, *l;
+
+	j = render_json(&s, NULL, -1);
+	ck_assert_ptr_null(json_object_get(j, "labels"));
+	json_decref(j);
+	s.tag = "web \"1\"";
+	j = render_json(&s, NULL, -1);
+	l = json_object_get(j, "labels");
+	ck_assert(json_is_object(l));
+	ck_assert_uint_eq(json_object_size(l), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(l, "tag")),
+	    "web \"1\"");
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(render_exited)
 {
 	static const struct {
@@ -1991,6 +2011,7 @@ proto_suite(void)
 	tcase_add_test(t, render_exact);
 	tcase_add_test(t, render_window_len_is_enough);
 	tcase_add_test(t, render_running);
+	tcase_add_test(t, render_labels);
 	tcase_add_test(t, render_exited);
 	tcase_add_test(t, render_window);
 	tcase_add_test(t, render_big_window);
