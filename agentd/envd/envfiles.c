@@ -431,6 +431,9 @@ envfiles_write(const char *path, const char *data, size_t len, int gzip,
 zfail:
 	inflateEnd(&z);
 	free(out);
+#else
+	proto_fail(err, 415, "unsupported_media_type", "this agentd was "
+	    "built without zlib: no Content-Encoding: gzip");
 #endif
 	fileio_tmp_abort(&t);
 	return (-1);
