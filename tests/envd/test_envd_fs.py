@@ -264,6 +264,32 @@ class TestFilesystem(EnvdFsCase):
         st, r = self.rpc('RemoveWatcher', {'watcherId': wid})
         self.assertEqual((st, r['code']), (404, 'not_found'))
 
+    def test_no_fd_left(self):
+        """Streams whose client left, removed watchers, failed calls: agentd
+        holds no more fds (inotify, folders) after them than before."""
+        os.makedirs(self.p('z', 'a', 'b'))
+        fds = lambda: len(os.listdir('/proc/%d/fd' % self.agentd.proc.pid))
+        st, r = self.rpc('Stat', {'path': self.p('z')})    # warm up
+        before = fds()
+        for _ in range(5):
+            s, f = self.stream('WatchDir', {'path': self.p('z'),
+                                            'recursive': True})
+            self.assertEqual(self.envelopes(f, 1), [(0, {'start': {}})])
+            f.close()
+            s.close()                   # the client goes away mid-stream
+            st, r = self.rpc('CreateWatcher', {'path': self.p('z'),
+                                               'recursive': True})
+            st, r = self.rpc('RemoveWatcher', {'watcherId': r['watcherId']})
+            self.assertEqual(st, 200)
+            st, r = self.rpc('ListDir', {'path': self.p('z'), 'depth': 3})
+            self.assertEqual(len(r['entries']), 2)
+            st, r = self.rpc('Stat', {'path': self.p('nope')})
+            self.assertEqual(st, 404)
+        deadline = time.monotonic() + 5
+        while fds() > before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(fds(), before)
+
 
 def multipart(parts, boundary='b0undary'):
     out = b''
