@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "agentd.h"
+#include "config.h"
 #include "connect.h"
 #include "fileio.h"
 #include "files.h"
@@ -55,6 +56,7 @@ struct fs_job {
 	int			 recursive;
 	int			 include_entry;
 	int			 allow_net;
+	size_t			 max_dirs;	/* --envd-watch-dirs */
 	/* The worker's. */
 	json_t			*answer;
 	struct watch		*watch;
@@ -82,6 +84,9 @@ TAILQ_HEAD(fs_watchers, fs_watcher);
 
 static struct fs_watchers	 fs_watchers = TAILQ_HEAD_INITIALIZER(fs_watchers);
 static size_t			 fs_nwatchers;
+static size_t			 fs_watchers_max;	/* --envd-watchers */
+static size_t			 fs_watch_dirs;		/* --envd-watch-dirs */
+static size_t			 fs_events_max;		/* --envd-watch-events */
 
 static void	fs_stat(struct envd_call *, json_t *);
 static void	fs_mkdir(struct envd_call *, json_t *);
@@ -135,8 +140,11 @@ static const struct envd_method fs_methods[] = {
 
 /* Register the methods. */
 void
-fs_register(void)
+fs_register(const struct config *cfg)
 {
+	fs_watchers_max = (size_t)cfg->envd_watchers;
+	fs_watch_dirs = (size_t)cfg->envd_watch_dirs;
+	fs_events_max = (size_t)cfg->envd_watch_events;
 	envd_register(fs_methods, nitems(fs_methods));
 }
 
@@ -239,6 +247,7 @@ fs_job_new(struct envd_call *call, json_t *msg, enum fs_op op)
 
 	j = xcalloc(1, sizeof *j);
 	j->op = op;
+	j->max_dirs = fs_watch_dirs;
 	j->call = call;
 	if (fs_path(call, msg, op == FS_MOVE ? "source" : "path",
 	    &j->path) != 0 || (op == FS_MOVE && fs_path(call, msg,
@@ -372,9 +381,10 @@ fs_create_watcher(struct envd_call *call, json_t *msg)
 {
 	struct fs_job	*j;
 
-	if (fs_nwatchers >= FS_WATCHERS_MAX) {
-		envd_reply_fail(call, ENVD_RESOURCE_EXHAUSTED, "%d watchers "
-		    "exist; remove one first", FS_WATCHERS_MAX);
+	if (fs_nwatchers >= fs_watchers_max) {
+		envd_reply_fail(call, ENVD_RESOURCE_EXHAUSTED, "%zu watchers "
+		    "exist (--envd-watchers); remove one first",
+		    fs_watchers_max);
 		return;
 	}
 	if ((j = fs_job_new(call, msg, FS_WATCH)) == NULL)
@@ -792,7 +802,7 @@ fs_work_watch(struct fs_job *j, uid_t owner, struct proto_err *err)
 	close(fd);
 	if (dfd == -1)
 		return (fileio_fail(err, errno, "open", j->path));
-	j->watch = watch_open(dfd, j->recursive, err);
+	j->watch = watch_open(dfd, j->recursive, j->max_dirs, err);
 	close(dfd);
 	return (j->watch == NULL ? -1 : 0);
 }
@@ -903,21 +913,23 @@ fs_event(void *arg, const char *name, enum watch_type type, const char *cause)
 		free(path);
 	}
 	if (fw->queue == NULL) {		/* CreateWatcher's */
-		if (json_array_size(fw->events) >= FS_EVENTS_MAX) {
+		if (json_array_size(fw->events) >= fs_events_max) {
 			json_decref(ev);
 			fw->failed = 1;
 			envd_fail(&fw->err, ENVD_RESOURCE_EXHAUSTED, "more "
-			    "than %d events were not taken", FS_EVENTS_MAX);
+			    "than %zu events were not taken "
+			    "(--envd-watch-events)", fs_events_max);
 			return;
 		}
 		json_array_append_new(fw->events, ev);
 		return;
 	}
-	if (json_array_size(fw->queue) >= FS_EVENTS_MAX) {
+	if (json_array_size(fw->queue) >= fs_events_max) {
 		json_decref(ev);
 		fw->failed = 1;
-		envd_fail(&fw->err, ENVD_RESOURCE_EXHAUSTED, "more than %d "
-		    "events were not read", FS_EVENTS_MAX);
+		envd_fail(&fw->err, ENVD_RESOURCE_EXHAUSTED, "more than %zu "
+		    "events were not read (--envd-watch-events)",
+		    fs_events_max);
 		goto out;
 	}
 	json_array_append_new(fw->queue, json_pack("{s:o}", "filesystem", ev));
@@ -1002,7 +1014,7 @@ fs_stream_keepalive(evutil_socket_t fd, short events, void *arg)
 {
 	struct fs_watcher	*fw = arg;
 
-	if (fw->failed || json_array_size(fw->queue) >= FS_EVENTS_MAX)
+	if (fw->failed || json_array_size(fw->queue) >= fs_events_max)
 		return;
 	json_array_append_new(fw->queue, json_pack("{s:{}}", "keepalive"));
 	if (fw->st != NULL)

@@ -15,21 +15,22 @@
  * Watches run on the loop (watch.h).  A WatchDir stream sends `start`
  * first, then each event, a keepalive each Keepalive-Ping-Interval
  * seconds, and ends deadline_exceeded at Connect-Timeout-Ms.  At most
- * FS_WATCHERS_MAX CreateWatcher watchers live at once, each keeping at
- * most FS_EVENTS_MAX events until GetWatcherEvents takes them (more: the
- * watcher fails with resource_exhausted, as a stream whose client reads
- * too slowly does).  Event loop thread only.
+ * --envd-watchers CreateWatcher watchers live at once, each keeping at
+ * most --envd-watch-events events until GetWatcherEvents takes them (more:
+ * the watcher fails with resource_exhausted, as a stream whose client
+ * reads too slowly does); a watch follows at most --envd-watch-dirs
+ * folders.  Event loop thread only.
  */
 #ifndef AGENTD_FS_H
 #define AGENTD_FS_H
 
+struct config;
+
 #define FS_LIST_MAX		100000	/* entries one ListDir answers */
-#define FS_WATCHERS_MAX		64	/* CreateWatcher watchers at once */
-#define FS_EVENTS_MAX		4096	/* events a watcher or stream holds */
 #define FS_REMOVE_DEPTH_MAX	256	/* levels Remove goes down */
 
-/* Register the methods with the Connect core. */
-void	fs_register(void);
+/* Register the methods with the Connect core; cfg's limits. */
+void	fs_register(const struct config *cfg);
 /* Free the watchers (at the end). */
 void	fs_free(void);
 

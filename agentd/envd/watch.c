@@ -40,6 +40,7 @@ struct watch {
 	int			 recursive;
 	int			 failed;	/* an error was reported */
 	size_t			 ndirs;		/* watched now */
+	size_t			 max_dirs;
 	struct watch_dir	**dirs;		/* by inotify descriptor */
 	size_t			 dirs_len;	/* slots in dirs */
 	struct event		*ev;
@@ -57,11 +58,12 @@ static void	watch_emit(struct watch *, struct watch_dir *,
 
 /* Watch dirfd's folder, and with recursive every folder under it. */
 struct watch *
-watch_open(int dirfd, int recursive, struct proto_err *err)
+watch_open(int dirfd, int recursive, size_t max_dirs, struct proto_err *err)
 {
 	struct watch	*w;
 
 	w = xcalloc(1, sizeof *w);
+	w->max_dirs = max_dirs;
 	w->recursive = recursive;
 	w->root = -1;
 	if ((w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1) {
@@ -124,9 +126,10 @@ watch_add(struct watch *w, const char *rel, int depth, struct proto_err *err)
 	char			 proc[64], *sub;
 	int			 fd, wd, dfd;
 
-	if (w->ndirs >= WATCH_DIRS_MAX)
+	if (w->ndirs >= w->max_dirs)
 		return (proto_fail(err, 429, "resource_exhausted", "the watch "
-		    "would follow more than %d folders", WATCH_DIRS_MAX));
+		    "would follow more than %zu folders (--envd-watch-dirs)",
+		    w->max_dirs));
 	if ((fd = watch_open_beneath(w->root, rel)) == -1) {
 		if (*rel != '\0' && (errno == ENOENT || errno == ENOTDIR ||
 		    errno == ELOOP || errno == EXDEV))

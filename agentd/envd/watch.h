@@ -13,11 +13,12 @@
 #ifndef AGENTD_WATCH_H
 #define AGENTD_WATCH_H
 
+#include <stddef.h>
+
 struct event_base;
 struct proto_err;
 struct watch;
 
-#define WATCH_DIRS_MAX		8192	/* folders one watch follows */
 #define WATCH_DEPTH_MAX		64	/* levels a recursive watch goes down */
 
 /* envd's EventType names, in its order; 0 is none. */
@@ -32,7 +33,7 @@ enum watch_type {
 /*
  * An event: name relative to the watched folder ("a/b.txt"; "." for the
  * folder itself), type as above.  Called on the loop for each; an error
- * (the queue overflowed, the folder went, WATCH_DIRS_MAX reached) comes
+ * (the queue overflowed, the folder went, max_dirs reached) comes
  * as name NULL and type 0 with why in cause; the watch then reports no
  * more events.
  */
@@ -41,9 +42,12 @@ typedef void (*watch_event_fn)(void *arg, const char *name,
 
 /*
  * Watch the folder dirfd (an fd of it: kept as the root; the caller's fd
- * is not taken), recursive or not.  A new watch, or NULL with err.
+ * is not taken), recursive or not, following at most max_dirs folders
+ * (more: 429 resource_exhausted now, or the watch's error later).  A new
+ * watch, or NULL with err.
  */
-struct watch *watch_open(int dirfd, int recursive, struct proto_err *err);
+struct watch *watch_open(int dirfd, int recursive, size_t max_dirs,
+	    struct proto_err *err);
 /* On the loop: start reporting events to fn; 0 or -1. */
 int	watch_start(struct watch *, struct event_base *, watch_event_fn fn,
 	    void *arg);

@@ -291,6 +291,37 @@ class TestFilesystem(EnvdFsCase):
         self.assertEqual(fds(), before)
 
 
+class TestWatchLimits(EnvdFsCase):
+    """--envd-watchers, --envd-watch-events and --envd-watch-dirs."""
+
+    extra = ('--envd-watchers', '1', '--envd-watch-events', '3',
+             '--envd-watch-dirs', '3')
+
+    def test_limits(self):
+        for d in ('a', 'b', 'c', 'd'):
+            os.makedirs(self.p('w', d))
+        st, r = self.rpc('CreateWatcher', {'path': self.p('w'),
+                                           'recursive': True})
+        self.assertEqual((st, r['code']), (429, 'resource_exhausted'))
+        self.assertIn('--envd-watch-dirs', r['message'])
+        st, r = self.rpc('CreateWatcher', {'path': self.p('w')})
+        self.assertEqual(st, 200, r)
+        wid = r['watcherId']
+        st, r = self.rpc('CreateWatcher', {'path': self.p('w')})
+        self.assertEqual((st, r['code']), (429, 'resource_exhausted'))
+        for i in range(5):
+            with open(self.p('w', 'f%d' % i), 'w'):
+                pass
+        time.sleep(0.2)
+        st, r = self.rpc('GetWatcherEvents', {'watcherId': wid})
+        self.assertEqual((st, r['code']), (429, 'resource_exhausted'))
+        self.assertIn('--envd-watch-events', r['message'])
+        st, r = self.rpc('RemoveWatcher', {'watcherId': wid})
+        self.assertEqual(st, 200)
+        st, r = self.rpc('CreateWatcher', {'path': self.p('w')})
+        self.assertEqual(st, 200, r)
+
+
 def multipart(parts, boundary='b0undary'):
     out = b''
     for name, filename, data in parts:
