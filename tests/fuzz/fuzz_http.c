@@ -400,7 +400,7 @@ files_running(size_t *calls, size_t *fetches)
 
 /* No filesystem.Filesystem methods. */
 void
-fs_register(const struct config *cfg)
+fs_register(const struct config *c)
 {
 }
 
