@@ -632,7 +632,8 @@ fs_walk(int fd, const char *prefix, uint32_t level, uint32_t depth,
 		}
 		names[n++] = xstrdup(de->d_name);
 	}
-	qsort(names, n, sizeof *names, fs_namecmp);
+	if (n > 0)		/* qsort(NULL, 0) is undefined */
+		qsort(names, n, sizeof *names, fs_namecmp);
 	for (i = 0; i < n && rc == 0; i++) {
 		if (fstatat(dirfd(dir), names[i], &st,
 		    AT_SYMLINK_NOFOLLOW) == -1)

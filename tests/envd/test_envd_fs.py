@@ -270,6 +270,7 @@ class TestFilesystem(EnvdFsCase):
         os.makedirs(self.p('z', 'a', 'b'))
         fds = lambda: len(os.listdir('/proc/%d/fd' % self.agentd.proc.pid))
         st, r = self.rpc('Stat', {'path': self.p('z')})    # warm up
+        time.sleep(0.3)                 # its connection closed
         before = fds()
         for _ in range(5):
             s, f = self.stream('WatchDir', {'path': self.p('z'),
@@ -288,7 +289,7 @@ class TestFilesystem(EnvdFsCase):
         deadline = time.monotonic() + 5
         while fds() > before and time.monotonic() < deadline:
             time.sleep(0.05)
-        self.assertEqual(fds(), before)
+        self.assertLessEqual(fds(), before)
 
 
 class TestWatchLimits(EnvdFsCase):
