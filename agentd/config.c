@@ -51,6 +51,14 @@ static const struct opt opts[] = {
 	{ "envd-max-message", OPT_SIZE, OFF(envd_max_message), 1024,
 	  1ull << 30, "BYTES", "largest Connect message of the envd "
 	  "listener, in or out (default 4MiB)" },
+	{ "envd-watchers", OPT_COUNT, OFF(envd_watchers), 0, 100000, "N",
+	  "envd CreateWatcher watchers alive at once (default 64)" },
+	{ "envd-watch-dirs", OPT_COUNT, OFF(envd_watch_dirs), 1, 1000000, "N",
+	  "folders one envd watch follows, recursive ones included "
+	  "(default 8192)" },
+	{ "envd-watch-events", OPT_COUNT, OFF(envd_watch_events), 1, 1000000,
+	  "N", "events an envd watcher or WatchDir stream holds untaken "
+	  "(default 4096; more: resource_exhausted)" },
 	{ "socket", OPT_STRING, OFF(socket_path), 0, 0, "PATH",
 	  "unix socket, mode 0600 (default " CONFIG_SOCKET_DEFAULT
 	  "; '' disables)" },
@@ -239,6 +247,9 @@ config_defaults(struct config *cfg)
 	cfg->envd_listen = xcalloc(1, sizeof *cfg->envd_listen);
 	cfg->envd_vsock_listen = xcalloc(1, sizeof *cfg->envd_vsock_listen);
 	cfg->envd_max_message = CONFIG_ENVD_MAX_MESSAGE_DEFAULT;
+	cfg->envd_watchers = CONFIG_ENVD_WATCHERS_DEFAULT;
+	cfg->envd_watch_dirs = CONFIG_ENVD_WATCH_DIRS_DEFAULT;
+	cfg->envd_watch_events = CONFIG_ENVD_WATCH_EVENTS_DEFAULT;
 	cfg->socket_path = xstrdup(CONFIG_SOCKET_DEFAULT);
 	cfg->log_level = xstrdup("info");
 	cfg->max_sessions = CONFIG_MAX_SESSIONS_DEFAULT;

@@ -52,12 +52,18 @@
 #define CONFIG_SPAWN_TIMEOUT_DEFAULT	30000	/* ms */
 
 #define CONFIG_ENVD_MAX_MESSAGE_DEFAULT	(4u << 20)	/* bytes */
+#define CONFIG_ENVD_WATCHERS_DEFAULT	64	/* CreateWatcher watchers */
+#define CONFIG_ENVD_WATCH_DIRS_DEFAULT	8192	/* folders of one watch */
+#define CONFIG_ENVD_WATCH_EVENTS_DEFAULT 4096	/* events held untaken */
 
 struct config {
 	char		**listen;		/* ADDR:PORT, NULL-terminated */
 	char		**envd_listen;		/* envd's ADDR:PORT, NULL-terminated */
 	char		**envd_vsock_listen;	/* envd's vsock PORT, NULL-terminated */
 	uint64_t	  envd_max_message;	/* bytes of a Connect message */
+	uint64_t	  envd_watchers;	/* CreateWatcher watchers at once */
+	uint64_t	  envd_watch_dirs;	/* folders of one watch */
+	uint64_t	  envd_watch_events;	/* events held untaken */
 	char		 *socket_path;		/* "" disables */
 	char		**vsock_listen;		/* PORT, NULL-terminated */
 	char		 *token_file;

@@ -130,6 +130,13 @@ MBEDTLS_UNSET=(
 	MBEDTLS_X509_CREATE_C MBEDTLS_X509_CRT_WRITE_C
 	MBEDTLS_X509_CSR_WRITE_C MBEDTLS_XTEA_C
 )
+# zlib: inflate for gzip bodies of envd's POST /files (agentd/envd/envfiles.c).
+# Its CMake builds a shared library and examples whatever it is told: only
+# libz.a is kept.
+ZLIB_OPTS=(
+	-DSKIP_INSTALL_FILES=OFF
+)
+
 CHECK_OPTS=(
 	-DCHECK_ENABLE_TESTS=OFF
 	-DBUILD_TESTING=OFF
@@ -168,6 +175,10 @@ resolve_prefix() {
 	LIBEVENT_VER=$(src_version libevent)
 	JANSSON_VER=$(src_version jansson)
 	MBEDTLS_VER=$(src_version mbedtls)
+	# zlib: Debian 12's own release, pinned: the security pool's
+	# 1:1.2.13.dfsg-1+deb12u1 fixes minizip only (CVE-2023-45853), which is
+	# not built here, and that pool is not always reachable.
+	ZLIB_VER=1.2.13.dfsg-1
 	local key
 	key=$({
 		echo "recipe 2"
@@ -201,7 +212,11 @@ fetch_source() {
 		log "apt-get source $name=$ver"
 		# As root, apt warns that the download is unsandboxed (_apt cannot
 		# write here): harmless, the files are checked against the signed index.
-		(cd "$dir" && apt-get source -q --only-source "$name=$ver" >apt-source.log 2>&1) ||
+		# The version as apt names it: with its epoch (zlib's "1:").
+		local aptver
+		aptver=$(apt-cache showsrc --only-source "$name" 2>/dev/null | awk -v v="$ver" \
+			'$1 == "Version:" { n = split($2, a, ":"); if ($2 == v || a[n] == v) { print $2; exit } }')
+		(cd "$dir" && apt-get source -q --only-source "$name=${aptver:-$ver}" >apt-source.log 2>&1) ||
 			{ cat "$dir/apt-source.log" >&2; die "apt-get source $name=$ver failed"; }
 		touch "$dir/.unpacked"
 	fi
@@ -330,8 +345,11 @@ build_deps() {
 	mbedtls_configure
 	STAMP_EXTRA="${MBEDTLS_UNSET[*]}" cmake_build mbedtls "$MBEDTLS_VER" "${MBEDTLS_OPTS[@]}"
 	mbedtls_pc
+	cmake_build zlib "$ZLIB_VER" "${ZLIB_OPTS[@]}" \
+		-DINSTALL_PKGCONFIG_DIR="$PREFIX/lib/pkgconfig"
+	rm -f "$PREFIX"/lib/libz.so* "$PREFIX"/share/pkgconfig/zlib.pc
 	local pc
-	for pc in libevent_core libevent_extra libevent_pthreads jansson mbedtls; do
+	for pc in libevent_core libevent_extra libevent_pthreads jansson mbedtls zlib; do
 		[ -f "$PREFIX/lib/pkgconfig/$pc.pc" ] || die "$pc.pc missing from $PREFIX"
 	done
 	relocatable_pc

@@ -44,6 +44,7 @@ enum files_kind {
 	FILES_PUT,
 	FILES_STAT,
 	FILES_FETCH,
+	FILES_CALL,	/* files_call(): another module's work */
 };
 
 /* How a GET's bytes go out. */
@@ -73,6 +74,11 @@ struct files_job {
 	struct proto_files_query	 q;	/* GET, PUT */
 	struct proto_stat_req		 st;	/* STAT */
 	struct proto_fetch		 req;	/* FETCH */
+	files_work_fn			 work;	/* CALL */
+	files_done_fn			 done;	/* CALL */
+	void				*arg;	/* CALL */
+	char				*call_user;	/* CALL, malloc'd */
+	int				 envd;	/* errors in envd's shape */
 	const char			*user;	/* in one of the above */
 	struct evbuffer			*body;	/* PUT: the request's bytes */
 	const char			*body_data;
@@ -114,7 +120,7 @@ static void	files_put(struct http_req *);
 static void	files_stat(struct http_req *);
 static void	files_fetch(struct http_req *);
 static struct files_job *files_job_new(struct http_req *, enum files_kind);
-static void	files_job_start(struct files_job *);
+static int	files_job_start(struct files_job *);
 static void	files_job_free(struct files_job *);
 static int	files_pipe_open(void);
 static void	files_pipe_close(void);
@@ -135,6 +141,8 @@ static void	files_wake(struct files_job *);
 static void	files_closed(evutil_socket_t, short, void *);
 static void	files_conn_gone(struct evhttp_connection *, void *);
 static void	files_reply_err(struct evhttp_request *, const struct proto_err *);
+static void	files_reply_envd(struct evhttp_request *,
+		    const struct proto_err *);
 
 /* Route a request under /v1/files. */
 void
@@ -176,6 +184,72 @@ files_reply_err(struct evhttp_request *req, const struct proto_err *err)
 	if (e.status < 400 || e.status > 599)
 		e.status = 500;
 	http_reply_error(req, &e, NULL);
+}
+
+/*
+ * Answer an error in envd's shape, {"code": STATUS, "message": "..."}: a
+ * folder is 400 there, not 409.
+ */
+static void
+files_reply_envd(struct evhttp_request *req, const struct proto_err *err)
+{
+	struct proto_buf	b = { 0 };
+	int			status = err->status;
+
+	if (status == 409)
+		status = 400;
+	if (status < 400 || status > 599)
+		status = 500;
+	proto_buf_printf(&b, "{\"code\":%d,\"message\":", status);
+	proto_buf_json_string(&b, err->message, strlen(err->message));
+	proto_buf_append(&b, "}", 1);
+	http_reply_raw(req, status, "application/json", &b);
+}
+
+/* Send the file path to req as GET /v1/files does, acting as user. */
+void
+files_get_as(struct http_req *hr, const char *path, const char *user)
+{
+	struct files_job	*j;
+	struct proto_err	 err;
+
+	if ((j = calloc(1, sizeof *j)) == NULL ||
+	    (j->q.path = strdup(path)) == NULL ||
+	    (user != NULL && (j->q.user = strdup(user)) == NULL)) {
+		if (j != NULL)
+			free(j->q.path);
+		free(j);
+		proto_fail(&err, 503, "out_of_memory", "no memory for a files "
+		    "job; try again later");
+		files_reply_envd(hr->req, &err);
+		return;
+	}
+	j->kind = FILES_GET;
+	j->envd = 1;
+	j->fd = -1;
+	j->q.path_len = strlen(path);
+	j->q.length = UINT64_MAX;
+	j->q.mode = -1;
+	atomic_init(&j->cancel, 0);
+	j->user = j->q.user;
+	if (agentd_stopping())
+		proto_fail(&err, 503, "shutting_down", "agentd is shutting down");
+	else if (files_njobs - files_nfetches >= agentd_cfg->max_file_jobs)
+		proto_fail(&err, 429, "too_many_file_jobs", "%zu files calls "
+		    "are running (--max-file-jobs); try again later",
+		    files_njobs - files_nfetches);
+	else if (files_pipe_open() != 0)
+		proto_fail(&err, 500, "internal_error", "pipe: %s",
+		    strerror(errno));
+	else {
+		j->http = hr->req;
+		j->evcon = evhttp_request_get_connection(hr->req);
+		/* Started, or answered by files_job_start(). */
+		(void)files_job_start(j);
+		return;
+	}
+	files_reply_envd(hr->req, &err);
+	files_job_free(j);
 }
 
 /* GET /v1/files?path=P&offset=O&length=L&user=U */
@@ -299,8 +373,11 @@ files_job_new(struct http_req *hr, enum files_kind kind)
 	return (NULL);
 }
 
-/* Start the job's worker, or answer why not and free the job. */
-static void
+/*
+ * Start the job's worker, or answer why not (a CALL's caller answers) and
+ * free the job: 0 or -1.
+ */
+static int
 files_job_start(struct files_job *j)
 {
 	pthread_attr_t	 attr;
@@ -318,14 +395,15 @@ files_job_start(struct files_job *j)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (error != 0) {
-		http_fail(j->http, 503, "out_of_memory",
-		    "cannot start a worker: %s", strerror(error));
+		if (j->kind != FILES_CALL)
+			http_fail(j->http, 503, "out_of_memory",
+			    "cannot start a worker: %s", strerror(error));
 		pthread_mutex_destroy(&j->lock);
 		pthread_cond_destroy(&j->cond);
 		files_job_free(j);
 		if (files_njobs == 0)
 			files_pipe_close();
-		return;
+		return (-1);
 	}
 	TAILQ_INSERT_TAIL(&files_jobs, j, entry);
 	files_njobs++;
@@ -335,6 +413,51 @@ files_job_start(struct files_job *j)
 	/* evhttp stops reading while a request is out: watch for the close. */
 	j->closed = http_watch_client(j->http, files_closed, j);
 	evhttp_connection_set_closecb(j->evcon, files_conn_gone, j);
+	return (0);
+}
+
+/*
+ * Run work on a worker acting as user, then done on the loop (see
+ * files.h).  0, or -1 with err (429, 503) and nothing started.
+ */
+int
+files_call(struct evhttp_request *req, const char *user, files_work_fn work,
+    files_done_fn done, void *arg, struct proto_err *err)
+{
+	struct files_job	*j;
+
+	if (agentd_stopping())
+		return (proto_fail(err, 503, "shutting_down",
+		    "agentd is shutting down"));
+	if (files_njobs - files_nfetches >= agentd_cfg->max_file_jobs)
+		return (proto_fail(err, 429, "too_many_file_jobs", "%zu files "
+		    "calls are running (--max-file-jobs); try again later",
+		    files_njobs - files_nfetches));
+	if ((j = calloc(1, sizeof *j)) == NULL ||
+	    (user != NULL && (j->call_user = strdup(user)) == NULL)) {
+		free(j);
+		return (proto_fail(err, 503, "out_of_memory",
+		    "no memory for a files job; try again later"));
+	}
+	if (files_pipe_open() != 0) {
+		free(j->call_user);
+		free(j);
+		return (proto_fail(err, 500, "internal_error", "pipe: %s",
+		    strerror(errno)));
+	}
+	j->kind = FILES_CALL;
+	j->fd = -1;
+	atomic_init(&j->cancel, 0);
+	j->user = j->call_user;
+	j->work = work;
+	j->done = done;
+	j->arg = arg;
+	j->http = req;
+	j->evcon = evhttp_request_get_connection(req);
+	if (files_job_start(j) != 0)
+		return (proto_fail(err, 503, "out_of_memory",
+		    "cannot start a worker; try again later"));
+	return (0);
 }
 
 /* Free a job that is not listed (or no longer). */
@@ -344,6 +467,7 @@ files_job_free(struct files_job *j)
 	proto_files_query_free(&j->q);
 	proto_stat_req_free(&j->st);
 	proto_fetch_free(&j->req);
+	free(j->call_user);
 	if (j->body != NULL)
 		evbuffer_free(j->body);
 	if (j->fd != -1)
@@ -478,6 +602,9 @@ files_worker(void *arg)
 		case FILES_FETCH:
 			j->rc = fetch_run(&j->req, owner, &j->cancel, &j->res,
 			    &j->err);
+			break;
+		case FILES_CALL:
+			j->rc = j->work(j->arg, owner, &j->err);
 			break;
 		}
 	}
@@ -806,11 +933,14 @@ files_done(evutil_socket_t fd, short events, void *arg)
 		if (j->http != NULL) {
 			event_free(j->closed);
 			evhttp_connection_set_closecb(j->evcon, NULL, NULL);
-			files_answer(j);
+			if (j->kind != FILES_CALL)
+				files_answer(j);
 		}
+		if (j->kind == FILES_CALL)
+			j->done(j->http, j->arg, j->rc, &j->err);
 		log_debug("%s: files call %d on %s: %s", __func__, (int)j->kind,
 		    j->kind == FILES_FETCH ? j->req.path : j->kind == FILES_STAT ?
-		    "paths" : j->q.path, j->rc == 0 ? "done" : j->err.code);
+		    "paths" : j->kind == FILES_CALL ? "call" : j->q.path, j->rc == 0 ? "done" : j->err.code);
 		pthread_mutex_destroy(&j->lock);
 		pthread_cond_destroy(&j->cond);
 		files_job_free(j);
@@ -834,6 +964,10 @@ files_answer(struct files_job *j)
 			evhttp_connection_free(j->evcon);
 		return;
 	}
+	if (j->rc != 0 && j->envd) {
+		files_reply_envd(j->http, &j->err);
+		return;
+	}
 	if (j->rc != 0) {
 		files_reply_err(j->http, &j->err);
 		return;
@@ -848,6 +982,7 @@ files_answer(struct files_job *j)
 		http_reply(j->http, 200, &j->out);
 		return;
 	case FILES_GET:
+	case FILES_CALL:	/* not here: files_done() calls done */
 		break;
 	}
 	if (j->send == FILES_SEND_BUF || j->send == FILES_SEND_STREAM) {

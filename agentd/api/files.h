@@ -25,7 +25,25 @@
 #ifndef AGENTD_FILES_H
 #define AGENTD_FILES_H
 
+#include <sys/types.h>
+
+struct evhttp_request;
 struct http_req;
+struct proto_err;
+
+/*
+ * Another module's files work: runs on a worker thread that acts as the
+ * call's user (owner: the uid whose symlinks fileio follows besides
+ * root's).  Returns 0, or -1 with err filled.  It must not touch the
+ * loop's state, nor log.
+ */
+typedef int (*files_work_fn)(void *arg, uid_t owner, struct proto_err *err);
+/*
+ * Then, on the loop: req is NULL when the client went away meanwhile (the
+ * answer is then nobody's); rc and err are work's.  done owns arg.
+ */
+typedef void (*files_done_fn)(struct evhttp_request *req, void *arg, int rc,
+	    const struct proto_err *err);
 
 #define FILES_FETCH_MAX		8		/* fetches running at once */
 #define FILES_FETCH_STACK	(512 << 10)	/* bytes of a fetch worker's stack */
@@ -35,6 +53,22 @@ struct http_req;
 
 /* Route a request under /v1/files; every path answers it. */
 void	files_route(struct http_req *);
+/*
+ * Run work(arg) on a worker acting as user (a name or uid; NULL: agentd's
+ * own), within --max-file-jobs, then done on the loop; req's client is
+ * watched meanwhile.  0, or -1 with err (429 over the limit, 503 at
+ * shutdown or without memory) and neither called.
+ */
+int	files_call(struct evhttp_request *req, const char *user,
+	    files_work_fn work, files_done_fn done, void *arg,
+	    struct proto_err *err);
+/*
+ * GET /v1/files's answer for envd's GET /files: send the file path to the
+ * request acting as user (a name or uid; NULL: agentd's), with the same
+ * checks (symlinks, hard links, agentd's own /proc), errors in envd's
+ * shape {"code": STATUS, "message": "..."}.
+ */
+void	files_get_as(struct http_req *, const char *path, const char *user);
 /* Calls running on workers now: GET, PUT and stat; and fetches. */
 void	files_running(size_t *calls, size_t *fetches);
 

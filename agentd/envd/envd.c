@@ -15,6 +15,8 @@
 #include "config.h"
 #include "connect.h"
 #include "envd.h"
+#include "envfiles.h"
+#include "fs.h"
 #include "http.h"
 #include "httpcore.h"
 #include "log.h"
@@ -56,6 +58,8 @@ envd_start(struct event_base *base, struct config *cfg)
 	envd_connect_init(cfg->envd_max_message);
 	envd_route_register(envd_routes, nitems(envd_routes));
 	process_register(base, cfg);
+	fs_register(cfg);
+	envfiles_register();
 	for (i = 0; cfg->envd_listen[i] != NULL; i++) {
 		if (http_listen_routes(cfg->envd_listen[i], envd_route) != 0)
 			return (-1);
@@ -271,6 +275,7 @@ envd_session_event(struct session *s, int events)
 void
 envd_free(void)
 {
+	fs_free();
 	process_free_all();
 	free(envd_user);
 	free(envd_workdir);

@@ -50,6 +50,8 @@
 #include "agentd.h"
 #include "api.h"
 #include "config.h"
+#include "envfiles.h"
+#include "fs.h"
 #include "files.h"
 #include "http.h"
 #include "log.h"
@@ -393,6 +395,26 @@ void
 files_running(size_t *calls, size_t *fetches)
 {
 	*calls = *fetches = 0;
+}
+
+/* ---- envd's files services: not here (they need files workers) ------ */
+
+/* No filesystem.Filesystem methods. */
+void
+fs_register(const struct config *c)
+{
+}
+
+/* Nothing to free. */
+void
+fs_free(void)
+{
+}
+
+/* No /files routes. */
+void
+envfiles_register(void)
+{
 }
 
 /* ---- restore.c, counting only ------------------------------------------ */

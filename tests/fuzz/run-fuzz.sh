@@ -24,7 +24,9 @@ proto)	bin=$build/tests/proto/fuzz_proto seeds=$root/tests/proto/corpus
 	set -- -max_len=8192 ;;
 fetch)	bin=$build/tests/fuzz/fuzz_fetch seeds=$here/corpus/fetch
 	set -- -max_len=4096 ;;
-*)	echo "run-fuzz.sh: no harness '$name' (ring, http, proto, fetch)" >&2
+multipart)	bin=$build/tests/fuzz/fuzz_multipart seeds=$here/corpus/multipart
+	set -- -max_len=4096 ;;
+*)	echo "run-fuzz.sh: no harness '$name' (ring, http, proto, fetch, multipart)" >&2
 	exit 2 ;;
 esac
 regress=$here/regress/$name

@@ -1,0 +1,613 @@
+/*
+ * envfiles.c -- envd's GET and POST /files (see envfiles.h).
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include <jansson.h>
+#ifdef AGENTD_ZLIB
+#include <zlib.h>
+#endif
+
+#include "agentd.h"
+#include "config.h"
+#include "connect.h"
+#include "envfiles.h"
+#include "fetch.h"
+#include "fileio.h"
+#include "files.h"
+#include "fsentry.h"
+#include "http.h"
+#include "log.h"
+#include "multipart.h"
+#include "proto.h"
+#include "pty.h"
+#include "util.h"
+
+#define ENVFILES_QUERY_MAX	4	/* the query keys read */
+#define ENVFILES_INFLATE_CHUNK	(64 << 10)	/* bytes inflated at once */
+
+/* The query of a /files request. */
+struct envfiles_query {
+	char	*path;
+	char	*username;
+	char	*signature;
+	char	*expiration;
+};
+
+/* A POST on its worker. */
+struct envfiles_post {
+	struct evbuffer	*body;		/* the request's bytes, moved here */
+	const char	*data;
+	size_t		 len;
+	int		 gzip;
+	int		 multipart;
+	char		*content_type;
+	char		*path;		/* the query's, resolved; or NULL */
+	char		*home;
+	char		*workdir;
+	uint64_t	 max_inflate;	/* bytes of an inflated multipart */
+	json_t		*answer;
+};
+
+static void	envfiles_route(struct http_req *, const struct pty_user *, int);
+static int	envfiles_query(const char *, struct envfiles_query *);
+static void	envfiles_query_free(struct envfiles_query *);
+static int	envfiles_signed(struct http_req *, struct envfiles_query *,
+		    const char *);
+static void	envfiles_b64(const uint8_t *, size_t, char *);
+static void	envfiles_post(struct http_req *, struct envfiles_query *,
+		    const struct pty_user *);
+static void	envfiles_post_free(struct envfiles_post *);
+static int	envfiles_work(void *, uid_t, struct proto_err *);
+static void	envfiles_done(struct evhttp_request *, void *, int,
+		    const struct proto_err *);
+static int	envfiles_write(const char *, const char *, size_t, int, uid_t,
+		    struct proto_err *);
+
+static const struct envd_route envfiles_routes[] = {
+	{ "/files", EVHTTP_REQ_GET | EVHTTP_REQ_POST, ENVD_ROUTE_SIGNED,
+	  envfiles_route },
+};
+
+/* Register the routes. */
+void
+envfiles_register(void)
+{
+	envd_route_register(envfiles_routes, nitems(envfiles_routes));
+}
+
+/* Read path, username, signature and signature_expiration; -1 if bad. */
+static int
+envfiles_query(const char *q, struct envfiles_query *out)
+{
+	const char	*p = q, *amp, *eq;
+	char		*key, *val, **where;
+	size_t		 klen;
+
+	memset(out, 0, sizeof *out);
+	while (*p != '\0') {
+		amp = strchr(p, '&');
+		if (amp == NULL)
+			amp = p + strlen(p);
+		eq = memchr(p, '=', (size_t)(amp - p));
+		klen = (size_t)((eq != NULL ? eq : amp) - p);
+		key = xmalloc(klen + 1);
+		memcpy(key, p, klen);
+		key[klen] = '\0';
+		where = strcmp(key, "path") == 0 ? &out->path :
+		    strcmp(key, "username") == 0 ? &out->username :
+		    strcmp(key, "signature") == 0 ? &out->signature :
+		    strcmp(key, "signature_expiration") == 0 ?
+		    &out->expiration : NULL;
+		free(key);
+		if (where != NULL && *where == NULL) {
+			val = xmalloc((size_t)(amp - p) + 1);
+			if (eq != NULL) {
+				memcpy(val, eq + 1, (size_t)(amp - eq - 1));
+				val[amp - eq - 1] = '\0';
+			} else
+				val[0] = '\0';
+			/* Go's url.Query(): '+' is a space. */
+			*where = evhttp_uridecode(val, 1, NULL);
+			free(val);
+			if (*where == NULL || strlen(*where) > PROTO_PATH_MAX)
+				return (-1);
+		}
+		p = *amp == '&' ? amp + 1 : amp;
+	}
+	return (0);
+}
+
+/* Free a query's strings. */
+static void
+envfiles_query_free(struct envfiles_query *q)
+{
+	free(q->path);
+	free(q->username);
+	free(q->signature);
+	free(q->expiration);
+}
+
+/* Base64, standard alphabet, no padding (Go's RawStdEncoding). */
+static void
+envfiles_b64(const uint8_t *in, size_t len, char *out)
+{
+	static const char	abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	uint32_t		v;
+	size_t			i;
+
+	for (i = 0; i + 2 < len; i += 3) {
+		v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+		*out++ = abc[v >> 18];
+		*out++ = abc[(v >> 12) & 63];
+		*out++ = abc[(v >> 6) & 63];
+		*out++ = abc[v & 63];
+	}
+	if (len - i == 1) {
+		v = (uint32_t)in[i] << 16;
+		*out++ = abc[v >> 18];
+		*out++ = abc[(v >> 12) & 63];
+	} else if (len - i == 2) {
+		v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
+		*out++ = abc[v >> 18];
+		*out++ = abc[(v >> 12) & 63];
+		*out++ = abc[(v >> 6) & 63];
+	}
+	*out = '\0';
+}
+
+/*
+ * A call without the token: check its signature as envd does (op "read"
+ * or "write").  0, or -1 after answering 401.
+ */
+static int
+envfiles_signed(struct http_req *hr, struct envfiles_query *q, const char *op)
+{
+	const struct config	*cfg = agentd_cfg;
+	uint8_t			 sha[32];
+	char			*raw, want[64], *end;
+	long long		 exp = 0;
+	int			 n;
+
+	if (q->signature == NULL) {
+		envd_plain_fail(hr, 401, "missing signature query parameter");
+		return (-1);
+	}
+	if (q->expiration != NULL) {
+		errno = 0;
+		exp = strtoll(q->expiration, &end, 10);
+		if (errno != 0 || end == q->expiration || *end != '\0') {
+			envd_plain_fail(hr, 400, "invalid signature_expiration");
+			return (-1);
+		}
+	}
+	n = q->expiration != NULL ? asprintf(&raw, "%s:%s:%s:%.*s:%lld",
+	    q->path != NULL ? q->path : "", op, q->username != NULL ?
+	    q->username : "", (int)cfg->token_len, cfg->token, exp) :
+	    asprintf(&raw, "%s:%s:%s:%.*s", q->path != NULL ? q->path : "",
+	    op, q->username != NULL ? q->username : "", (int)cfg->token_len,
+	    cfg->token);
+	if (n == -1)
+		fatal("%s: out of memory", __func__);
+	fetch_sha256(raw, (size_t)n, sha);
+	explicit_bzero(raw, (size_t)n);
+	free(raw);
+	memcpy(want, "v1_", 3);
+	envfiles_b64(sha, sizeof sha, want + 3);
+	if (!ct_equal(want, strlen(want), q->signature,
+	    strlen(q->signature))) {
+		envd_plain_fail(hr, 401, "invalid signature");
+		return (-1);
+	}
+	if (q->expiration != NULL && exp < (long long)time(NULL)) {
+		envd_plain_fail(hr, 401, "signature is already expired");
+		return (-1);
+	}
+	return (0);
+}
+
+/* GET or POST /files. */
+static void
+envfiles_route(struct http_req *hr, const struct pty_user *user,
+    int authorized)
+{
+	struct envfiles_query	 q;
+	struct pty_user		 named;
+	char			 cause[PTY_CAUSE_MAX], uid[32], *path;
+
+	if (envfiles_query(hr->query, &q) != 0) {
+		envd_plain_fail(hr, 400, "malformed query");
+		goto out;
+	}
+	if (!authorized && envfiles_signed(hr, &q,
+	    hr->method == EVHTTP_REQ_GET ? "read" : "write") != 0)
+		goto out;
+	if (q.username != NULL) {
+		if (pty_user_lookup(q.username, &named, cause,
+		    sizeof cause) != 0) {
+			envd_plain_fail(hr, 401, "error looking up user "
+			    "'%.64s': %s", q.username, cause);
+			goto out;
+		}
+		user = &named;
+	}
+	if (user == NULL) {
+		envd_plain_fail(hr, 401, "no such user");
+		goto out;
+	}
+	if (hr->method == EVHTTP_REQ_POST) {
+		envfiles_post(hr, &q, user);
+		goto out;
+	}
+	if ((path = fsentry_resolve(q.path, user->home, envd_default_workdir(),
+	    cause, sizeof cause)) == NULL) {
+		envd_plain_fail(hr, 400, "error expanding and resolving path: "
+		    "%s", cause);
+		goto out;
+	}
+	snprintf(uid, sizeof uid, "%lu", (unsigned long)user->uid);
+	files_get_as(hr, path, uid);
+	free(path);
+out:
+	envfiles_query_free(&q);
+}
+
+/* POST /files: check the request, move its body to a job, start it. */
+static void
+envfiles_post(struct http_req *hr, struct envfiles_query *q,
+    const struct pty_user *user)
+{
+	struct envfiles_post	*p;
+	struct proto_err	 err;
+	const char		*enc, *ct = hr->content_type;
+	char			 cause[PTY_CAUSE_MAX], uid[32];
+	size_t			 len;
+
+	enc = evhttp_find_header(evhttp_request_get_input_headers(hr->req),
+	    "Content-Encoding");
+	p = xcalloc(1, sizeof *p);
+	if (enc != NULL && *enc != '\0') {
+		len = strcspn(enc, "; \t");
+		if (len == 4 && strncasecmp(enc, "gzip", 4) == 0)
+			p->gzip = 1;
+		else if (!(len == 8 && strncasecmp(enc, "identity", 8) == 0)) {
+			envd_plain_fail(hr, 400, "unsupported Content-Encoding: "
+			    "%.64s, supported: [gzip]", enc);
+			goto fail;
+		}
+	}
+#ifndef AGENTD_ZLIB
+	if (p->gzip) {
+		envd_plain_fail(hr, 415, "this agentd was built without zlib: "
+		    "no Content-Encoding: gzip");
+		goto fail;
+	}
+#endif
+	len = strcspn(ct, "; \t");
+	if (len == 24 && strncasecmp(ct, "application/octet-stream", 24) == 0)
+		p->multipart = 0;
+	else if (strncasecmp(ct, "multipart/", 10) == 0)
+		p->multipart = 1;
+	else {
+		envd_plain_fail(hr, 400, "unsupported content type: %.64s, "
+		    "expected multipart/form-data or application/octet-stream",
+		    ct);
+		goto fail;
+	}
+	if (!p->multipart && q->path == NULL) {
+		envd_plain_fail(hr, 400, "path query parameter is required for "
+		    "raw body upload");
+		goto fail;
+	}
+	if (q->path != NULL && (p->path = fsentry_resolve(q->path, user->home,
+	    envd_default_workdir(), cause, sizeof cause)) == NULL) {
+		envd_plain_fail(hr, 400, "error resolving path: %s", cause);
+		goto fail;
+	}
+	p->content_type = xstrdup(ct);
+	p->home = xstrdup(user->home);
+	if (envd_default_workdir() != NULL)
+		p->workdir = xstrdup(envd_default_workdir());
+	p->max_inflate = agentd_cfg->max_body;
+	/* The body's chains move to the job: a client gone frees the request. */
+	if ((p->body = evbuffer_new()) == NULL ||
+	    evbuffer_add_buffer(p->body, evhttp_request_get_input_buffer(
+	    hr->req)) != 0 || (evbuffer_get_length(p->body) > 0 &&
+	    (p->data = (const char *)evbuffer_pullup(p->body, -1)) == NULL)) {
+		envd_plain_fail(hr, 503, "no memory for the body; try again "
+		    "later");
+		goto fail;
+	}
+	p->len = hr->body_len;		/* not the NUL http.c put after it */
+	snprintf(uid, sizeof uid, "%lu", (unsigned long)user->uid);
+	if (files_call(hr->req, uid, envfiles_work, envfiles_done, p,
+	    &err) != 0) {
+		envd_plain_fail(hr, err.status, "%s", err.message);
+		goto fail;
+	}
+	return;
+fail:
+	envfiles_post_free(p);
+}
+
+/* Free a POST's job. */
+static void
+envfiles_post_free(struct envfiles_post *p)
+{
+	if (p->body != NULL)
+		evbuffer_free(p->body);
+	free(p->content_type);
+	free(p->path);
+	free(p->home);
+	free(p->workdir);
+	if (p->answer != NULL)
+		json_decref(p->answer);
+	free(p);
+}
+
+/*
+ * On a worker: write len bytes of data to path atomically (inflating
+ * them when gzip), the folders made first; a file there keeps its mode.
+ */
+static int
+envfiles_write(const char *path, const char *data, size_t len, int gzip,
+    uid_t owner, struct proto_err *err)
+{
+	struct fileio_tmp	 t;
+	struct stat		 st;
+	mode_t			 mode = FILEIO_MODE_DEFAULT;
+#ifdef AGENTD_ZLIB
+	z_stream		 z;
+	char			*out;
+	int			 zr;
+#endif
+
+	if (fileio_tmp_open(path, 1, owner, &t, err) != 0)
+		return (-1);
+	if (fstatat(t.dfd, t.base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode)) {
+		/* The file replaced: one hard link, or the acting user's. */
+		if (fileio_links_ok(&st, owner, path, err) != 0) {
+			fileio_tmp_abort(&t);
+			return (-1);
+		}
+		mode = st.st_mode & 07777;
+	}
+	if (!gzip) {
+		if (fileio_tmp_write(&t, data, len, err) != 0) {
+			fileio_tmp_abort(&t);
+			return (-1);
+		}
+		return (fileio_tmp_commit(&t, mode, err));
+	}
+#ifdef AGENTD_ZLIB
+	memset(&z, 0, sizeof z);
+	out = xmalloc(ENVFILES_INFLATE_CHUNK);
+	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+		free(out);
+		fileio_tmp_abort(&t);
+		return (proto_fail(err, 503, "out_of_memory", "no memory to "
+		    "inflate; try again later"));
+	}
+	z.next_in = (Bytef *)(uintptr_t)data;
+	z.avail_in = (uInt)len;
+	do {
+		z.next_out = (Bytef *)out;
+		z.avail_out = ENVFILES_INFLATE_CHUNK;
+		zr = inflate(&z, Z_NO_FLUSH);
+		if (zr != Z_OK && zr != Z_STREAM_END) {
+			proto_fail(err, 400, "invalid_request", "error "
+			    "decompressing request body: %s", z.msg != NULL ?
+			    z.msg : "not gzip, or cut short");
+			goto zfail;
+		}
+		if (fileio_tmp_write(&t, out, ENVFILES_INFLATE_CHUNK -
+		    z.avail_out, err) != 0)
+			goto zfail;
+		if (zr == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
+			proto_fail(err, 400, "invalid_request", "error "
+			    "decompressing request body: unexpected EOF");
+			goto zfail;
+		}
+	} while (zr != Z_STREAM_END);
+	inflateEnd(&z);
+	free(out);
+	return (fileio_tmp_commit(&t, mode, err));
+zfail:
+	inflateEnd(&z);
+	free(out);
+#else
+	proto_fail(err, 415, "unsupported_media_type", "this agentd was "
+	    "built without zlib: no Content-Encoding: gzip");
+#endif
+	fileio_tmp_abort(&t);
+	return (-1);
+}
+
+#ifdef AGENTD_ZLIB
+/* On a worker: inflate a whole gzip body into *out (at most max bytes). */
+static int
+envfiles_inflate(const char *data, size_t len, uint64_t max,
+    struct proto_buf *out, struct proto_err *err)
+{
+	z_stream	 z;
+	char		*p;
+	int		 zr;
+
+	memset(&z, 0, sizeof z);
+	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+		return (proto_fail(err, 503, "out_of_memory", "no memory to "
+		    "inflate; try again later"));
+	z.next_in = (Bytef *)(uintptr_t)data;
+	z.avail_in = (uInt)len;
+	do {
+		if (out->len >= max) {
+			inflateEnd(&z);
+			return (proto_fail(err, 413, "body_too_large", "the "
+			    "inflated body is over --max-body (%llu bytes)",
+			    (unsigned long long)max));
+		}
+		if ((p = proto_buf_space(out, ENVFILES_INFLATE_CHUNK)) ==
+		    NULL) {
+			inflateEnd(&z);
+			return (proto_fail(err, 503, "out_of_memory", "no "
+			    "memory to inflate; try again later"));
+		}
+		z.next_out = (Bytef *)p;
+		z.avail_out = ENVFILES_INFLATE_CHUNK;
+		zr = inflate(&z, Z_NO_FLUSH);
+		out->len += ENVFILES_INFLATE_CHUNK - z.avail_out;
+		if ((zr != Z_OK && zr != Z_STREAM_END) ||
+		    (zr == Z_OK && z.avail_in == 0 && z.avail_out != 0)) {
+			inflateEnd(&z);
+			return (proto_fail(err, 400, "invalid_request", "error "
+			    "decompressing request body"));
+		}
+	} while (zr != Z_STREAM_END);
+	inflateEnd(&z);
+	return (0);
+}
+#endif
+
+/* The answer's entry for a file written: {name, type, path}. */
+static json_t *
+envfiles_entry(const char *path)
+{
+	const char	*slash = strrchr(path, '/');
+
+	return (json_pack("{s:s,s:s,s:s}", "name", slash != NULL &&
+	    slash[1] != '\0' ? slash + 1 : path, "type", "file", "path", path));
+}
+
+/* On a worker: write the files of a POST as the user. */
+static int
+envfiles_work(void *arg, uid_t owner, struct proto_err *err)
+{
+	struct envfiles_post	*p = arg;
+	struct multipart	 m;
+	struct multipart_part	*part;
+	struct proto_buf	 inflated = { 0 };
+	const char		*data = p->data;
+	char			 cause[256], *path;
+	size_t			 len = p->len, i;
+	int			 r, rc = -1;
+
+	if (data == NULL)
+		data = "";
+	p->answer = json_array();
+	if (!p->multipart) {
+		if (envfiles_write(p->path, data, len, p->gzip, owner,
+		    err) != 0)
+			return (-1);
+		json_array_append_new(p->answer, envfiles_entry(p->path));
+		return (0);
+	}
+#ifdef AGENTD_ZLIB
+	if (p->gzip) {
+		if (envfiles_inflate(data, len, p->max_inflate, &inflated,
+		    err) != 0) {
+			proto_buf_free(&inflated);
+			return (-1);
+		}
+		data = inflated.data != NULL ? inflated.data : "";
+		len = inflated.len;
+	}
+#endif
+	if (multipart_init(&m, p->content_type, data, len, cause,
+	    sizeof cause) != 0) {
+		proto_fail(err, 400, "invalid_request", "error parsing "
+		    "multipart form: %s", cause);
+		goto out;
+	}
+	part = xmalloc(sizeof *part);
+	while ((r = multipart_next(&m, part, cause, sizeof cause)) == 1) {
+		if (strcmp(part->name, "file") != 0)
+			continue;
+		if (p->path != NULL)
+			path = xstrdup(p->path);
+		else if (!part->has_filename) {
+			proto_fail(err, 400, "invalid_request", "error getting "
+			    "multipart custom part file name: filename not "
+			    "found in Content-Disposition header");
+			break;
+		} else if ((path = fsentry_resolve(part->filename, p->home,
+		    p->workdir, cause, sizeof cause)) == NULL) {
+			proto_fail(err, 400, "invalid_request", "error "
+			    "resolving path: %s", cause);
+			break;
+		}
+		for (i = 0; i < json_array_size(p->answer); i++) {
+			if (strcmp(json_string_value(json_object_get(
+			    json_array_get(p->answer, i), "path")), path) == 0)
+				break;
+		}
+		if (i < json_array_size(p->answer)) {
+			proto_fail(err, 400, "invalid_request", "you cannot "
+			    "upload multiple files to the same path '%.200s' in "
+			    "one upload request, only the first specified file "
+			    "was uploaded", path);
+			free(path);
+			break;
+		}
+		if (envfiles_write(path, part->data, part->len, 0, owner,
+		    err) != 0) {
+			free(path);
+			break;
+		}
+		json_array_append_new(p->answer, envfiles_entry(path));
+		free(path);
+	}
+	free(part);
+	if (r == -1)
+		proto_fail(err, 400, "invalid_request", "error reading form: "
+		    "%s", cause);
+	else if (r == 0 && json_array_size(p->answer) == 0)
+		proto_fail(err, 400, "invalid_request", "the form has no "
+		    "\"file\" part");
+	else if (r == 0)
+		rc = 0;
+out:
+	proto_buf_free(&inflated);
+	return (rc);
+}
+
+/* On the loop: answer a POST. */
+static void
+envfiles_done(struct evhttp_request *req, void *arg, int rc,
+    const struct proto_err *err)
+{
+	struct envfiles_post	*p = arg;
+	struct proto_buf	 b = { 0 };
+	struct http_req		 hr;
+	char			*s;
+
+	if (req != NULL && rc != 0) {
+		memset(&hr, 0, sizeof hr);
+		hr.req = req;
+		envd_plain_fail(&hr, err->status == 409 ? 400 :
+		    err->status < 400 || err->status > 599 ? 500 : err->status,
+		    "%s", err->message);
+	} else if (req != NULL) {
+		if ((s = json_dumps(p->answer, JSON_COMPACT)) == NULL)
+			fatal("%s: out of memory", __func__);
+		proto_buf_append(&b, s, strlen(s));
+		free(s);
+		http_reply_raw(req, 200, "application/json", &b);
+	}
+	envfiles_post_free(p);
+}

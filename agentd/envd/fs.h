@@ -1,0 +1,37 @@
+/*
+ * fs.h -- envd's filesystem.Filesystem (filesystem.proto) on agentd's
+ * files code: Stat, MakeDir, Move, ListDir, Remove, WatchDir, and
+ * CreateWatcher, GetWatcherEvents, RemoveWatcher.
+ *
+ * Paths are taken as envd takes them (fsentry_resolve(): relative to the
+ * user's home, "" the default workdir) and then opened as agentd's own
+ * /v1/files opens them: on a files worker (files_call()) acting as the
+ * call's user, through fileio_open()/fileio_parent(), which follow only
+ * root's and that user's symlinks (any other: permission_denied); a file
+ * with several hard links is moved only by its owner.  agentd's errors
+ * become Connect codes: 404 not_found, 403 permission_denied, 400
+ * invalid_argument, 429 and 507 resource_exhausted, 503 unavailable.
+ *
+ * Watches run on the loop (watch.h).  A WatchDir stream sends `start`
+ * first, then each event, a keepalive each Keepalive-Ping-Interval
+ * seconds, and ends deadline_exceeded at Connect-Timeout-Ms.  At most
+ * --envd-watchers CreateWatcher watchers live at once, each keeping at
+ * most --envd-watch-events events until GetWatcherEvents takes them (more:
+ * the watcher fails with resource_exhausted, as a stream whose client
+ * reads too slowly does); a watch follows at most --envd-watch-dirs
+ * folders.  Event loop thread only.
+ */
+#ifndef AGENTD_FS_H
+#define AGENTD_FS_H
+
+struct config;
+
+#define FS_LIST_MAX		100000	/* entries one ListDir answers */
+#define FS_REMOVE_DEPTH_MAX	256	/* levels Remove goes down */
+
+/* Register the methods with the Connect core; cfg's limits. */
+void	fs_register(const struct config *cfg);
+/* Free the watchers (at the end). */
+void	fs_free(void);
+
+#endif /* AGENTD_FS_H */

@@ -1,0 +1,559 @@
+"""envd's filesystem.Filesystem and GET/POST /files on --envd-listen, over
+the wire: Connect unary calls and streams, EntryInfo as envd fills it, the
+/files bodies (multipart, octet-stream, gzip), signed URLs, and the same
+refusals of symlinks and hard links as agentd's own /v1/files."""
+
+import base64
+import gzip
+import hashlib
+import http.client
+import json
+import os
+import pwd
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.parse
+
+from harness import AgentdTestCase, free_port
+
+TIMEOUT = 10
+HERE = os.path.dirname(os.path.abspath(__file__))
+NODE_MODULES = os.path.join(os.path.dirname(HERE), 'node', 'node_modules')
+
+
+class EnvdFsCase(AgentdTestCase):
+    """An agentd with a token and an envd listener; a folder under its dir."""
+
+    extra = ()
+
+    def setUp(self):
+        self.eport = free_port()
+        self.agentd_args = ('--envd-listen',
+                            '127.0.0.1:%d' % self.eport) + self.extra
+        super().setUp()
+        self.root = os.path.join(self.agentd.dir, 'fs')
+        os.mkdir(self.root)
+
+    def p(self, *names):
+        return os.path.join(self.root, *names)
+
+    def http(self, method, path, body=None, headers=None, token=True):
+        hdrs = dict(headers or {})
+        if token:
+            hdrs['X-Access-Token'] = self.agentd.token
+        conn = http.client.HTTPConnection('127.0.0.1', self.eport,
+                                          timeout=TIMEOUT)
+        try:
+            conn.request(method, path, body=body, headers=hdrs)
+            r = conn.getresponse()
+            return r.status, dict(r.getheaders()), r.read()
+        finally:
+            conn.close()
+
+    def rpc(self, method, msg, headers=None, raw=None):
+        """A unary call: (status, decoded JSON answer)."""
+        h = {'Content-Type': 'application/json'}
+        h.update(headers or {})
+        body = raw if raw is not None else json.dumps(msg).encode()
+        status, _, data = self.http('POST', '/filesystem.Filesystem/' + method,
+                                    body, h)
+        return status, json.loads(data) if data else None
+
+    def stream(self, method, msg, headers=None):
+        """Open a server stream; returns the socket, head already read."""
+        body = json.dumps(msg).encode()
+        env = struct.pack('>BI', 0, len(body)) + body
+        s = socket.create_connection(('127.0.0.1', self.eport), timeout=TIMEOUT)
+        h = ''.join('%s: %s\r\n' % kv for kv in (headers or {}).items())
+        s.sendall(('POST /filesystem.Filesystem/%s HTTP/1.1\r\nHost: '
+                   'localhost\r\nContent-Type: application/connect+json\r\n'
+                   'X-Access-Token: %s\r\n%sContent-Length: %d\r\n\r\n'
+                   % (method, self.agentd.token, h, len(env))).encode() + env)
+        f = s.makefile('rb')
+        line = f.readline()
+        self.assertIn(b' 200 ', line)
+        f.length = None
+        while True:
+            line = f.readline()
+            if line in (b'\r\n', b''):
+                break
+            k, _, v = line.decode().partition(':')
+            if k.lower() == 'content-length':
+                f.length = int(v)
+        return s, f
+
+    @staticmethod
+    def envelopes(f, n=None, until_end=True):
+        """Read envelopes (chunked, or of a Content-Length): (flags, JSON)."""
+        out, buf = [], b''
+        while n is None or len(out) < n:
+            if f.length is not None:
+                if f.length == 0:
+                    break
+                buf += f.read(f.length)
+                f.length = 0
+            else:
+                size = int(f.readline().strip(), 16)
+                if size == 0:
+                    break
+                buf += f.read(size)
+                f.readline()
+            while len(buf) >= 5:
+                flags, ln = struct.unpack('>BI', buf[:5])
+                if len(buf) < 5 + ln:
+                    break
+                out.append((flags, json.loads(buf[5:5 + ln])))
+                buf = buf[5 + ln:]
+                if flags & 2 and until_end:
+                    return out
+        return out
+
+
+class TestFilesystem(EnvdFsCase):
+
+    def test_entry_info_and_unary_methods(self):
+        os.mkdir(self.p('d'))
+        with open(self.p('d', 'a.txt'), 'w') as f:
+            f.write('hello')
+        os.chmod(self.p('d', 'a.txt'), 0o640)
+        os.symlink('a.txt', self.p('d', 'ln'))
+        os.makedirs(self.p('d', 'sub', 'deep'))
+        st, r = self.rpc('Stat', {'path': self.p('d', 'a.txt')})
+        self.assertEqual(st, 200, r)
+        e = r['entry']
+        me = pwd.getpwuid(os.getuid()).pw_name
+        self.assertEqual(e['name'], 'a.txt')
+        self.assertEqual(e['type'], 'FILE_TYPE_FILE')
+        self.assertEqual(e['path'], self.p('d', 'a.txt'))
+        self.assertEqual(e['size'], '5')            # int64: a string
+        self.assertEqual(e['mode'], 0o640)
+        self.assertEqual(e['permissions'], '-rw-r-----')
+        self.assertEqual(e['owner'], me)
+        self.assertRegex(e['modifiedTime'],
+                         r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$')
+        self.assertNotIn('symlinkTarget', e)
+        # A symlink: lstat's size and permissions, the target's type/mode.
+        st, r = self.rpc('Stat', {'path': self.p('d', 'ln')})
+        e = r['entry']
+        self.assertEqual((e['type'], e['permissions'], e['mode']),
+                         ('FILE_TYPE_FILE', 'Lrwxrwxrwx', 0o640))
+        self.assertEqual(e['symlinkTarget'], self.p('d', 'a.txt'))
+        # ListDir: sorted, depth 1 by default, WalkDir's order at depth 2.
+        st, r = self.rpc('ListDir', {'path': self.p('d')})
+        self.assertEqual([x['name'] for x in r['entries']],
+                         ['a.txt', 'ln', 'sub'])
+        st, r = self.rpc('ListDir', {'path': self.p('d'), 'depth': 2})
+        self.assertEqual([x['path'][len(self.p('d')) + 1:] for x in r['entries']],
+                         ['a.txt', 'ln', 'sub', 'sub/deep'])
+        st, r = self.rpc('ListDir', {'path': self.p('d', 'a.txt')})
+        self.assertEqual((st, r['code']), (400, 'invalid_argument'))
+        st, r = self.rpc('ListDir', {'path': self.p('nope')})
+        self.assertEqual((st, r['code']), (404, 'not_found'))
+        # MakeDir: the folders on the way; already_exists the second time.
+        st, r = self.rpc('MakeDir', {'path': self.p('m', 'n')})
+        self.assertEqual((st, r['entry']['type']), (200, 'FILE_TYPE_DIRECTORY'))
+        st, r = self.rpc('MakeDir', {'path': self.p('m', 'n')})
+        self.assertEqual((st, r['code']), (409, 'already_exists'))
+        st, r = self.rpc('MakeDir', {'path': self.p('d', 'a.txt')})
+        self.assertEqual((st, r['code']), (400, 'invalid_argument'))
+        # Move makes the destination's folders.
+        st, r = self.rpc('Move', {'source': self.p('d', 'a.txt'),
+                                  'destination': self.p('x', 'y', 'b.txt')})
+        self.assertEqual((st, r['entry']['path']), (200, self.p('x', 'y', 'b.txt')))
+        st, r = self.rpc('Move', {'source': self.p('d', 'a.txt'),
+                                  'destination': self.p('c.txt')})
+        self.assertEqual((st, r['code']), (404, 'not_found'))
+        # Remove: recursive; a missing path is fine (envd's RemoveAll).
+        st, r = self.rpc('Remove', {'path': self.p('d')})
+        self.assertEqual((st, r), (200, {}))
+        self.assertFalse(os.path.exists(self.p('d')))
+        st, r = self.rpc('Remove', {'path': self.p('d')})
+        self.assertEqual(st, 200)
+        st, r = self.rpc('Stat', {'path': self.p('d')})
+        self.assertEqual((st, r['code']), (404, 'not_found'))
+        # "~" is the user's home.
+        st, r = self.rpc('Stat', {'path': '~'})
+        self.assertEqual(r['entry']['path'], pwd.getpwuid(os.getuid()).pw_dir)
+
+    def test_bad_requests(self):
+        for method, msg in (('Stat', {'path': 5}), ('ListDir', {'path': '/',
+                            'depth': 'deep'}), ('Move', {'source': []}),
+                            ('WatchDir', None)):
+            if msg is None:
+                continue
+            st, r = self.rpc(method, msg)
+            self.assertEqual((st, r['code']), (400, 'invalid_argument'), method)
+        st, r = self.rpc('Stat', None, raw=b'{"path":')
+        self.assertEqual(st, 400)
+        st, r = self.rpc('Stat', {'path': '~other/x'})
+        self.assertEqual((st, r['code']), (400, 'invalid_argument'))
+        st, r = self.rpc('Remove', {'path': '/'})
+        self.assertEqual((st, r['code']), (400, 'invalid_argument'))
+        st, r = self.rpc('GetWatcherEvents', {'watcherId': 'wnope'})
+        self.assertEqual((st, r['code']), (404, 'not_found'))
+        st, _, _ = self.http('POST', '/filesystem.Filesystem/Stat',
+                             json.dumps({'path': '/'}),
+                             {'Content-Type': 'application/json'}, token=False)
+        self.assertEqual(st, 401)
+
+    def test_watch_dir_stream(self):
+        os.mkdir(self.p('w'))
+        s, f = self.stream('WatchDir', {'path': self.p('w'), 'recursive': True},
+                           {'Keepalive-Ping-Interval': '1',
+                            'Connect-Timeout-Ms': '3000'})
+        try:
+            first = self.envelopes(f, 1)
+            self.assertEqual(first, [(0, {'start': {}})])
+            os.makedirs(self.p('w', 'sub'))
+            time.sleep(0.2)             # the new folder's watch
+            with open(self.p('w', 'sub', 'f'), 'w') as fh:
+                fh.write('x')
+            os.chmod(self.p('w', 'sub', 'f'), 0o600)
+            os.rename(self.p('w', 'sub', 'f'), self.p('w', 'g'))
+            os.remove(self.p('w', 'g'))
+            got = self.envelopes(f)
+        finally:
+            s.close()
+        evs = [(m['filesystem']['name'], m['filesystem']['type'])
+               for _, m in got if 'filesystem' in m]
+        for want in [('sub', 'EVENT_TYPE_CREATE'), ('sub/f', 'EVENT_TYPE_CREATE'),
+                     ('sub/f', 'EVENT_TYPE_WRITE'), ('sub/f', 'EVENT_TYPE_CHMOD'),
+                     ('sub/f', 'EVENT_TYPE_RENAME'), ('g', 'EVENT_TYPE_CREATE'),
+                     ('g', 'EVENT_TYPE_REMOVE')]:
+            self.assertIn(want, evs)
+        self.assertIn((0, {'keepalive': {}}), got)
+        # Connect-Timeout-Ms ends the stream deadline_exceeded.
+        self.assertEqual(got[-1][0], 2)
+        self.assertEqual(got[-1][1]['error']['code'], 'deadline_exceeded')
+
+    def test_watch_errors_and_watchers(self):
+        with open(self.p('file'), 'w'):
+            pass
+        for path, code in ((self.p('file'), 'invalid_argument'),
+                           (self.p('none'), 'not_found')):
+            s, f = self.stream('WatchDir', {'path': path})
+            try:
+                got = self.envelopes(f)
+            finally:
+                s.close()
+            self.assertEqual(len(got), 1)
+            self.assertEqual(got[0][0], 2)
+            self.assertEqual(got[0][1]['error']['code'], code)
+        os.mkdir(self.p('cw'))
+        st, r = self.rpc('CreateWatcher', {'path': self.p('cw'),
+                                           'includeEntry': True})
+        self.assertEqual(st, 200, r)
+        wid = r['watcherId']
+        with open(self.p('cw', 'n.txt'), 'w') as fh:
+            fh.write('abc')
+        time.sleep(0.2)
+        st, r = self.rpc('GetWatcherEvents', {'watcher_id': wid})
+        self.assertEqual(st, 200, r)
+        types = [(e['name'], e['type']) for e in r['events']]
+        self.assertIn(('n.txt', 'EVENT_TYPE_CREATE'), types)
+        self.assertEqual(r['events'][0]['entry']['name'], 'n.txt')
+        st, r = self.rpc('GetWatcherEvents', {'watcherId': wid})
+        self.assertEqual((st, r), (200, {}))
+        st, r = self.rpc('RemoveWatcher', {'watcherId': wid})
+        self.assertEqual((st, r), (200, {}))
+        st, r = self.rpc('RemoveWatcher', {'watcherId': wid})
+        self.assertEqual((st, r['code']), (404, 'not_found'))
+
+    def test_no_fd_left(self):
+        """Streams whose client left, removed watchers, failed calls: agentd
+        holds no more fds (inotify, folders) after them than before."""
+        os.makedirs(self.p('z', 'a', 'b'))
+        fds = lambda: len(os.listdir('/proc/%d/fd' % self.agentd.proc.pid))
+        st, r = self.rpc('Stat', {'path': self.p('z')})    # warm up
+        time.sleep(0.3)                 # its connection closed
+        before = fds()
+        for _ in range(5):
+            s, f = self.stream('WatchDir', {'path': self.p('z'),
+                                            'recursive': True})
+            self.assertEqual(self.envelopes(f, 1), [(0, {'start': {}})])
+            f.close()
+            s.close()                   # the client goes away mid-stream
+            st, r = self.rpc('CreateWatcher', {'path': self.p('z'),
+                                               'recursive': True})
+            st, r = self.rpc('RemoveWatcher', {'watcherId': r['watcherId']})
+            self.assertEqual(st, 200)
+            st, r = self.rpc('ListDir', {'path': self.p('z'), 'depth': 3})
+            self.assertEqual(len(r['entries']), 2)
+            st, r = self.rpc('Stat', {'path': self.p('nope')})
+            self.assertEqual(st, 404)
+        deadline = time.monotonic() + 5
+        while fds() > before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertLessEqual(fds(), before)
+
+
+class TestWatchLimits(EnvdFsCase):
+    """--envd-watchers, --envd-watch-events and --envd-watch-dirs."""
+
+    extra = ('--envd-watchers', '1', '--envd-watch-events', '3',
+             '--envd-watch-dirs', '3')
+
+    def test_limits(self):
+        for d in ('a', 'b', 'c', 'd'):
+            os.makedirs(self.p('w', d))
+        st, r = self.rpc('CreateWatcher', {'path': self.p('w'),
+                                           'recursive': True})
+        self.assertEqual((st, r['code']), (429, 'resource_exhausted'))
+        self.assertIn('--envd-watch-dirs', r['message'])
+        st, r = self.rpc('CreateWatcher', {'path': self.p('w')})
+        self.assertEqual(st, 200, r)
+        wid = r['watcherId']
+        st, r = self.rpc('CreateWatcher', {'path': self.p('w')})
+        self.assertEqual((st, r['code']), (429, 'resource_exhausted'))
+        for i in range(5):
+            with open(self.p('w', 'f%d' % i), 'w'):
+                pass
+        time.sleep(0.2)
+        st, r = self.rpc('GetWatcherEvents', {'watcherId': wid})
+        self.assertEqual((st, r['code']), (429, 'resource_exhausted'))
+        self.assertIn('--envd-watch-events', r['message'])
+        st, r = self.rpc('RemoveWatcher', {'watcherId': wid})
+        self.assertEqual(st, 200)
+        st, r = self.rpc('CreateWatcher', {'path': self.p('w')})
+        self.assertEqual(st, 200, r)
+
+
+def multipart(parts, boundary='b0undary'):
+    out = b''
+    for name, filename, data in parts:
+        disp = 'form-data; name="%s"' % name
+        if filename is not None:
+            disp += '; filename="%s"' % filename
+        out += ('--%s\r\nContent-Disposition: %s\r\nContent-Type: '
+                'application/octet-stream\r\n\r\n' % (boundary, disp)).encode()
+        out += data + b'\r\n'
+    out += ('--%s--\r\n' % boundary).encode()
+    return out, 'multipart/form-data; boundary=' + boundary
+
+
+class TestFilesRoutes(EnvdFsCase):
+
+    def files(self, method, body=None, ctype=None, headers=None, token=True,
+              **query):
+        h = dict(headers or {})
+        if ctype:
+            h['Content-Type'] = ctype
+        return self.http(method, '/files?' + urllib.parse.urlencode(query),
+                         body, h, token=token)
+
+    def test_post_and_get(self):
+        body, ct = multipart([('file', self.p('a', 'one.txt'), b'one'),
+                              ('other', None, b'ignored'),
+                              ('file', self.p('two.bin'), bytes(range(256)))])
+        st, _, data = self.files('POST', body, ct)
+        self.assertEqual(st, 200, data)
+        self.assertEqual(json.loads(data), [
+            {'name': 'one.txt', 'type': 'file', 'path': self.p('a', 'one.txt')},
+            {'name': 'two.bin', 'type': 'file', 'path': self.p('two.bin')}])
+        st, h, data = self.files('GET', path=self.p('two.bin'))
+        self.assertEqual((st, data), (200, bytes(range(256))))
+        # octet-stream, and a file there keeps its mode.
+        os.chmod(self.p('two.bin'), 0o600)
+        st, _, data = self.files('POST', b'raw', 'application/octet-stream',
+                                 path=self.p('two.bin'))
+        self.assertEqual(st, 200, data)
+        self.assertEqual(os.stat(self.p('two.bin')).st_mode & 0o777, 0o600)
+        with open(self.p('two.bin'), 'rb') as fh:
+            self.assertEqual(fh.read(), b'raw')
+        # gzip bodies, octet-stream and multipart.
+        big = os.urandom(1 << 20)
+        st, _, data = self.files('POST', gzip.compress(big),
+                                 'application/octet-stream',
+                                 {'Content-Encoding': 'gzip'},
+                                 path=self.p('gz.bin'))
+        self.assertEqual(st, 200, data)
+        st, _, data = self.files('GET', path=self.p('gz.bin'))
+        self.assertEqual(hashlib.sha256(data).digest(),
+                         hashlib.sha256(big).digest())
+        body, ct = multipart([('file', 'ignored', b'zipped part')])
+        st, _, data = self.files('POST', gzip.compress(body), ct,
+                                 {'Content-Encoding': 'gzip'},
+                                 path=self.p('gzpart.txt'))
+        self.assertEqual(st, 200, data)
+        with open(self.p('gzpart.txt'), 'rb') as fh:
+            self.assertEqual(fh.read(), b'zipped part')
+
+    def test_post_errors(self):
+        cases = [
+            (multipart([('x', 'f', b'1')]), 400),            # no file part
+            (multipart([('file', self.p('d.txt'), b'1'),
+                        ('file', self.p('d.txt'), b'2')]), 400),   # twice
+            (multipart([('file', None, b'1')]), 400),        # no filename
+            ((b'--b0undary\r\nContent-Disposition: form-data; name="file"; '
+              b'filename="x"\r\n\r\ncut', 'multipart/form-data; '
+              'boundary=b0undary'), 400),                     # no end
+            ((b'x', 'multipart/form-data'), 400),             # no boundary
+            ((b'x', 'text/plain'), 400),
+            ((b'x', 'application/octet-stream'), 400),        # no path
+        ]
+        for (body, ct), want in cases:
+            st, _, data = self.files('POST', body, ct)
+            self.assertEqual(st, want, (body, data))
+            self.assertEqual(json.loads(data)['code'], want)
+        st, _, data = self.files('POST', b'not gzip', 'application/octet-stream',
+                                 {'Content-Encoding': 'gzip'}, path=self.p('z'))
+        self.assertEqual(st, 400, data)
+        st, _, data = self.files('POST', b'x', 'application/octet-stream',
+                                 {'Content-Encoding': 'br'}, path=self.p('z'))
+        self.assertEqual(st, 400, data)
+        # envd's answer to the same path twice: the first file is written.
+        with open(self.p('d.txt'), 'rb') as fh:
+            self.assertEqual(fh.read(), b'1')
+        os.remove(self.p('d.txt'))
+        self.assertEqual(os.listdir(self.root), [])    # nothing left behind
+        st, _, data = self.files('GET', path=self.p('none'))
+        self.assertEqual((st, json.loads(data)['code']), (404, 404))
+        st, _, data = self.files('GET', path=self.root)
+        self.assertEqual(st, 400)
+        st, _, data = self.files('GET', path=self.p('none'),
+                                 username='no-such-user-here')
+        self.assertEqual(st, 401)
+
+    def test_signed_urls(self):
+        with open(self.p('s.txt'), 'w') as fh:
+            fh.write('signed')
+        path = self.p('s.txt')
+
+        def sign(op, exp=None, user=''):
+            raw = '%s:%s:%s:%s' % (path, op, user, self.agentd.token)
+            if exp is not None:
+                raw += ':%d' % exp
+            d = hashlib.sha256(raw.encode()).digest()
+            return 'v1_' + base64.b64encode(d).decode().rstrip('=')
+
+        st, _, _ = self.files('GET', token=False, path=path)
+        self.assertEqual(st, 401)
+        st, _, data = self.files('GET', token=False, path=path,
+                                 signature=sign('read'))
+        self.assertEqual((st, data), (200, b'signed'))
+        exp = int(time.time()) + 60
+        st, _, data = self.files('GET', token=False, path=path,
+                                 signature=sign('read', exp),
+                                 signature_expiration=exp)
+        self.assertEqual((st, data), (200, b'signed'))
+        st, _, _ = self.files('GET', token=False, path=path,
+                              signature=sign('read', exp - 120),
+                              signature_expiration=exp - 120)
+        self.assertEqual(st, 401)                      # expired
+        st, _, _ = self.files('GET', token=False, path=path,
+                              signature=sign('write'))
+        self.assertEqual(st, 401)                      # another operation
+        st, _, data = self.files('POST', b'new', 'application/octet-stream',
+                                 token=False, path=path,
+                                 signature=sign('write'))
+        self.assertEqual(st, 200, data)
+
+
+@unittest.skipUnless(os.geteuid() == 0, 'needs root (another user\'s files)')
+class TestRefusals(EnvdFsCase):
+    """Symlinks of another user on the way and hard links to another user's
+    file are refused as /v1/files refuses them."""
+
+    def setUp(self):
+        super().setUp()
+        self.nobody = pwd.getpwnam('nobody')
+        os.chmod(self.agentd.dir, 0o755)
+        os.chmod(self.root, 0o755)
+        os.mkdir(self.p('real'))
+        with open(self.p('real', 'secret'), 'w') as fh:
+            fh.write('s')
+        os.symlink(self.p('real'), self.p('evil'))
+        os.lchown(self.p('evil'), self.nobody.pw_uid, self.nobody.pw_gid)
+        with open(self.p('theirs'), 'w') as fh:
+            fh.write('t')
+        os.chown(self.p('theirs'), self.nobody.pw_uid, self.nobody.pw_gid)
+        os.link(self.p('theirs'), self.p('hard'))
+
+    def test_symlink_of_another_user(self):
+        via = self.p('evil', 'secret')
+        for method, msg in (('Stat', {'path': via}),
+                            ('ListDir', {'path': self.p('evil')}),
+                            ('MakeDir', {'path': self.p('evil', 'n')}),
+                            ('Remove', {'path': via}),
+                            ('Move', {'source': via, 'destination': self.p('m')})):
+            st, r = self.rpc(method, msg)
+            self.assertEqual((st, r['code']), (403, 'permission_denied'), method)
+        s, f = self.stream('WatchDir', {'path': self.p('evil')})
+        try:
+            got = self.envelopes(f)
+        finally:
+            s.close()
+        self.assertEqual(got[0][1]['error']['code'], 'permission_denied')
+        st, _, _ = self.http('GET', '/files?path=' + urllib.parse.quote(via))
+        self.assertEqual(st, 403)
+        st, _, _ = self.http('POST', '/files?path=' + urllib.parse.quote(via),
+                             b'x', {'Content-Type': 'application/octet-stream'})
+        self.assertEqual(st, 403)
+        self.assertTrue(os.path.exists(self.p('real', 'secret')))
+        # The symlink itself may be listed and stat'ed (lstat).
+        st, r = self.rpc('Stat', {'path': self.p('evil')})
+        self.assertEqual(r['entry']['permissions'][0], 'L')
+
+    def test_hard_link_to_another_users_file(self):
+        st, _, _ = self.http('GET', '/files?path=' + urllib.parse.quote(
+            self.p('hard')))
+        self.assertEqual(st, 403)
+        st, _, _ = self.http('POST', '/files?path=' + urllib.parse.quote(
+            self.p('hard')), b'x', {'Content-Type': 'application/octet-stream'})
+        self.assertEqual(st, 403)
+        st, r = self.rpc('Move', {'source': self.p('hard'),
+                                  'destination': self.p('moved')})
+        self.assertEqual((st, r['code']), (403, 'permission_denied'))
+        # As the file's owner it is fine.
+        st, _, data = self.http('GET', '/files?username=nobody&path=' +
+                                urllib.parse.quote(self.p('hard')))
+        self.assertEqual((st, data), (200, b't'))
+
+
+class TestSdkFiles(EnvdFsCase):
+    """The official E2B JS SDK's sandbox.files (sdk_files.mjs) in debug mode.
+    --max-body 16 MiB: the SDK sends an 8 MiB file as one multipart body."""
+
+    extra = ('--max-body', str(16 << 20))
+
+    def test_sdk_files(self):
+        node = shutil.which('node')
+        if node is None:
+            raise unittest.SkipTest('node is not installed')
+        self.assertTrue(os.path.isdir(os.path.join(NODE_MODULES, 'e2b')),
+                        'tests/node/node_modules lacks e2b: run '
+                        'build-aux/deps.sh test (npm ci in tests/node)')
+        args = [self.p()]
+        if os.geteuid() == 0:
+            os.mkdir(self.p('real'))
+            with open(self.p('real', 'secret'), 'w') as fh:
+                fh.write('s')
+            os.symlink(self.p('real'), self.p('evil'))
+            nobody = pwd.getpwnam('nobody')
+            os.lchown(self.p('evil'), nobody.pw_uid, nobody.pw_gid)
+            os.mkdir(self.p('work'))
+            args = [self.p('work'), self.p('evil')]
+        else:
+            os.mkdir(self.p('work'))
+            args = [self.p('work')]
+        tmp = tempfile.mkdtemp(prefix='agentd-envd-')
+        try:
+            shutil.copy(os.path.join(HERE, 'sdk_files.mjs'), tmp)
+            os.symlink(NODE_MODULES, os.path.join(tmp, 'node_modules'))
+            p = subprocess.run([node, os.path.join(tmp, 'sdk_files.mjs'),
+                                'http://127.0.0.1:%d' % self.eport,
+                                self.agentd.token] + args, cwd=tmp,
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=120)
+        finally:
+            shutil.rmtree(tmp)
+        out = p.stdout.decode('utf-8', 'replace')
+        self.assertEqual(p.returncode, 0, out + self.agentd.stderr())
+        for name in ('write text', '8 MiB', '8 MiB gzip', 'list depth 2',
+                     'watchDir', 'uploadUrl', 'read missing'):
+            self.assertIn('ok ' + name + '\n', out)
