@@ -11,22 +11,25 @@
 #include "agentd.h"
 #include "api.h"
 #include "config.h"
+#include "debug.h"
 #include "envd.h"
 #include "events.h"
+#include "files.h"
+#include "hold.h"
 #include "http.h"
 #include "log.h"
+#include "mcp.h"
 #include "ports_api.h"
 #include "outq.h"
 #include "pause.h"
 #include "session.h"
+#include "sessions.h"
 #include "sse.h"
 #include "util.h"
 
 struct event_base	*agentd_base;
-struct config		*agentd_cfg;
 int64_t			 agentd_start_ms;
 
-static int		 agentd_stopping_flag;	/* a shutdown is under way */
 static void	(*agentd_observer)(struct session *, int);
 
 /* The session observer: the event feed, the streams, then the caller's. */
@@ -46,7 +49,6 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	struct session_limits	 limits;
 	struct event_config	*ecfg;
 
-	agentd_cfg = cfg;
 	if ((ecfg = event_config_new()) == NULL)
 		fatal("%s: out of memory", __func__);
 	/* EV_CLOSED: a long-poll's client that goes away is seen at once. */
@@ -73,10 +75,18 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.max_session_bytes = cfg->max_session_bytes;
 	outq_set_max(cfg->max_answer_bytes);
 	limits.profile = cfg->profile;
-	events_init(cfg->max_events, cfg->events_bytes);
-	ports_api_init();	/* the baseline, the feed's port events */
+	api_init(cfg, agentd_start_ms);
+	debug_init(agentd_base, agentd_start_ms);
+	files_init(agentd_base, cfg);
+	hold_init(agentd_base);
+	mcp_init(agentd_base, cfg);
+	sessions_init(agentd_base, cfg);
+	events_init(agentd_base, cfg->max_events, cfg->events_bytes);
+	/* the baseline, the feed's port events */
+	ports_api_init(agentd_base, cfg);
 	pause_init(agentd_base);
-	sse_init(cfg->sse_buffer, cfg->sse_keepalive_ms, cfg->idle_timeout_ms);
+	sse_init(agentd_base, cfg->sse_buffer, cfg->sse_keepalive_ms,
+	    cfg->idle_timeout_ms);
 	sse_set_encoding(cfg->encoding);
 	agentd_observer = observer;
 	session_init(agentd_base, &limits, agentd_session_event);
@@ -85,22 +95,5 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	    envd_start(agentd_base, cfg) != 0)
 		return (-1);
 	log_debug("%s: listening", __func__);
-	return (0);
-}
-
-/* Whether a graceful shutdown is under way. */
-int
-agentd_stopping(void)
-{
-	return (agentd_stopping_flag);
-}
-
-/* Mark the shutdown begun; -1 when it already was. */
-int
-agentd_stop_begin(void)
-{
-	if (agentd_stopping_flag)
-		return (-1);
-	agentd_stopping_flag = 1;
 	return (0);
 }

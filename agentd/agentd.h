@@ -19,28 +19,20 @@ struct event_base;
 struct session;
 
 extern struct event_base	*agentd_base;
-extern struct config		*agentd_cfg;
-extern int64_t			 agentd_start_ms;	/* monotonic */
+extern int64_t			 agentd_start_ms;	/* monotonic, set first */
 
 #include "stats.h"	/* the counters of GET /metrics, a leaf */
+#include "stop.h"	/* the stopping state, a leaf */
 
 /*
  * Build the loop (agentd_base), the session table (its events go to
- * observer) and the listeners from cfg, which must outlive them (agentd.c).
- * Returns 0, or -1 when a listener cannot be opened (logged).  main() and
- * the HTTP fuzzer both start this way; main adds signals and the companion.
+ * observer) and the listeners from cfg, which must outlive them (agentd.c),
+ * and hand each module the base and the configuration it needs.  Returns 0,
+ * or -1 when a listener cannot be opened (logged).  main() and the HTTP
+ * fuzzer both start this way; main adds signals and the companion.  Only
+ * they include this header: the modules are handed what they need.
  */
 int	agentd_start(struct config *cfg,
 	    void (*observer)(struct session *, int events));
-
-/*
- * Whether a graceful shutdown is under way: new work is refused (503
- * shutting_down) and /healthz says so.  The state is the loop's; whoever
- * runs the shutdown (main.c) marks its start with agentd_stop_begin().
- */
-int	agentd_stopping(void);
-
-/* Mark the shutdown begun: 0 the first time, -1 when it already was. */
-int	agentd_stop_begin(void);
 
 #endif /* AGENTD_H */

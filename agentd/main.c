@@ -383,7 +383,6 @@ main(int argc, char **argv)
 		pid1_early();
 		cmdline = pid1_cmdline();
 	}
-	agentd_cfg = &config;
 	error = config_load(&config, argc, argv, cmdline);
 	free(cmdline);
 	if (error != 0) {
@@ -409,7 +408,7 @@ main(int argc, char **argv)
 		log_warn("%s: PR_SET_CHILD_SUBREAPER: %s", __func__,
 		    strerror(errno));
 
-	upgrade_init(argv, agentd_upgrade_flush);
+	upgrade_init(argv, &agentd_start_ms, agentd_upgrade_flush);
 	upgrade_resume_early(&config);	/* after an upgrade: the listeners */
 	cgroup_init(&(struct cgroup_config){ .mount = CGROUP_MOUNT,
 	    .self_memory_min = config.self_memory_min,
@@ -423,10 +422,10 @@ main(int argc, char **argv)
 		fatal("%s: cannot listen", __func__);
 	}
 	agentd_signals();
-	adopted = upgrade_resume(&config);	/* the sessions, the feed */
+	adopted = upgrade_resume(agentd_base, &config);	/* the sessions, the feed */
 	agentd_reap();	/* children whose SIGCHLD came before the signalfd */
 	if (config.companion != NULL && !adopted)
-		companion_start(config.companion);
+		companion_start(agentd_base, config.companion);
 	restore_start(agentd_base, &config);
 	log_info("%s: agentd %s ready (pid %ld)", __func__, AGENTD_VERSION,
 	    (long)getpid());

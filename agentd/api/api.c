@@ -12,7 +12,6 @@
 
 #include <event2/http.h>
 
-#include "agentd.h"
 #include "api.h"
 #include "cgroup.h"
 #include "config.h"
@@ -36,10 +35,23 @@
 #include "sessions.h"
 #include "spawner.h"
 #include "sse.h"
+#include "stats.h"
+#include "stop.h"
 #include "util.h"
+
+static const struct config	*api_cfg;
+static int64_t			 api_start_ms;	/* monotonic */
 
 static void	api_healthz(struct http_req *);
 static void	api_metrics(struct http_req *);
+
+/* Set the configuration and agentd's start (monotonic ms), at the start. */
+void
+api_init(const struct config *cfg, int64_t start_ms)
+{
+	api_cfg = cfg;
+	api_start_ms = start_ms;
+}
 
 /* Route a request. */
 void
@@ -85,7 +97,7 @@ api_healthz(struct http_req *hr)
 				    "\"shutting_down\", \"message\": \"agentd "
 				    "is shutting down\"}";
 	struct proto_buf	b = { 0 };
-	int64_t			up = clock_mono_ms() - agentd_start_ms;
+	int64_t			up = clock_mono_ms() - api_start_ms;
 	int			stopping = agentd_stopping();
 
 	/* Appended, not printf'd: musl's printf is most of a healthz. */
@@ -177,11 +189,11 @@ api_metrics(struct http_req *hr)
 	    spawner_abandoned(), agentd_stats.output_bytes, dropped, held,
 	    session_ring_bytes_total(), session_pipe_bytes(),
 	    agentd_stats.zombies_reaped,
-	    session_bytes_total(), agentd_cfg->max_session_bytes,
+	    session_bytes_total(), api_cfg->max_session_bytes,
 	    outq_bytes(), outq_max(),
 	    session_count_unreaped(),
 	    agentd_stats.sessions_oom_killed, agentd_stats.cgroup_kills,
-	    (clock_mono_ms() - agentd_start_ms) / 1000.0);
+	    (clock_mono_ms() - api_start_ms) / 1000.0);
 	conn_metrics(&b);
 	restore_metrics(&b);
 	upgrade_metrics(&b);
@@ -203,8 +215,8 @@ api_metrics(struct http_req *hr)
 	    "agentd_fetches_max %d\n"
 	    "# TYPE agentd_fetch_bytes_max gauge\n"
 	    "agentd_fetch_bytes_max %" PRIu64 "\n",
-	    calls, agentd_cfg->max_file_jobs, fetches, FILES_FETCH_MAX,
-	    agentd_cfg->max_fetch_bytes);
+	    calls, api_cfg->max_file_jobs, fetches, FILES_FETCH_MAX,
+	    api_cfg->max_fetch_bytes);
 	ports_metrics(&b);
 	envd_metrics(&b);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");

@@ -7,8 +7,13 @@
 #ifndef AGENTD_API_H
 #define AGENTD_API_H
 
+#include <stdint.h>
+
+struct config;
 struct http_req;
 
+/* Set the configuration and agentd's start (monotonic ms), at the start. */
+void	api_init(const struct config *, int64_t start_ms);
 /* Route a request to its handler; every path answers it. */
 void	api_route(struct http_req *);
 

@@ -16,7 +16,6 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "agentd.h"
 #include "api.h"
 #include "cgroup.h"
 #include "companion.h"
@@ -28,6 +27,8 @@
 #include "ringbuf.h"
 #include "session.h"
 #include "sessions.h"
+#include "stats.h"
+#include "stop.h"
 #include "util.h"
 
 /* The lag timer's figures, in microseconds. */
@@ -42,8 +43,11 @@ struct debug_lag {
 };
 
 static struct debug_lag	 lag;
+static struct event_base	*debug_base;	/* the loop */
+static int64_t			 debug_start_ms;	/* monotonic */
 
 static int64_t	debug_mono_us(void);
+static void	debug_lag_start(void);
 static void	debug_lag_arm(void);
 static void	debug_lag_cb(evutil_socket_t, short, void *);
 static long	debug_count_fds(void);
@@ -90,13 +94,21 @@ debug_lag_cb(evutil_socket_t fd, short events, void *arg)
 	debug_lag_arm();
 }
 
-/* Start measuring the lag. */
+/* Set the loop and agentd's start (monotonic). */
 void
-debug_init(void)
+debug_init(struct event_base *base, int64_t start_ms)
 {
-	if (lag.ev != NULL || agentd_base == NULL)
+	debug_base = base;
+	debug_start_ms = start_ms;
+}
+
+/* Start measuring the lag. */
+static void
+debug_lag_start(void)
+{
+	if (lag.ev != NULL || debug_base == NULL)
 		return;
-	if ((lag.ev = evtimer_new(agentd_base, debug_lag_cb, NULL)) == NULL)
+	if ((lag.ev = evtimer_new(debug_base, debug_lag_cb, NULL)) == NULL)
 		fatal("%s: out of memory", __func__);
 	lag.since_ms = clock_mono_ms();
 	debug_lag_arm();
@@ -154,7 +166,7 @@ debug_rss_bytes(long *vsz)
 void
 debug_route(struct http_req *hr)
 {
-	debug_init();
+	debug_lag_start();
 	if (strcmp(hr->path, "/debug/stat") != 0 &&
 	    strcmp(hr->path, "/debug/logs") != 0) {
 		http_fail(hr->req, 404, "not_found", "no route %s", hr->path);
@@ -222,7 +234,7 @@ debug_stat(struct http_req *hr)
 	    "\"uptime_ms\": %" PRId64 ", \"stopping\": %s, "
 	    "\"fds\": %ld, \"fd_limit\": %ld, "
 	    "\"rss_bytes\": %ld, \"vsz_bytes\": %ld, ",
-	    (long)getpid(), AGENTD_VERSION, now - agentd_start_ms,
+	    (long)getpid(), AGENTD_VERSION, now - debug_start_ms,
 	    agentd_stopping() ? "true" : "false", debug_count_fds(), fd_limit,
 	    rss, vsz);
 	proto_buf_printf(&b, "\"loop_lag\": {\"interval_ms\": %d, "

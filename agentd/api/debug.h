@@ -13,18 +13,20 @@
  *
  * Event-loop lag is measured by a timer that should fire every
  * DEBUG_LAG_INTERVAL_MS: how late it fires is how long the loop was busy.
- * The timer starts with debug_init(), or with the first /debug/ request when
- * nobody called it.  Event loop thread only.
+ * The timer starts with the first /debug/ request.  Event loop thread only.
  */
 #ifndef AGENTD_DEBUG_H
 #define AGENTD_DEBUG_H
 
+#include <stdint.h>
+
 #define DEBUG_LAG_INTERVAL_MS	100	/* ms between two lag samples */
 
+struct event_base;
 struct http_req;
 
-/* Start measuring the event-loop lag (idempotent; needs agentd_base). */
-void	debug_init(void);
+/* Set the loop and agentd's start (monotonic ms), at the start. */
+void	debug_init(struct event_base *, int64_t start_ms);
 /* Answer a /debug/ request; every path answers it. */
 void	debug_route(struct http_req *);
 /* Stop the timer and free everything (after shutdown). */

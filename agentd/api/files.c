@@ -26,7 +26,6 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "agentd.h"
 #include "config.h"
 #include "fetch.h"
 #include "fileio.h"
@@ -36,6 +35,7 @@
 #include "outq.h"
 #include "proto.h"
 #include "pty.h"
+#include "stop.h"
 #include "util.h"
 
 /* What a job does. */
@@ -114,6 +114,8 @@ static size_t			 files_nfetches;	/* of them fetches */
 static int			 files_pipe[2] = { -1, -1 };	/* worker -> loop */
 static struct event		*files_pipe_ev;
 static struct timespec		 files_stop_at;	/* shutdown: wait no later */
+static struct event_base	*files_base;	/* the loop */
+static const struct config	*files_cfg;
 
 static void	files_get(struct http_req *);
 static void	files_put(struct http_req *);
@@ -143,6 +145,15 @@ static void	files_conn_gone(struct evhttp_connection *, void *);
 static void	files_reply_err(struct evhttp_request *, const struct proto_err *);
 static void	files_reply_envd(struct evhttp_request *,
 		    const struct proto_err *);
+
+/* Set the loop and the configuration, and the downloads' limit. */
+void
+files_init(struct event_base *base, const struct config *cfg)
+{
+	files_base = base;
+	files_cfg = cfg;
+	fetch_init(cfg->max_fetch_bytes);
+}
 
 /* Route a request under /v1/files. */
 void
@@ -234,7 +245,7 @@ files_get_as(struct http_req *hr, const char *path, const char *user)
 	j->user = j->q.user;
 	if (agentd_stopping())
 		proto_fail(&err, 503, "shutting_down", "agentd is shutting down");
-	else if (files_njobs - files_nfetches >= agentd_cfg->max_file_jobs)
+	else if (files_njobs - files_nfetches >= files_cfg->max_file_jobs)
 		proto_fail(&err, 429, "too_many_file_jobs", "%zu files calls "
 		    "are running (--max-file-jobs); try again later",
 		    files_njobs - files_nfetches);
@@ -357,7 +368,7 @@ files_job_new(struct http_req *hr, enum files_kind kind)
 		http_fail(hr->req, 429, "too_many_fetches",
 		    "%d fetches are running; try again later", FILES_FETCH_MAX);
 	else if (kind != FILES_FETCH && files_njobs - files_nfetches >=
-	    agentd_cfg->max_file_jobs)
+	    files_cfg->max_file_jobs)
 		http_fail(hr->req, 429, "too_many_file_jobs", "%zu files calls "
 		    "are running (--max-file-jobs); try again later",
 		    files_njobs - files_nfetches);
@@ -429,7 +440,7 @@ files_call(struct evhttp_request *req, const char *user, files_work_fn work,
 	if (agentd_stopping())
 		return (proto_fail(err, 503, "shutting_down",
 		    "agentd is shutting down"));
-	if (files_njobs - files_nfetches >= agentd_cfg->max_file_jobs)
+	if (files_njobs - files_nfetches >= files_cfg->max_file_jobs)
 		return (proto_fail(err, 429, "too_many_file_jobs", "%zu files "
 		    "calls are running (--max-file-jobs); try again later",
 		    files_njobs - files_nfetches));
@@ -488,7 +499,7 @@ files_pipe_open(void)
 	/* The write side blocks (it never fills: 16 bytes a job at most). */
 	if (fd_nonblock_cloexec(files_pipe[0]) != 0)
 		goto fail;
-	files_pipe_ev = event_new(agentd_base, files_pipe[0],
+	files_pipe_ev = event_new(files_base, files_pipe[0],
 	    EV_READ | EV_PERSIST, files_done, NULL);
 	if (files_pipe_ev == NULL || event_add(files_pipe_ev, NULL) != 0) {
 		if (files_pipe_ev != NULL)

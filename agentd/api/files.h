@@ -17,7 +17,7 @@
  * reads whole, up to FILES_PSEUDO_MAX.  Memory does not grow with the
  * file either way.  PUT writes the request body (at most --max-body)
  * atomically.  A worker hands its job back through a pipe, whose read side
- * is an event of agentd_base (the chunks of a GET too, and the loop wakes
+ * is an event of the loop (the chunks of a GET too, and the loop wakes
  * the worker with a condition variable when one is sent): the only
  * cross-thread paths here.  A client that goes away cancels its job.
  * Event loop thread only.
@@ -27,6 +27,8 @@
 
 #include <sys/types.h>
 
+struct config;
+struct event_base;
 struct evhttp_request;
 struct http_req;
 struct proto_err;
@@ -51,6 +53,8 @@ typedef void (*files_done_fn)(struct evhttp_request *req, void *arg, int rc,
 #define FILES_PSEUDO_MAX	(16 << 20)	/* bytes read of a size-0 file (/proc) */
 #define FILES_CHUNK		(256 << 10)	/* bytes a GET worker reads at once */
 
+/* Set the loop and the configuration, at the start. */
+void	files_init(struct event_base *, const struct config *);
 /* Route a request under /v1/files; every path answers it. */
 void	files_route(struct http_req *);
 /*

@@ -19,7 +19,6 @@
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
 
-#include "agentd.h"
 #include "api.h"
 #include "config.h"
 #include "http.h"
@@ -30,6 +29,7 @@
 #include "ringbuf.h"
 #include "session.h"
 #include "sessions.h"
+#include "stop.h"
 #include "util.h"
 
 #define MCP_ID_BYTES		16	/* random bytes of an Mcp-Session-Id */
@@ -111,6 +111,8 @@ static struct mcp_sessions	mcp_sessions = TAILQ_HEAD_INITIALIZER(mcp_sessions);
 static size_t			mcp_nsessions;
 static struct mcp_calls		mcp_resuming = TAILQ_HEAD_INITIALIZER(mcp_resuming);
 static uint64_t			mcp_evicted;
+static struct event_base	*mcp_base;	/* the loop */
+static const struct config	*mcp_cfg;
 
 static void	mcp_fail(struct evhttp_request *, int status, int code,
 		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -239,6 +241,14 @@ static const char mcp_tools_json[] = "{\"tools\": ["
 	"\"annotations\": {\"destructiveHint\": true}}"
 	"]}";
 
+/* Set the loop and the configuration, at the start. */
+void
+mcp_init(struct event_base *base, const struct config *cfg)
+{
+	mcp_base = base;
+	mcp_cfg = cfg;
+}
+
 /* /mcp */
 void
 mcp_route(struct http_req *hr)
@@ -341,7 +351,7 @@ mcp_session_new(int version)
 	ms->version = version;
 	TAILQ_INIT(&ms->marks);
 	TAILQ_INSERT_HEAD(&mcp_sessions, ms, entry);
-	if (++mcp_nsessions > agentd_cfg->mcp_sessions) {
+	if (++mcp_nsessions > mcp_cfg->mcp_sessions) {
 		log_info("%s: %zu MCP sessions (--mcp-sessions): the least "
 		    "recently used one ends", __func__, mcp_nsessions);
 		mcp_session_free(TAILQ_LAST(&mcp_sessions, mcp_sessions));
@@ -677,7 +687,7 @@ mcp_continue(struct mcp_call *c)
 		return;
 	}
 	if (c->resume == NULL &&
-	    (c->resume = evtimer_new(agentd_base, mcp_resume, c)) == NULL)
+	    (c->resume = evtimer_new(mcp_base, mcp_resume, c)) == NULL)
 		fatal("%s: out of memory", __func__);
 	TAILQ_INSERT_TAIL(&mcp_resuming, c, entry);
 	evtimer_add(c->resume, timeval_ms(&tv, 0));
@@ -992,9 +1002,9 @@ mcp_exec(struct mcp_call *c, json_t *args)
 	MCP_PUT(&body, "}");
 	if (body.oom)
 		fatal("%s: out of memory", __func__);
-	lim.ring_bytes_default = agentd_cfg->ring_bytes;
+	lim.ring_bytes_default = mcp_cfg->ring_bytes;
 	lim.ring_bytes_min = RING_CAPACITY_MIN;
-	lim.ring_bytes_max = agentd_cfg->max_ring_bytes;
+	lim.ring_bytes_max = mcp_cfg->max_ring_bytes;
 	error = proto_parse_create(body.data, body.len, &lim, &pc, &err);
 	proto_buf_free(&body);
 	if (error != 0) {
@@ -1265,7 +1275,7 @@ mcp_metrics(struct proto_buf *b)
 	    "agentd_mcp_sessions_max %" PRIu64 "\n"
 	    "# TYPE agentd_mcp_sessions_evicted_total counter\n"
 	    "agentd_mcp_sessions_evicted_total %" PRIu64 "\n",
-	    mcp_nsessions, agentd_cfg->mcp_sessions, mcp_evicted);
+	    mcp_nsessions, mcp_cfg->mcp_sessions, mcp_evicted);
 }
 
 /* After shutdown: answer the batches still to resume, free the sessions. */

@@ -22,6 +22,8 @@
 #ifndef AGENTD_MCP_H
 #define AGENTD_MCP_H
 
+struct config;
+struct event_base;
 struct http_req;
 struct proto_buf;
 
@@ -36,6 +38,8 @@ struct proto_buf;
 #define MCP_KILL_SLACK_MS	5000	/* kill_session answers at most this
 					   after the grace */
 
+/* Set the loop and the configuration, at the start. */
+void	mcp_init(struct event_base *, const struct config *);
 /* Serve a request to /mcp; every path answers it. */
 void	mcp_route(struct http_req *);
 /* The MCP sessions' figures for GET /metrics. */

@@ -8,13 +8,13 @@
 
 #include <event2/http.h>
 
-#include "agentd.h"
 #include "config.h"
 #include "hold.h"
 #include "http.h"
 #include "ports.h"
 #include "ports_api.h"
 #include "proto.h"
+#include "stop.h"
 #include "util.h"
 
 /* A request waiting for something to listen on a port. */
@@ -27,7 +27,10 @@ struct ports_waiter {
 static TAILQ_HEAD(, ports_waiter) ports_waiters =
     TAILQ_HEAD_INITIALIZER(ports_waiters);
 static int	ports_started;		/* ports_init() done */
+static struct event_base	*ports_base;	/* the loop */
+static const struct config	*ports_cfg;
 
+static void	ports_api_start(void);
 static int	ports_api_held(int port);
 static void	ports_api_answer(struct evhttp_request *, int port);
 static void	ports_api_done(struct ports_waiter *, int answer);
@@ -44,17 +47,26 @@ static const struct hold_ops	ports_hold_ops = {
  * read the baseline and start the event feed's refreshes.
  */
 void
-ports_api_init(void)
+ports_api_init(struct event_base *base, const struct config *cfg)
+{
+	ports_base = base;
+	ports_cfg = cfg;
+	ports_api_start();
+}
+
+/* Start what ports_api_init() starts, again after ports_api_stop(). */
+static void
+ports_api_start(void)
 {
 	if (ports_started)
 		return;
 	ports_started = 1;
-	ports_init(agentd_base, agentd_cfg->ports_interval_ms,
-	    agentd_cfg->pid1);
+	ports_init(ports_base, ports_cfg->ports_interval_ms,
+	    ports_cfg->pid1);
 	ports_set_changed(ports_api_changed);
-	if (agentd_cfg->ports_feed_interval_ms > 0) {
+	if (ports_cfg->ports_feed_interval_ms > 0) {
 		ports_baseline();
-		ports_feed(agentd_cfg->ports_feed_interval_ms);
+		ports_feed(ports_cfg->ports_feed_interval_ms);
 	}
 }
 
@@ -78,7 +90,7 @@ ports_route(struct http_req *hr)
 		http_reply_error(hr->req, &err, NULL);
 		return;
 	}
-	ports_api_init();
+	ports_api_start();
 	if ((error = ports_refresh()) != 0) {
 		http_fail(hr->req, 503, "ports_unavailable", "reading the "
 		    "sockets with sock_diag netlink failed: %s",

@@ -6,13 +6,15 @@
 #ifndef AGENTD_PORTS_API_H
 #define AGENTD_PORTS_API_H
 
+struct config;
+struct event_base;
 struct http_req;
 
 /*
  * Start: the baseline list, and the event feed's refreshes every
  * --ports-feed-interval (agentd_start(); the first request does it too).
  */
-void	ports_api_init(void);
+void	ports_api_init(struct event_base *, const struct config *);
 /* Answer a request for /v1/ports (any method, any path under it). */
 void	ports_route(struct http_req *);
 

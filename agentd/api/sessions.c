@@ -22,7 +22,6 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "agentd.h"
 #include "config.h"
 #include "conn.h"
 #include "hold.h"
@@ -97,6 +96,9 @@ struct sessions_creating {
 };
 
 
+static struct event_base	*sessions_base;	/* the loop */
+static const struct config	*sessions_cfg;
+
 static struct waiters	*sessions_waiters(struct session *);
 static int	sessions_cursor_bad(struct session *, uint64_t);
 static int	sessions_encoding(int);
@@ -155,10 +157,18 @@ sessions_limits(void)
 {
 	static struct proto_limits	l;
 
-	l.ring_bytes_default = agentd_cfg->ring_bytes;
+	l.ring_bytes_default = sessions_cfg->ring_bytes;
 	l.ring_bytes_min = RING_CAPACITY_MIN;
-	l.ring_bytes_max = agentd_cfg->max_ring_bytes;
+	l.ring_bytes_max = sessions_cfg->max_ring_bytes;
 	return (&l);
+}
+
+/* Set the loop and the configuration (the rings' sizes), at the start. */
+void
+sessions_init(struct event_base *base, const struct config *cfg)
+{
+	sessions_base = base;
+	sessions_cfg = cfg;
 }
 
 /* /v1/sessions and /v1/sessions/{id}[/stdin|/resize|/signal] */
@@ -541,7 +551,7 @@ sessions_answer(struct evhttp_request *req, struct session *s,
 static int
 sessions_encoding(int asked)
 {
-	return (asked != PROTO_ENC_UNSET ? asked : agentd_cfg->encoding);
+	return (asked != PROTO_ENC_UNSET ? asked : sessions_cfg->encoding);
 }
 
 /* Whether cursor points after the newest chunk (or inside no chunk). */
@@ -612,7 +622,7 @@ sessions_wait(struct evhttp_request *req, struct session *s, int flags,
 		ms = SESSIONS_CLOSE_EXIT_MS;
 	w->hold = hold_new(req, ms, &sessions_hold_ops, w);
 	if (flags & WAIT_IDLE) {
-		if ((w->idle = evtimer_new(agentd_base, sessions_waiter_idle,
+		if ((w->idle = evtimer_new(sessions_base, sessions_waiter_idle,
 		    w)) == NULL)
 			fatal("%s: out of memory", __func__);
 		idle = a->idle_left_ms > 0 ? a->idle_left_ms : a->idle_ms;

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct config;
+struct event_base;
 struct evhttp_request;
 struct http_req;
 struct proto_err;
@@ -22,6 +24,8 @@ struct session;
 struct window_opts;
 
 /* /v1/sessions and /v1/sessions/{id}[/stdin|/resize|/signal]. */
+void	sessions_init(struct event_base *, const struct config *);
+/* Answer a request for /v1/sessions. */
 void	sessions_route(struct http_req *);
 
 /* The session observer (see session_init()). */

@@ -58,8 +58,8 @@ envd_start(struct event_base *base, struct config *cfg)
 	envd_connect_init(cfg->envd_max_message);
 	envd_route_register(envd_routes, nitems(envd_routes));
 	process_register(base, cfg);
-	fs_register(cfg);
-	envfiles_register();
+	fs_register(base, cfg);
+	envfiles_register(cfg);
 	for (i = 0; cfg->envd_listen[i] != NULL; i++) {
 		if (http_listen_routes(cfg->envd_listen[i], envd_route) != 0)
 			return (-1);

@@ -22,7 +22,6 @@
 #include <zlib.h>
 #endif
 
-#include "agentd.h"
 #include "config.h"
 #include "connect.h"
 #include "envfiles.h"
@@ -63,6 +62,8 @@ struct envfiles_post {
 	json_t		*answer;
 };
 
+static const struct config	*envfiles_cfg;	/* --max-body */
+
 static void	envfiles_route(struct http_req *, const struct pty_user *, int);
 static int	envfiles_query(const char *, struct envfiles_query *);
 static void	envfiles_query_free(struct envfiles_query *);
@@ -85,8 +86,9 @@ static const struct envd_route envfiles_routes[] = {
 
 /* Register the routes. */
 void
-envfiles_register(void)
+envfiles_register(const struct config *cfg)
 {
+	envfiles_cfg = cfg;
 	envd_route_register(envfiles_routes, nitems(envfiles_routes));
 }
 
@@ -178,7 +180,7 @@ envfiles_b64(const uint8_t *in, size_t len, char *out)
 static int
 envfiles_signed(struct http_req *hr, struct envfiles_query *q, const char *op)
 {
-	const struct config	*cfg = agentd_cfg;
+	const struct config	*cfg = envfiles_cfg;
 	uint8_t			 sha[32];
 	char			*raw, want[64], *end;
 	long long		 exp = 0;
@@ -323,7 +325,7 @@ envfiles_post(struct http_req *hr, struct envfiles_query *q,
 	p->home = xstrdup(user->home);
 	if (envd_default_workdir() != NULL)
 		p->workdir = xstrdup(envd_default_workdir());
-	p->max_inflate = agentd_cfg->max_body;
+	p->max_inflate = envfiles_cfg->max_body;
 	/* The body's chains move to the job: a client gone frees the request. */
 	if ((p->body = evbuffer_new()) == NULL ||
 	    evbuffer_add_buffer(p->body, evhttp_request_get_input_buffer(

@@ -18,7 +18,9 @@
 #ifndef AGENTD_ENVFILES_H
 #define AGENTD_ENVFILES_H
 
-/* Register the routes with the Connect core. */
-void	envfiles_register(void);
+struct config;
+
+/* Register the routes with the Connect core (cfg: --max-body). */
+void	envfiles_register(const struct config *);
 
 #endif /* AGENTD_ENVFILES_H */

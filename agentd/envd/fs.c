@@ -21,7 +21,6 @@
 
 #include <jansson.h>
 
-#include "agentd.h"
 #include "config.h"
 #include "connect.h"
 #include "fileio.h"
@@ -84,6 +83,7 @@ TAILQ_HEAD(fs_watchers, fs_watcher);
 
 static struct fs_watchers	 fs_watchers = TAILQ_HEAD_INITIALIZER(fs_watchers);
 static size_t			 fs_nwatchers;
+static struct event_base	*fs_base;		/* the loop */
 static size_t			 fs_watchers_max;	/* --envd-watchers */
 static size_t			 fs_watch_dirs;		/* --envd-watch-dirs */
 static size_t			 fs_events_max;		/* --envd-watch-events */
@@ -140,8 +140,9 @@ static const struct envd_method fs_methods[] = {
 
 /* Register the methods. */
 void
-fs_register(const struct config *cfg)
+fs_register(struct event_base *base, const struct config *cfg)
 {
+	fs_base = base;
 	fs_watchers_max = (size_t)cfg->envd_watchers;
 	fs_watch_dirs = (size_t)cfg->envd_watch_dirs;
 	fs_events_max = (size_t)cfg->envd_watch_events;
@@ -851,7 +852,7 @@ fs_done(struct evhttp_request *req, void *arg, int rc,
 		fw->counted = 1;
 		fs_nwatchers++;
 	}
-	if (watch_start(fw->watch, agentd_base, fs_event, fw) != 0) {
+	if (watch_start(fw->watch, fs_base, fs_event, fw) != 0) {
 		envd_reply_fail(j->call, ENVD_INTERNAL, "cannot watch: no "
 		    "memory for an event");
 		fw->st = NULL;
@@ -959,14 +960,14 @@ fs_stream_start(struct fs_watcher *fw, struct envd_call *call)
 	if ((h = envd_call_header(call, "Keepalive-Ping-Interval")) != NULL &&
 	    (secs = strtol(h, NULL, 10)) > 0 && secs <= 86400) {
 		fw->keepalive_ms = (int64_t)secs * 1000;
-		fw->keepalive = event_new(agentd_base, -1, EV_PERSIST,
+		fw->keepalive = event_new(fs_base, -1, EV_PERSIST,
 		    fs_stream_keepalive, fw);
 		if (fw->keepalive != NULL)
 			event_add(fw->keepalive, timeval_ms(&tv,
 			    fw->keepalive_ms));
 	}
 	if (timeout > 0) {
-		fw->deadline = event_new(agentd_base, -1, 0,
+		fw->deadline = event_new(fs_base, -1, 0,
 		    fs_stream_deadline, fw);
 		if (fw->deadline != NULL)
 			event_add(fw->deadline, timeval_ms(&tv, timeout));

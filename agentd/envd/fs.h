@@ -25,12 +25,13 @@
 #define AGENTD_FS_H
 
 struct config;
+struct event_base;
 
 #define FS_LIST_MAX		100000	/* entries one ListDir answers */
 #define FS_REMOVE_DEPTH_MAX	256	/* levels Remove goes down */
 
 /* Register the methods with the Connect core; cfg's limits. */
-void	fs_register(const struct config *cfg);
+void	fs_register(struct event_base *, const struct config *cfg);
 /* Free the watchers (at the end). */
 void	fs_free(void);
 

@@ -21,7 +21,6 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "agentd.h"
 #include "events.h"
 #include "evring.h"
 #include "http.h"
@@ -30,6 +29,7 @@
 #include "proto.h"
 #include "session.h"
 #include "sse.h"
+#include "stop.h"
 #include "util.h"
 
 #define EVENTS_READ_MAX		256	/* events rendered per ring read */
@@ -64,6 +64,7 @@ static size_t			 events_nwaiters;
 static struct events_streams	 events_streams =
 				    TAILQ_HEAD_INITIALIZER(events_streams);
 static struct evring_event	 events_out[EVENTS_READ_MAX];
+static struct event_base	*events_base;	/* the loop */
 
 static void	events_answer(struct evhttp_request *, uint64_t,
 		    const struct evring_filter *);
@@ -77,8 +78,9 @@ static void	events_stream_gone(void *);
 
 /* Make the ring. */
 void
-events_init(size_t max_events, size_t max_bytes)
+events_init(struct event_base *base, size_t max_events, size_t max_bytes)
 {
+	events_base = base;
 	events_ring = evring_new(max_events, max_bytes);
 }
 
@@ -274,7 +276,7 @@ events_route(struct http_req *hr)
 	w->req = hr->req;
 	w->cursor = res.cursor;
 	w->filter = f;
-	if ((w->timer = evtimer_new(agentd_base, events_waiter_timeout,
+	if ((w->timer = evtimer_new(events_base, events_waiter_timeout,
 	    w)) == NULL)
 		fatal("%s: out of memory", __func__);
 	evtimer_add(w->timer, timeval_ms(&tv, q.wait_ms));

@@ -30,7 +30,8 @@ struct session;
 struct evring;
 
 /* Make the ring: max_events events and max_bytes bytes at most. */
-void	 events_init(size_t max_events, size_t max_bytes);
+void	 events_init(struct event_base *, size_t max_events,
+	    size_t max_bytes);
 /* Answer every long-poll, end every stream, free the ring (shutdown). */
 void	 events_free(void);
 

@@ -14,7 +14,6 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
-#include "agentd.h"
 #include "companion.h"
 #include "evmem.h"
 #include "log.h"
@@ -42,6 +41,7 @@ static unsigned			  restarts;
 static int64_t			  backoff_ms = COMPANION_BACKOFF_MIN_MS;
 static int64_t			  started_ms;
 static struct event		 *restart_ev;
+static struct event_base	 *companion_base;	/* the loop */
 static struct companion_outs	  outs = TAILQ_HEAD_INITIALIZER(outs);
 
 static void	companion_spawn(void);
@@ -53,10 +53,11 @@ static void	companion_log_lines(struct companion_out *, int flush);
 
 /* Start supervising argv. */
 void
-companion_start(char **argv)
+companion_start(struct event_base *base, char **argv)
 {
+	companion_base = base;
 	argv_ = argv;
-	restart_ev = evtimer_new(agentd_base, companion_restart_cb, NULL);
+	restart_ev = evtimer_new(companion_base, companion_restart_cb, NULL);
 	if (restart_ev == NULL)
 		fatal("%s: out of memory", __func__);
 	companion_spawn();
@@ -143,7 +144,7 @@ companion_open_out(int fd, const char *name)
 	o->fd = fd;
 	o->name = name;
 	o->line = evbuffer_new();
-	o->ev = event_new(agentd_base, fd, EV_READ | EV_PERSIST,
+	o->ev = event_new(companion_base, fd, EV_READ | EV_PERSIST,
 	    companion_read_cb, o);
 	if (o->line == NULL || o->ev == NULL)
 		fatal("%s: out of memory", __func__);
@@ -261,7 +262,7 @@ void
 companion_adopt(char **argv, pid_t p, int out, int err)
 {
 	argv_ = argv;
-	restart_ev = evtimer_new(agentd_base, companion_restart_cb, NULL);
+	restart_ev = evtimer_new(companion_base, companion_restart_cb, NULL);
 	if (restart_ev == NULL)
 		fatal("%s: out of memory", __func__);
 	pid = p;

@@ -16,8 +16,13 @@
 #define COMPANION_STABLE_MS		10000	/* a run this long resets the backoff */
 #define COMPANION_LINE_MAX		1024	/* bytes of one logged line */
 
-/* Start supervising argv (kept by reference: it must outlive agentd). */
-void	companion_start(char **argv);
+struct event_base;
+
+/*
+ * Start supervising argv (kept by reference: it must outlive agentd), on
+ * the loop base.
+ */
+void	companion_start(struct event_base *, char **argv);
 /* Called by the reaper; 0 when pid was the companion. */
 int	companion_reaped(pid_t pid, int status);
 /* Shutdown: SIGTERM to the companion's group, and no more restarts. */

@@ -31,7 +31,6 @@
 #include <jansson.h>
 #include <mbedtls/sha256.h>
 
-#include "agentd.h"
 #include "companion.h"
 #include "config.h"
 #include "events.h"
@@ -42,7 +41,9 @@
 #include "outq.h"
 #include "restore.h"
 #include "session.h"
+#include "stats.h"
 #include "sessionsave.h"
+#include "stop.h"
 #include "upgrade.h"
 #include "upgstate.h"
 #include "util.h"
@@ -66,6 +67,9 @@ struct upgrade_check {
 };
 
 static char		**upgrade_argv;
+static struct event_base	 *upgrade_base;		/* the loop */
+static struct config	 *upgrade_cfg;
+static int64_t		 *upgrade_start_ms;	/* main's: the uptime's start */
 static struct upgrade_check *check;
 static void		(*upgrade_flush)(void);
 static uint64_t		  upgrades;		/* since the boot */
@@ -115,9 +119,10 @@ upgrade_check_mode(int argc, char **argv)
 
 /* Keep argv for the execve, and the hook that answers long-polls. */
 void
-upgrade_init(char **argv, void (*flush)(void))
+upgrade_init(char **argv, int64_t *start_ms, void (*flush)(void))
 {
 	upgrade_argv = argv;
+	upgrade_start_ms = start_ms;
 	upgrade_flush = flush;
 }
 
@@ -380,7 +385,7 @@ upgrade_check_start(struct evhttp_request *req, const char *path)
 		return;
 	}
 	check = c;
-	if ((c->ev = event_new(agentd_base, c->fd, EV_READ | EV_PERSIST,
+	if ((c->ev = event_new(upgrade_base, c->fd, EV_READ | EV_PERSIST,
 	    upgrade_check_read_cb, c)) == NULL || event_add(c->ev, NULL) != 0)
 		fatal("%s: out of memory", __func__);
 	c->hold = hold_new(req, UPGRADE_CHECK_MS, &ops, c);
@@ -521,7 +526,7 @@ upgrade_handover(void)
 	if (upgrade_flush != NULL)
 		upgrade_flush();
 	drain_end_ms = clock_mono_ms() + UPGRADE_DRAIN_MS;
-	if (drain_ev == NULL && (drain_ev = evtimer_new(agentd_base,
+	if (drain_ev == NULL && (drain_ev = evtimer_new(upgrade_base,
 	    upgrade_drain_cb, NULL)) == NULL)
 		fatal("%s: out of memory", __func__);
 	evtimer_add(drain_ev, timeval_ms(&tv, 0));
@@ -639,15 +644,15 @@ upgrade_save(int *keep, size_t *nkeep, int *textfd, int *blobfd,
 	upgstate_put(w, "upgrades", "%" PRIu64, upgrades);
 	upgstate_put(w, "failures", "%" PRIu64, failures);
 	upgstate_put(w, "generation", "%" PRIu64, restore_generation());
-	upgstate_put(w, "start-ms", "%" PRId64, agentd_start_ms);
+	upgstate_put(w, "start-ms", "%" PRId64, *upgrade_start_ms);
 	upgstate_put(w, "sessions-started", "%" PRIu64,
 	    agentd_stats.sessions_started);
 	upgstate_put(w, "output-bytes", "%" PRIu64, agentd_stats.output_bytes);
 	upgstate_put(w, "zombies-reaped", "%" PRIu64,
 	    agentd_stats.zombies_reaped);
-	if (agentd_cfg->token != NULL)
-		upgstate_put_bytes(w, "token", agentd_cfg->token,
-		    agentd_cfg->token_len);
+	if (upgrade_cfg->token != NULL)
+		upgstate_put_bytes(w, "token", upgrade_cfg->token,
+		    upgrade_cfg->token_len);
 	n = http_listener_fds(fds, names, nitems(fds));
 	for (i = 0; i < n; i++) {
 		upgstate_section(w, "listener");
@@ -807,7 +812,7 @@ upgrade_resume_early(struct config *cfg)
 			failures = u;
 		else if (strcmp(key, "start-ms") == 0 &&
 		    upgstate_i64(value, &fd) == 0)
-			agentd_start_ms = fd;	/* CLOCK_MONOTONIC's: uptime */
+			*upgrade_start_ms = fd;	/* CLOCK_MONOTONIC's: uptime */
 		else if (strcmp(key, "generation") == 0 &&
 		    upgstate_u64(value, &u) == 0)
 			state_generation = u;
@@ -906,13 +911,15 @@ upgrade_load_companion(struct upgstate *r, struct config *cfg, int *adopted)
 
 /* The successor, listening: the feed, the sessions, the companion. */
 int
-upgrade_resume(struct config *cfg)
+upgrade_resume(struct event_base *base, struct config *cfg)
 {
 	struct session_load	*sl;
 	const char		*key, *value;
 	size_t			 len, nsessions = 0, dropped = 0;
 	int			 kind, adopted = 0;
 
+	upgrade_base = base;
+	upgrade_cfg = cfg;
 	http_inherit_done();
 	if (state == NULL)
 		return (0);

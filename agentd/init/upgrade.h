@@ -46,6 +46,7 @@
 #define UPGRADE_KEEP_MAX	65536	/* fds kept across the execve */
 
 struct config;
+struct event_base;
 struct http_req;
 struct proto_buf;
 
@@ -55,21 +56,24 @@ struct proto_buf;
  */
 int	 upgrade_check_mode(int argc, char **argv);
 /*
- * Keep main's argv for the execve (it must outlive agentd), and the hook
- * that answers every long-poll at the hand-over (sessions_flush_waiters).
+ * Keep main's argv for the execve (it must outlive agentd), main's start
+ * time (the uptime's; saved at a hand-over, set from the state when
+ * resuming), and the hook that answers every long-poll at the hand-over
+ * (sessions_flush_waiters).
  */
-void	 upgrade_init(char **argv, void (*flush)(void));
+void	 upgrade_init(char **argv, int64_t *start_ms, void (*flush)(void));
 /*
  * Before agentd_start(): when UPGRADE_ENV names a state, read it, hand
  * its listeners to http_inherit() and its token to cfg.
  */
 void	 upgrade_resume_early(struct config *cfg);
 /*
- * After agentd_start() and before the first reap: the event feed, the
+ * After agentd_start() (base: its loop; cfg is kept for the route and
+ * the hand-over) and before the first reap: the event feed, the
  * sessions, the generation and counters, the companion.  Returns 1 when
  * the companion was handed over (do not start another), else 0.
  */
-int	 upgrade_resume(struct config *cfg);
+int	 upgrade_resume(struct event_base *, struct config *cfg);
 
 /*
  * POST /v1/sandbox/upgrade.  The check runs as the main thread's child

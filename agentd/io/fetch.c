@@ -32,7 +32,6 @@
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
 
-#include "agentd.h"
 #include "config.h"
 #include "fetch.h"
 #include "fetchparse.h"
@@ -73,6 +72,8 @@ struct fetch {
 	size_t				 pos, len;
 	int				 eof;
 };
+
+static size_t	fetch_max_bytes;	/* --max-fetch-bytes */
 
 static int	fetch_fail(struct fetch *, int status, const char *code,
 		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -1003,6 +1004,13 @@ fetch_write_all(struct fetch *f, const void *buf, size_t len)
 	return (0);
 }
 
+/* Set the largest download (--max-fetch-bytes), before any fetch_run(). */
+void
+fetch_init(size_t max_bytes)
+{
+	fetch_max_bytes = max_bytes;
+}
+
 /* Download f->url into f->path. */
 int
 fetch_run(const struct proto_fetch *req, uid_t owner, atomic_int *cancel,
@@ -1023,7 +1031,7 @@ fetch_run(const struct proto_fetch *req, uid_t owner, atomic_int *cancel,
 		f.deadline = clock_mono_ms() + req->timeout_ms;
 	memset(res, 0, sizeof *res);
 	f.owner = owner;
-	f.max_bytes = agentd_cfg->max_fetch_bytes;
+	f.max_bytes = fetch_max_bytes;
 	if (fileio_tmp_open(req->path, req->mkdir, owner, &t, err) != 0)
 		return (-1);
 	f.buf = malloc(FETCH_BUF);

@@ -42,6 +42,8 @@ struct fetch_result {
 	uint8_t		 sha256[32];
 };
 
+/* Set the largest download (--max-fetch-bytes), before any fetch_run(). */
+void	fetch_init(size_t max_bytes);
 /*
  * Download f->url into f->path: a temporary file in the target's folder
  * (made first with f->mkdir), checked against f->sha256 when given, then

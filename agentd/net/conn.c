@@ -63,13 +63,13 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "agentd.h"
 #include "config.h"
 #include "conn.h"
 #include "httpcore.h"
 #include "log.h"
 #include "outq.h"
 #include "proto.h"
+#include "stats.h"
 #include "util.h"
 #include "vsock.h"
 

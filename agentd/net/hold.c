@@ -7,7 +7,6 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "agentd.h"
 #include "hold.h"
 #include "http.h"
 #include "log.h"
@@ -24,8 +23,17 @@ struct hold {
 						   before HOLD_WATCH_AFTER_MS */
 };
 
+static struct event_base	*hold_base;	/* the loop */
+
 static void	hold_timer(evutil_socket_t, short, void *);
 static void	hold_closed(evutil_socket_t, short, void *);
+
+/* Set the loop the deadlines run on. */
+void
+hold_init(struct event_base *base)
+{
+	hold_base = base;
+}
 
 /* Hold a request (see hold.h). */
 struct hold *
@@ -40,7 +48,7 @@ hold_new(struct evhttp_request *req, int64_t ms, const struct hold_ops *ops,
 	h->ops = ops;
 	h->arg = arg;
 	h->deadline_ms = clock_mono_ms() + ms;
-	if ((h->timer = evtimer_new(agentd_base, hold_timer, h)) == NULL)
+	if ((h->timer = evtimer_new(hold_base, hold_timer, h)) == NULL)
 		fatal("%s: out of memory", __func__);
 	evtimer_add(h->timer, timeval_ms(&tv, ms < HOLD_WATCH_AFTER_MS ? ms :
 	    HOLD_WATCH_AFTER_MS));

@@ -16,6 +16,7 @@
 
 #define HOLD_WATCH_AFTER_MS	10	/* watch the client's close from then on */
 
+struct event_base;
 struct evhttp_request;
 struct hold;
 
@@ -29,6 +30,9 @@ struct hold_ops {
 	 */
 	void	(*gone)(void *arg);
 };
+
+/* Set the loop the deadlines run on (at the start). */
+void		 hold_init(struct event_base *);
 
 /* Hold req for ms at most. */
 struct hold	*hold_new(struct evhttp_request *req, int64_t ms,

@@ -29,12 +29,13 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
-#include "agentd.h"
 #include "config.h"
 #include "conn.h"
 #include "http.h"
 #include "httpcore.h"
 #include "log.h"
+#include "stats.h"
+#include "stop.h"
 #include "util.h"
 #include "vsock.h"
 

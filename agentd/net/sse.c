@@ -28,7 +28,6 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "agentd.h"
 #include "http.h"
 #include "log.h"
 #include "proto.h"
@@ -82,6 +81,7 @@ static int64_t			 sse_idle_ms;
 static uint8_t			*sse_buf;	/* a ring read's bytes */
 static size_t			 sse_buf_len;
 static struct ring_chunk	 sse_chunks[SSE_READ_CHUNKS];
+static struct event_base	*sse_base;	/* the loop */
 
 static struct sse *sse_open(struct http_req *, const char *, sse_pull_fn,
 		    sse_gone_fn, void *);
@@ -99,8 +99,10 @@ static void	sse_session_exit(struct sse_session *);
 
 /* Set the bounds. */
 void
-sse_init(size_t buffer_bytes, int64_t keepalive_ms, int64_t idle_timeout_ms)
+sse_init(struct event_base *base, size_t buffer_bytes, int64_t keepalive_ms,
+    int64_t idle_timeout_ms)
 {
+	sse_base = base;
 	sse_buffer_bytes = buffer_bytes;
 	sse_keepalive_ms = keepalive_ms;
 	sse_idle_ms = idle_timeout_ms;
@@ -204,7 +206,7 @@ sse_open(struct http_req *hr, const char *type, sse_pull_fn pull,
 	st->gone = gone;
 	st->arg = arg;
 	if ((st->frames = evbuffer_new()) == NULL ||
-	    (st->keepalive = event_new(agentd_base, -1, EV_PERSIST,
+	    (st->keepalive = event_new(sse_base, -1, EV_PERSIST,
 	    sse_keepalive_cb, st)) == NULL)
 		fatal("%s: out of memory", __func__);
 	evhttp_add_header(h, "Content-Type", type != NULL ? type :

@@ -37,8 +37,8 @@ typedef void (*sse_pull_fn)(struct sse *, void *arg);
 typedef void (*sse_gone_fn)(void *arg);
 
 /* Set the bounds: --sse-buffer, --sse-keepalive, --idle-timeout. */
-void	 sse_init(size_t buffer_bytes, int64_t keepalive_ms,
-	    int64_t idle_timeout_ms);
+void	 sse_init(struct event_base *, size_t buffer_bytes,
+	    int64_t keepalive_ms, int64_t idle_timeout_ms);
 /* Set the encoding of streams that name none: --encoding (PROTO_ENC_*). */
 void	 sse_set_encoding(int encoding);
 

@@ -25,7 +25,6 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
-#include "agentd.h"
 #include "cgroup.h"
 #include "log.h"
 #include "pty.h"
@@ -33,6 +32,8 @@
 #include "session.h"
 #include "session_int.h"
 #include "spawner.h"
+#include "stats.h"
+#include "stop.h"
 #include "util.h"
 
 #define SESSION_PATH_DEFAULT \

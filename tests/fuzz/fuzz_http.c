@@ -390,6 +390,12 @@ files_route(struct http_req *hr)
 	http_reply(hr->req, 200, &b);
 }
 
+/* Nothing to set up: no files call runs here. */
+void
+files_init(struct event_base *base, const struct config *c)
+{
+}
+
 /* No files call runs here (for /metrics). */
 void
 files_running(size_t *calls, size_t *fetches)
@@ -401,7 +407,7 @@ files_running(size_t *calls, size_t *fetches)
 
 /* No filesystem.Filesystem methods. */
 void
-fs_register(const struct config *c)
+fs_register(struct event_base *b, const struct config *c)
 {
 }
 
@@ -413,7 +419,7 @@ fs_free(void)
 
 /* No /files routes. */
 void
-envfiles_register(void)
+envfiles_register(const struct config *c)
 {
 }
 

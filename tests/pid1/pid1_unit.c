@@ -20,7 +20,6 @@
 
 #include <check.h>
 
-#include "agentd.h"
 #include "config.h"
 #include "log.h"
 #include "kmod.h"
