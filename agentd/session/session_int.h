@@ -1,7 +1,9 @@
 /*
- * session_int.h -- the session's insides, shared by session.c and
- * sessionsave.c (an upgrade's hand-over of the table) only.  Nothing else
- * includes this: the rest of agentd goes through session.h.
+ * session_int.h -- what the files of a session's life share (session.c,
+ * create.c, capture.c, stdin.c, kill.c, reap.c; and sessionsave.c, an
+ * upgrade's hand-over of the table): the session's struct, the
+ * table and its limits.  Private: nobody else includes it (session.h is the
+ * contract).  Made by split.py from session.c's top.
  */
 #ifndef AGENTD_SESSION_INT_H
 #define AGENTD_SESSION_INT_H
@@ -9,17 +11,18 @@
 #include <sys/queue.h>
 #include <sys/types.h>
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cgroup.h"
 #include "proto.h"
 #include "ringbuf.h"
+#include "session.h"
+
+#define SESSION_HUP_POLL_MIN_MS	10	/* first look at a hung-up master */
 
 #define SESSION_CARRY_MAX	3	/* bytes of a UTF-8 sequence a full
 					   joined chunk hands to the next */
-
-struct event;
-struct evbuffer;
 
 /* One output fd of a session: the PTY master, or stdout or stderr. */
 struct session_out {
@@ -104,7 +107,66 @@ struct session {
 					   2: which agentd's reaper reaped */
 };
 
+/*
+ * A removed session's leader, kept unreaped (alive, or a zombie) so that its
+ * pid, which is the group's id, cannot be reused before the group's SIGKILL.
+ */
+struct session_corpse {
+	LIST_ENTRY(session_corpse) entry;
+	pid_t		 pid;		/* its leader, or 0: a cgroup alone */
+	int		 reaped;	/* the status is in */
+	int		 killed;	/* the SIGKILL went out */
+	int		 wide;		/* SIGKILL every group of the session */
+	int		 fds[2];	/* output kept open, unread, or -1 */
+	struct cgroup	*cg;		/* the session's cgroup, or NULL */
+	struct event	*kill_ev;
+};
 
+extern TAILQ_HEAD(sessions_head, session)	 sessions;
+extern LIST_HEAD(corpses_head, session_corpse) corpses;
+extern struct event		*sweep_ev;
+extern struct event_base	*session_base;	/* the capture loop */
+extern struct session_limits	 limits;
+extern struct event		*turn_ev;	/* ends a loop turn's count */
+extern int			 turn_open;	/* turn_ev is active */
+extern size_t			 nrunning;
+extern uint64_t			 ring_total;	/* bytes of every ring */
+extern uint64_t			 kept_total;	/* bytes of session_bytes(),
+						   every session's and pending */
+extern uint64_t			 next_seq;
+extern int			 removing_all;	/* in session_remove_all() */
+
+void	session_notify(struct session *, int);
+void	session_strv_free(char **);
+void	session_read_cb(evutil_socket_t, short, void *);
+int	session_capture(struct session_out *, size_t budget);
+void	session_pipe_size(struct session *, int);
+int	session_pipe_exempt(void);
+void	session_turn_cb(evutil_socket_t, short, void *);
+void	session_publish(struct session *);
+void	session_close_out(struct session_out *);
+void	session_write_cb(evutil_socket_t, short, void *);
+void	session_close_stdin(struct session *);
+void	session_timeout_cb(evutil_socket_t, short, void *);
+void	session_kill_cb(evutil_socket_t, short, void *);
+void	session_drain_cb(evutil_socket_t, short, void *);
+void	session_ttl_cb(evutil_socket_t, short, void *);
+void	session_check_exit(struct session *, int capped);
+void	session_timer_add(struct event *, int64_t ms);
+int	session_waitid(pid_t, int *status);
+void	session_status_in(struct session *, int status);
+void	session_hup_cb(evutil_socket_t, short, void *);
+void	session_bury(struct session *, int64_t ms);
+void	session_corpse_cb(evutil_socket_t, short, void *);
+void	session_bury_cgroup(struct cgroup *);
+void	session_corpse_free(struct session_corpse *, int reap);
+void	session_sweep_soon(int fresh);
+void	session_sweep_cb(evutil_socket_t, short, void *);
+void	session_usage_read(struct session *, int force);
+
+/*
+ * The hand-over of an upgrade (sessionsave.c, which includes this too).
+ */
 /* A session restored by an upgrade: its timers, as time left (-1: none). */
 struct session_timers {
 	int64_t		 timeout_ms;	/* timeout_ms's SIGTERM */
