@@ -15,15 +15,13 @@
  * with -Wl,--wrap=evhttp_connection_set_closecb, and on connections of ours
  * the wrapper records theirs, which ours calls first.
  *
- * Admission.  With a token configured, a TCP or vsock connection is
- * unproven until a request on it carries the token; without one, vsock
- * serves only the host's and this machine's CIDs (vsock.h).  One
- * connection too many closes the oldest unproven one instead of being
- * refused (conn_evict), and one peer
+ * Admission.  With a token configured, a TCP connection is unproven until
+ * a request on it carries the token.  One connection too many closes the
+ * oldest unproven one instead of being refused (conn_evict), and one peer
  * holds at most --max-peer-unproven of them (conn_peer_add): idle peers
  * cannot lock the platform out.
  *
- * The gate (conn_gate, below).  Each request's head is held back from
+ * The gate (conn_gate, in gate.c).  Each request's head is held back from
  * evhttp until it is whole, and checked: refusals are JSON, and no body
  * byte is read before the token.
  *
@@ -41,6 +39,7 @@
  * (a long-poll) no deadline runs.  evhttp's own timeout (--idle-timeout)
  * cuts a connection that stays silent, or that stops reading an answer.
  */
+
 #include <sys/ioctl.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -65,6 +64,7 @@
 
 #include "config.h"
 #include "conn.h"
+#include "conn_int.h"
 #include "httpcore.h"
 #include "log.h"
 #include "outq.h"
@@ -75,122 +75,20 @@
 
 #define CONN_INFLIGHT_MIN	(64u << 20) /* bytes of requests in flight, all
 					   connections together, at least */
-#define CONN_LINGER_MS		2000	/* a refused connection's input is
-					   read and dropped this long */
-#define CONN_HEADER_COST	128	/* bytes evhttp allocates for a header
-					   line besides its text */
-#define CONN_CHUNK_LINE_MAX	1024	/* bytes of a chunk-size line */
 #define CONN_PEER_BUCKETS	4096	/* hash buckets of peers */
 #define CONN_EVICT_SCAN		64	/* unproven connections looked at for
 					   one that gives way, oldest first */
 #define CONN_TRIM_BYTES		(8u << 20) /* in flight once, trim after */
 #define CONN_TRIM_MS		200	/* trim this long after the drop */
-#define CONN_URI_STACK		256	/* bytes of a request target checked
-					   without a malloc */
 #define CONN_POOLS_MAX		8	/* evhttps: APIs times transports */
 #define CONN_VSOCK_LOG_MAX	64	/* vsock connections logged ... */
 #define CONN_VSOCK_LOG_MS	10000	/* ... per this long */
-#define CONN_HOLD_COPY_MAX	4096	/* bytes of a read copied into the held
-					   bytes; larger reads move whole */
 
-/* Where a connection is in its request, for the gate (conn_gate). */
-enum conn_state {
-	CONN_HEAD,		/* a request's head, held back from evhttp */
-	CONN_BODY,		/* what follows goes to evhttp as it is */
-	CONN_CHUNK_SIZE,	/* a chunk-size line, held until whole */
-	CONN_CHUNK_DATA,	/* chunk_left bytes of a chunk pass */
-	CONN_CHUNK_END,		/* the line end after a chunk's data */
-	CONN_TRAILER,		/* trailer lines pass, up to an empty one */
-	CONN_DRAIN,		/* refused: input is dropped until the close */
-};
-
-/* What the gate takes from a request's head. */
-struct conn_head {
-	int		 minor;		/* HTTP/1.minor (a higher one: 1) */
-	size_t		 version_at;	/* the minor digit to rewrite to '1'
-					   (HTTP/1.2 and up), or 0 */
-	int		 nhost;
-	const char	*host;		/* not NUL-terminated */
-	size_t		 host_len;
-	const char	*origin;
-	size_t		 origin_len;
-	const char	*fetch_site;
-	size_t		 fetch_site_len;
-	const char	*auth;		/* Authorization */
-	size_t		 auth_len;
-	const char	*xtoken;	/* X-Access-Token */
-	size_t		 xtoken_len;
-	int64_t		 content_length; /* -1: none */
-	int		 chunked;
-	int		 nte;		/* Transfer-Encoding headers */
-	int		 expect;	/* 0; 1: 100-continue; 2: another */
-};
-
-/* Why the gate refuses a request. */
-struct conn_refusal {
-	int	 status;
-	char	 code[32];
-	char	 message[160];
-};
-
-/* The connections of one evhttp. */
-struct conn_pool {
-	enum conn_transport transport;
-	int		 unix_socket;	/* transport == CONN_UNIX */
-	int		 own_auth;	/* its routes check the token (envd) */
-	size_t		 nconns;	/* counted against --max-connections */
-	uint64_t	 rejected;	/* closed at once: one too many */
-	/* TCP with a token: connections no request with it came on yet. */
-	TAILQ_HEAD(, conn) unproven;
-};
-
-/* A peer address (IPv6: a /64) and its connections without the token. */
-struct conn_peer {
-	LIST_ENTRY(conn_peer)	 entry;
-	uint8_t			 key[16];
-	size_t			 n;
-	TAILQ_HEAD(, conn)	 conns;		/* oldest first */
-};
 LIST_HEAD(conn_peers, conn_peer);
 
-/* One accepted connection. */
-struct conn {
-	TAILQ_ENTRY(conn)	 entry;		/* on conn_pending, then conn_shed */
-	struct conn_pool	*pool;
-	struct bufferevent	*bev;
-	struct evhttp_connection *evcon;	/* NULL until set up */
-	int			 fd;
-	struct event		*deadline;	/* header timeout */
-	struct evbuffer_cb_entry *incb;		/* counts what arrives */
-	struct outq_conn	*outcb;		/* counts answers held (outq) */
-	size_t			 pending;	/* bytes read since the last answer */
-	int			 busy;		/* a handler holds its request */
-	int			 shed;		/* on conn_shed: 413 or 503 */
-	int			 loopback;	/* its local address is */
-	int			 vsock_trusted;	/* vsock: the host or local */
-	int			 unproven;	/* on the pool's unproven list */
-	TAILQ_ENTRY(conn)	 uentry;	/* on the pool's unproven list */
-	struct conn_peer	*peer;		/* while unproven */
-	TAILQ_ENTRY(conn)	 pentry;	/* on the peer's list */
-	enum conn_state		 state;
-	struct evbuffer		*held;		/* bytes held back from evhttp */
-	size_t			 scanned;	/* of held, whole lines */
-	size_t			 searched;	/* of held, no line end in it */
-	uint64_t		 nlines;	/* of the head, or trailer */
-	uint64_t		 chunk_left;	/* bytes of the chunk to pass */
-	uint64_t		 chunked_total;	/* bytes of the chunked body */
-	size_t			 head_bytes;	/* of the head and trailer: evhttp
-						   takes HTTP_HEADERS_MAX in all */
-	int			 releasing;	/* the gate adds to the input */
-	/* Another close callback set on this connection (files.c's). */
-	void			(*closecb)(struct evhttp_connection *, void *);
-	void			*closecb_arg;
-};
-TAILQ_HEAD(conns, conn);
-
 static struct event_base	*conn_base;	/* the loop (conn_start's) */
-static const struct config	*cfg;
-static struct conn_pool		*pools[CONN_POOLS_MAX];	/* every evhttp's */
+const struct config	*conn_cfg;
+static struct conn_pool		*conn_pools[CONN_POOLS_MAX];	/* every evhttp's */
 static size_t			 npools;
 /* Connections accepted but not yet set up (conn_setup_cb's work). */
 static struct conns	 conn_pending = TAILQ_HEAD_INITIALIZER(conn_pending);
@@ -198,11 +96,11 @@ static struct event	*conn_setup_ev;
 /* Connections to close for the pending budget (conn_shed_cb's work). */
 static struct conns	 conn_shed = TAILQ_HEAD_INITIALIZER(conn_shed);
 static struct event	*conn_shed_ev;
-static uint64_t		 conn_inflight;	/* bytes, every connection's */
+uint64_t		 conn_inflight;	/* bytes, every connection's */
 static uint64_t		 conn_inflight_max;
 static uint64_t		 conn_request_max; /* bytes, evhttp's largest */
 static uint64_t		 conn_shed_count;
-static uint64_t		 conn_refused;	/* by the gate */
+uint64_t		 conn_refused;	/* by the gate */
 static uint64_t		 conn_evicted;	/* unproven, for a new connection */
 static struct conn_peers conn_peers[CONN_PEER_BUCKETS];
 static uint64_t		 conn_inflight_high; /* bytes, since the last trim */
@@ -218,49 +116,22 @@ void	__wrap_evhttp_connection_set_closecb(struct evhttp_connection *,
 	    void (*)(struct evhttp_connection *, void *), void *);
 
 static void		 conn_setup_cb(evutil_socket_t, short, void *);
-static void		 conn_hold(struct conn *, struct evbuffer *);
 static void		 conn_setup(struct conn *);
 static void		 conn_closed(struct evhttp_connection *, void *);
 static void		 conn_deadline(evutil_socket_t, short, void *);
-static void		 conn_arm(struct conn *, int64_t ms);
 static struct conn	*conn_of(struct evhttp_connection *);
 static void		 conn_request_done(struct evhttp_request *, void *);
 static void		 conn_reject(struct conn *);
 static void		 conn_input(struct evbuffer *,
 			    const struct evbuffer_cb_info *, void *);
 static void		 conn_shed_cb(evutil_socket_t, short, void *);
-static void		 conn_send_error(struct conn *, int status,
-			    const char *code, const char *message);
-static void		 conn_gate(struct conn *, struct evbuffer *,
-			    size_t keep);
-static int		 conn_head_step(struct conn *, struct evbuffer *);
-static int		 conn_chunk_step(struct conn *, struct evbuffer *);
-static int		 conn_trailer_ok(const char *, size_t);
-static void		 conn_admit(struct conn *, struct evbuffer *,
-			    size_t len);
-static int		 conn_parse(const char *, size_t, struct conn_head *,
-			    struct conn_refusal *);
-static int		 conn_policy(struct conn *, const struct conn_head *,
-			    struct conn_refusal *);
-static void		 conn_release(struct conn *, struct evbuffer *,
-			    size_t len);
-static void		 conn_refuse(struct conn *, const struct conn_refusal *);
-static void		 conn_prove(struct conn *);
 static int		 conn_evict(struct conn *);
 static int		 conn_silent(struct conn *, struct conn *);
 static int		 conn_is_loopback(int fd);
 static int64_t		 conn_timeout(struct conn *, int64_t ms);
 static void		 conn_peer_add(struct conn *);
 static void		 conn_peer_drop(struct conn *);
-static void		 conn_uncount(struct conn *);
 static void		 conn_trim_cb(evutil_socket_t, short, void *);
-static int		 conn_refusal(struct conn_refusal *, int status,
-			    const char *code, const char *fmt, ...)
-			    __attribute__((format(printf, 4, 5)));
-static int		 conn_tchar(int);
-static int		 conn_is(const char *, size_t, const char *);
-static int		 conn_host_local(const char *, size_t);
-static int		 conn_origin_same(const struct conn_head *);
 static char		*conn_peer_name(struct conn *, char *, size_t);
 static void		 conn_log_vsock(struct conn *);
 
@@ -269,14 +140,14 @@ void
 conn_start(struct event_base *base, const struct config *c)
 {
 	conn_base = base;
-	cfg = c;
+	conn_cfg = c;
 	if ((conn_setup_ev = event_new(conn_base, -1, 0, conn_setup_cb,
 	    NULL)) == NULL || (conn_shed_ev = event_new(conn_base, -1, 0,
 	    conn_shed_cb, NULL)) == NULL || (conn_trim_ev = evtimer_new(
 	    conn_base, conn_trim_cb, NULL)) == NULL)
 		fatal("%s: out of memory", __func__);
 	/* Two requests of evhttp's largest always fit. */
-	conn_request_max = 2 * cfg->max_body + HTTP_BODY_SLACK +
+	conn_request_max = 2 * conn_cfg->max_body + HTTP_BODY_SLACK +
 	    HTTP_HEADERS_MAX;
 	conn_inflight_max = 2 * conn_request_max;
 	if (conn_inflight_max < CONN_INFLIGHT_MIN)
@@ -296,7 +167,7 @@ conn_pool_new(enum conn_transport transport, int own_auth)
 	p->unix_socket = transport == CONN_UNIX;
 	p->own_auth = own_auth;
 	TAILQ_INIT(&p->unproven);
-	pools[npools++] = p;
+	conn_pools[npools++] = p;
 	return (p);
 }
 
@@ -338,8 +209,8 @@ conn_stop(void)
 	conn_by_fd = NULL;
 	conn_by_fd_len = 0;
 	for (i = 0; i < npools; i++) {
-		free(pools[i]);
-		pools[i] = NULL;
+		free(conn_pools[i]);
+		conn_pools[i] = NULL;
 	}
 	npools = 0;
 }
@@ -445,25 +316,25 @@ conn_setup(struct conn *c)
 	}
 	if (!c->pool->unix_socket) {
 		c->loopback = conn_is_loopback(c->fd);
-		if (cfg->token != NULL) {
+		if (conn_cfg->token != NULL) {
 			TAILQ_INSERT_TAIL(&c->pool->unproven, c, uentry);
 			c->unproven = 1;
 			conn_peer_add(c);
 		}
 	}
-	if (c->pool->nconns > cfg->max_connections && conn_evict(c) != 0) {
+	if (c->pool->nconns > conn_cfg->max_connections && conn_evict(c) != 0) {
 		conn_reject(c);
 		return;
 	}
-	conn_arm(c, conn_timeout(c, cfg->header_timeout_ms));
+	conn_arm(c, conn_timeout(c, conn_cfg->header_timeout_ms));
 }
 
 /* A deadline of ms, or the shorter pre-auth one while c is unproven. */
 static int64_t
 conn_timeout(struct conn *c, int64_t ms)
 {
-	if (c->unproven && cfg->preauth_timeout_ms < ms)
-		return (cfg->preauth_timeout_ms);
+	if (c->unproven && conn_cfg->preauth_timeout_ms < ms)
+		return (conn_cfg->preauth_timeout_ms);
 	return (ms);
 }
 
@@ -499,7 +370,7 @@ conn_evict(struct conn *c)
 		    "closing fd %d (%s), which sent no token yet (%llu so far)",
 		    __func__, c->pool->nconns - 1,
 		    conn_transport_name(c->pool->transport),
-		    (unsigned long long)cfg->max_connections, v->fd,
+		    (unsigned long long)conn_cfg->max_connections, v->fd,
 		    conn_peer_name(v, name, sizeof name),
 		    (unsigned long long)conn_evicted);
 	conn_send_error(v, 503, "too_many_connections", "--max-connections "
@@ -547,7 +418,7 @@ conn_is_loopback(int fd)
 }
 
 /* A request came with the token: the connection is never evicted. */
-static void
+void
 conn_prove(struct conn *c)
 {
 	if (!c->unproven)
@@ -610,7 +481,7 @@ conn_peer_add(struct conn *c)
 	}
 	c->peer = p;
 	TAILQ_INSERT_TAIL(&p->conns, c, pentry);
-	if (++p->n <= cfg->max_peer_unproven)
+	if (++p->n <= conn_cfg->max_peer_unproven)
 		return;
 	TAILQ_FOREACH(v, &p->conns, pentry) {
 		if (conn_silent(v, c))
@@ -661,7 +532,7 @@ conn_reject(struct conn *c)
 		log_warn("%s: %zu %s connections (--max-connections %llu): "
 		    "closing new ones, fd %d (%s) now (%llu so far)", __func__,
 		    c->pool->nconns - 1, conn_transport_name(c->pool->transport),
-		    (unsigned long long)cfg->max_connections, c->fd,
+		    (unsigned long long)conn_cfg->max_connections, c->fd,
 		    conn_peer_name(c, name, sizeof name),
 		    (unsigned long long)c->pool->rejected);
 	conn_send_error(c, 503, "too_many_connections",
@@ -674,7 +545,7 @@ conn_reject(struct conn *c)
  * unless evhttp has an answer of its own under way; best effort: a full
  * socket buffer, or unread bytes that make the close a reset, may lose it.
  */
-static void
+void
 conn_send_error(struct conn *c, int status, const char *code,
     const char *message)
 {
@@ -823,7 +694,7 @@ conn_shed_cb(evutil_socket_t fd, short events, void *arg)
  * 60 connections' bodies stayed after they closed): trim it a moment
  * later, once for a burst of closes.  musl gives it back by itself.
  */
-static void
+void
 conn_uncount(struct conn *c)
 {
 	struct timeval	tv = { 0, CONN_TRIM_MS * 1000 };
@@ -847,7 +718,7 @@ conn_trim_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /* Start (or restart) the connection's deadline. */
-static void
+void
 conn_arm(struct conn *c, int64_t ms)
 {
 	struct timeval	tv;
@@ -942,8 +813,8 @@ conn_request_done(struct evhttp_request *req, void *arg)
 	c->pending = evbuffer_get_length(in) +
 	    (c->held != NULL ? evbuffer_get_length(c->held) : 0);
 	conn_inflight += c->pending;
-	conn_arm(c, conn_timeout(c, cfg->idle_timeout_ms +
-	    cfg->header_timeout_ms));
+	conn_arm(c, conn_timeout(c, conn_cfg->idle_timeout_ms +
+	    conn_cfg->header_timeout_ms));
 	if (c->state == CONN_DRAIN)
 		return;
 	/*
@@ -956,609 +827,6 @@ conn_request_done(struct evhttp_request *req, void *arg)
 	c->nlines = 0;
 	if (evbuffer_get_length(in) > 0)
 		conn_gate(c, in, 0);
-}
-
-/*
- * Move what is in in to the held bytes.  Small reads are copied into the
- * free room of held's last chain: moving them would keep a chain of at
- * least 1 KiB per read, and a head sent a byte at a time would cost a
- * kilobyte a byte where the budget counts one.
- */
-static void
-conn_hold(struct conn *c, struct evbuffer *in)
-{
-	size_t		 n = evbuffer_get_length(in);
-	unsigned char	*p;
-
-	if (n >= CONN_HOLD_COPY_MAX) {
-		evbuffer_add_buffer(c->held, in);
-		return;
-	}
-	if (n == 0)
-		return;
-	if ((p = evbuffer_pullup(in, n)) == NULL ||
-	    evbuffer_add(c->held, p, n) != 0)
-		fatal("%s: out of memory", __func__);
-	evbuffer_drain(in, n);
-}
-
-/*
- * The gate.  evhttp parses a head as it arrives and keeps every header line
- * it reads (~110 bytes of heap each, whatever the line's size), answers
- * 100 Continue before anyone saw the request, and its own errors are HTML.
- * So a request's head is held back here until it is whole: it is checked
- * (syntax, header count, Host, Origin, the token if it has a body, the body's
- * size, Expect) and refused with a JSON answer, or handed to evhttp.  A
- * chunked body passes through the gate too, a chunk-size line at a time
- * (extensions are dropped; evhttp does not parse them).  Runs in the input
- * buffer's callback, before evhttp's read callback sees the bytes; keep
- * bytes at the front of in were handed on already.
- */
-static void
-conn_gate(struct conn *c, struct evbuffer *in, size_t keep)
-{
-	struct evbuffer	*front;
-	size_t		 len;
-
-	if (c->state == CONN_BODY)
-		return;
-	if (c->held == NULL && (c->held = evbuffer_new()) == NULL)
-		fatal("%s: out of memory", __func__);
-	if (keep == 0)
-		conn_hold(c, in);
-	else {
-		/* What was handed on before and evhttp has not read stays. */
-		if ((front = evbuffer_new()) == NULL)
-			fatal("%s: out of memory", __func__);
-		evbuffer_remove_buffer(in, front, keep);
-		conn_hold(c, in);
-		c->releasing = 1;
-		evbuffer_prepend_buffer(in, front);
-		c->releasing = 0;
-		evbuffer_free(front);
-	}
-	while ((len = evbuffer_get_length(c->held)) > 0) {
-		switch (c->state) {
-		case CONN_BODY:
-			conn_release(c, in, len);
-			return;
-		case CONN_DRAIN:
-			evbuffer_drain(c->held, len);
-			return;
-		case CONN_HEAD:
-			if (conn_head_step(c, in) == 0)
-				return;
-			break;
-		default:
-			if (conn_chunk_step(c, in) == 0)
-				return;
-			break;
-		}
-	}
-}
-
-/*
- * Hand len bytes held to evhttp.  A socket bufferevent's input is frozen
- * at its end but while it reads: when the gate runs after an answer
- * (conn_request_done), it is thawed for the move.
- */
-static void
-conn_release(struct conn *c, struct evbuffer *in, size_t len)
-{
-	c->releasing = 1;
-	if (evbuffer_remove_buffer(c->held, in, len) == -1) {
-		evbuffer_unfreeze(in, 0);
-		evbuffer_remove_buffer(c->held, in, len);
-		evbuffer_freeze(in, 0);
-	}
-	c->releasing = 0;
-}
-
-/*
- * Refuse a request: answer it, stop writing, and drop what the client
- * still sends until it closes or CONN_LINGER_MS pass (a close with unread
- * bytes would reset the connection, and the answer with it).
- */
-static void
-conn_refuse(struct conn *c, const struct conn_refusal *r)
-{
-	conn_refused++;
-	log_debug("%s: fd %d: %d %s", __func__, c->fd, r->status, r->code);
-	conn_send_error(c, r->status, r->code, r->message);
-	if (c->fd >= 0)
-		shutdown(c->fd, SHUT_WR);
-	c->state = CONN_DRAIN;
-	evbuffer_drain(c->held, evbuffer_get_length(c->held));
-	conn_uncount(c);
-	conn_arm(c, CONN_LINGER_MS);
-}
-
-/* Fill a refusal. */
-static int
-conn_refusal(struct conn_refusal *r, int status, const char *code,
-    const char *fmt, ...)
-{
-	va_list	ap;
-
-	r->status = status;
-	snprintf(r->code, sizeof r->code, "%s", code);
-	va_start(ap, fmt);
-	vsnprintf(r->message, sizeof r->message, fmt, ap);
-	va_end(ap);
-	return (-1);
-}
-
-/*
- * One more line of a head: count it; at the empty line that ends it,
- * admit or refuse the request.  Returns 0 when more bytes are needed.
- */
-static int
-conn_head_step(struct conn *c, struct evbuffer *in)
-{
-	struct conn_refusal	 r;
-	struct evbuffer_ptr	 p;
-	size_t			 len = evbuffer_get_length(c->held);
-	char			 cr = '\0', first;
-
-	/*
-	 * A request starts with a method (a token) or an empty line: anything
-	 * else (a TLS handshake of an https:// client) is refused at once,
-	 * not left to wait for a line end until the header timeout.
-	 */
-	if (c->scanned == 0 && len > 0 &&
-	    evbuffer_copyout(c->held, &first, 1) == 1 && first != '\r' &&
-	    first != '\n' && !conn_tchar((unsigned char)first)) {
-		conn_refusal(&r, 400, "invalid_request", "not an HTTP request "
-		    "(TLS? agentd speaks plain HTTP)");
-		conn_refuse(c, &r);
-		return (1);
-	}
-
-	/* Search each byte once, whatever the size of the reads. */
-	if (c->searched < c->scanned)
-		c->searched = c->scanned;
-	if (evbuffer_ptr_set(c->held, &p, c->searched, EVBUFFER_PTR_SET) == 0)
-		p = evbuffer_search(c->held, "\n", 1, &p);
-	else
-		p.pos = -1;
-	if (p.pos == -1) {
-		c->searched = len;
-		if (len <= HTTP_HEADERS_MAX)
-			return (0);
-		conn_refusal(&r, 431, "headers_too_large", "the request line "
-		    "and headers are over %d bytes", HTTP_HEADERS_MAX);
-		conn_refuse(c, &r);
-		return (1);
-	}
-	if ((size_t)p.pos == c->scanned + 1) {
-		evbuffer_ptr_set(c->held, &p, c->scanned, EVBUFFER_PTR_SET);
-		evbuffer_copyout_from(c->held, &p, &cr, 1);
-		evbuffer_ptr_set(c->held, &p, c->scanned + 1, EVBUFFER_PTR_SET);
-	}
-	if ((size_t)p.pos == c->scanned || cr == '\r') {
-		if (c->nlines == 0) {	/* an empty line before a request */
-			evbuffer_drain(c->held, (size_t)p.pos + 1);
-			c->scanned = c->searched = 0;
-		} else
-			conn_admit(c, in, (size_t)p.pos + 1);
-		return (1);
-	}
-	c->scanned = (size_t)p.pos + 1;
-	if (++c->nlines > cfg->max_headers + 1)
-		conn_refusal(&r, 431, "headers_too_large", "more than %llu "
-		    "header lines (--max-headers)",
-		    (unsigned long long)cfg->max_headers);
-	else if (c->scanned > HTTP_HEADERS_MAX)
-		conn_refusal(&r, 431, "headers_too_large", "the request line "
-		    "and headers are over %d bytes", HTTP_HEADERS_MAX);
-	else
-		return (1);
-	conn_refuse(c, &r);
-	return (1);
-}
-
-/* A whole head of len bytes is held: check it, then hand it to evhttp. */
-static void
-conn_admit(struct conn *c, struct evbuffer *in, size_t len)
-{
-	struct conn_head	 h;
-	struct conn_refusal	 r;
-	const char		*p;
-
-	if ((p = (const char *)evbuffer_pullup(c->held, len)) == NULL)
-		fatal("%s: out of memory", __func__);
-	if (conn_parse(p, len, &h, &r) != 0 || conn_policy(c, &h, &r) != 0) {
-		conn_refuse(c, &r);
-		return;
-	}
-	if (h.version_at != 0)
-		((char *)(uintptr_t)p)[h.version_at] = '1';	/* held: ours */
-	/* What evhttp will allocate for the lines counts, not their bytes. */
-	c->pending += c->nlines * CONN_HEADER_COST;
-	conn_inflight += c->nlines * CONN_HEADER_COST;
-	c->state = h.chunked ? CONN_CHUNK_SIZE : CONN_BODY;
-	c->scanned = c->searched = 0;
-	c->nlines = 0;
-	c->chunked_total = 0;
-	c->head_bytes = len;
-	conn_release(c, in, len);
-}
-
-/* Whether c is a character of an HTTP token (a method, a header name). */
-static int
-conn_tchar(int ch)
-{
-	return ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	    (ch >= '0' && ch <= '9') || (ch != '\0' &&
-	    strchr("!#$%&'*+-.^_`|~", ch) != NULL));
-}
-
-/* Whether a header's name is name. */
-static int
-conn_is(const char *p, size_t len, const char *name)
-{
-	return (len == strlen(name) && strncasecmp(p, name, len) == 0);
-}
-
-/* Take a request's head apart; -1 with a refusal when it is malformed. */
-static int
-conn_parse(const char *p, size_t len, struct conn_head *h,
-    struct conn_refusal *r)
-{
-	const char	*end = p + len, *eol, *le, *sp1, *sp2, *colon, *v, *ve;
-	const char	*q;
-	char		 uri_stack[CONN_URI_STACK], *uri = uri_stack;
-	struct evhttp_uri *u;
-	int64_t		 n;
-
-	memset(h, 0, sizeof *h);
-	h->content_length = -1;
-
-	/* METHOD SP request-target SP HTTP/1.x */
-	eol = memchr(p, '\n', end - p);
-	le = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
-	sp1 = memchr(p, ' ', le - p);
-	sp2 = memrchr(p, ' ', le - p);
-	if (sp1 == NULL || sp1 == p || sp2 == sp1 || sp2 == sp1 + 1)
-		return (conn_refusal(r, 400, "invalid_request",
-		    "malformed request line"));
-	for (q = p; q < sp1; q++) {
-		if (!conn_tchar((unsigned char)*q))
-			return (conn_refusal(r, 400, "invalid_request",
-			    "malformed method"));
-	}
-	/*
-	 * HTTP/1.x with x > 1 is served as HTTP/1.1, the highest minor
-	 * version known (RFC 9110 2.5): conn_admit() rewrites the digit, and
-	 * evhttp answers in 1.1.  Another major version is 505.
-	 */
-	if (le - sp2 - 1 == 8 && strncmp(sp2 + 1, "HTTP/1.", 7) == 0 &&
-	    sp2[8] >= '0' && sp2[8] <= '9') {
-		h->minor = sp2[8] - '0';
-		h->version_at = sp2[8] > '1' ? (size_t)(sp2 + 8 - p) : 0;
-		if (h->minor > 1)
-			h->minor = 1;
-	} else if (le - sp2 - 1 == 8 && strncmp(sp2 + 1, "HTTP/", 5) == 0 &&
-	    sp2[6] >= '0' && sp2[6] <= '9' && sp2[7] == '.' &&
-	    sp2[8] >= '0' && sp2[8] <= '9')
-		return (conn_refusal(r, 505, "http_version_not_supported",
-		    "HTTP/%c.%c: only HTTP/1.x is served", sp2[6], sp2[8]));
-	else
-		return (conn_refusal(r, 400, "invalid_request",
-		    "malformed request line"));
-	for (q = sp1 + 1; q < sp2; q++) {
-		if ((unsigned char)*q <= ' ' || *q == 0x7f)
-			return (conn_refusal(r, 400, "invalid_request",
-			    "malformed request target"));
-	}
-	/* evhttp answers a target it cannot parse with HTML. */
-	if (sp2 - sp1 > CONN_URI_STACK)
-		uri = xmalloc(sp2 - sp1);
-	memcpy(uri, sp1 + 1, sp2 - sp1 - 1);
-	uri[sp2 - sp1 - 1] = '\0';
-	u = strlen(uri) == (size_t)(sp2 - sp1 - 1) ?
-	    evhttp_uri_parse_with_flags(uri, EVHTTP_URI_NONCONFORMANT) : NULL;
-	if (uri != uri_stack)
-		free(uri);
-	if (u == NULL)
-		return (conn_refusal(r, 400, "invalid_request",
-		    "malformed request target"));
-	evhttp_uri_free(u);
-
-	for (p = eol + 1; p < end; p = eol + 1) {
-		eol = memchr(p, '\n', end - p);
-		le = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
-		if (le == p)
-			break;		/* the empty line */
-		if (*p == ' ' || *p == '\t')
-			return (conn_refusal(r, 400, "invalid_request",
-			    "a folded header line"));
-		/* RFC 9112 2.2, 5: evhttp would cut a value at a NUL. */
-		if (memchr(p, '\0', le - p) != NULL ||
-		    memchr(p, '\r', le - p) != NULL)
-			return (conn_refusal(r, 400, "invalid_request",
-			    "a NUL or bare CR in a header line"));
-		if ((colon = memchr(p, ':', le - p)) == NULL || colon == p)
-			return (conn_refusal(r, 400, "invalid_request",
-			    "a header line without a name"));
-		for (q = p; q < colon; q++) {
-			if (!conn_tchar((unsigned char)*q))
-				return (conn_refusal(r, 400, "invalid_request",
-				    "a malformed header name"));
-		}
-		for (v = colon + 1; v < le && (*v == ' ' || *v == '\t'); v++)
-			;
-		/* evhttp skips only spaces: a tab there would frame apart. */
-		if (memchr(colon + 1, '\t', v - (colon + 1)) != NULL &&
-		    (conn_is(p, colon - p, "Content-Length") ||
-		    conn_is(p, colon - p, "Transfer-Encoding")))
-			return (conn_refusal(r, 400, "invalid_request",
-			    "a tab before a framing header's value"));
-		for (ve = le; ve > v && (ve[-1] == ' ' || ve[-1] == '\t'); ve--)
-			;
-		if (conn_is(p, colon - p, "Host")) {
-			h->nhost++;
-			h->host = v;
-			h->host_len = ve - v;
-		} else if (conn_is(p, colon - p, "Content-Length")) {
-			for (n = 0, q = v; q < ve && *q >= '0' && *q <= '9' &&
-			    n < (INT64_MAX - 9) / 10; q++)
-				n = n * 10 + (*q - '0');
-			if (q == v || q != ve || (h->content_length != -1 &&
-			    h->content_length != n))
-				return (conn_refusal(r, 400, "invalid_request",
-				    "a malformed Content-Length"));
-			h->content_length = n;
-		} else if (conn_is(p, colon - p, "Transfer-Encoding")) {
-			h->nte++;
-			h->chunked = conn_is(v, ve - v, "chunked");
-		} else if (conn_is(p, colon - p, "Expect"))
-			h->expect = conn_is(v, ve - v, "100-continue") ? 1 : 2;
-		else if (conn_is(p, colon - p, "Origin")) {
-			h->origin = v;
-			h->origin_len = ve - v;
-		} else if (conn_is(p, colon - p, "Sec-Fetch-Site")) {
-			h->fetch_site = v;
-			h->fetch_site_len = ve - v;
-		} else if (conn_is(p, colon - p, "Authorization") &&
-		    h->auth == NULL) {
-			h->auth = v;
-			h->auth_len = ve - v;
-		} else if (conn_is(p, colon - p, "X-Access-Token") &&
-		    h->xtoken == NULL) {
-			h->xtoken = v;
-			h->xtoken_len = ve - v;
-		}
-	}
-	if (h->nte > 1 || (h->nte == 1 && !h->chunked))
-		return (conn_refusal(r, 400, "invalid_request", "only "
-		    "Transfer-Encoding: chunked"));
-	if (h->nte == 1 && h->content_length != -1)
-		return (conn_refusal(r, 400, "invalid_request",
-		    "both Transfer-Encoding and Content-Length"));
-	return (0);
-}
-
-/*
- * Whether a Host names this machine by a loopback name or an address: a
- * browser tricked by DNS rebinding sends the attacker's name.
- */
-static int
-conn_host_local(const char *v, size_t len)
-{
-	char		 name[256];
-	struct in_addr	 a;
-	const char	*colon;
-
-	if (len > 0 && v[0] == '[')
-		return (1);	/* an IPv6 literal */
-	if ((colon = memrchr(v, ':', len)) != NULL)
-		len = colon - v;
-	if (len == 0 || len >= sizeof name)
-		return (0);
-	memcpy(name, v, len);
-	name[len] = '\0';
-	if (name[len - 1] == '.')
-		name[--len] = '\0';
-	if (strcasecmp(name, "localhost") == 0 || (len > 10 &&
-	    strcasecmp(name + len - 10, ".localhost") == 0))
-		return (1);
-	return (inet_pton(AF_INET, name, &a) == 1);
-}
-
-/* Whether an Origin is the request's own Host, over http or https. */
-static int
-conn_origin_same(const struct conn_head *h)
-{
-	const char	*o = h->origin;
-	size_t		 len = h->origin_len, skip;
-
-	if (h->host == NULL)
-		return (0);
-	if (len > 7 && strncasecmp(o, "http://", 7) == 0)
-		skip = 7;
-	else if (len > 8 && strncasecmp(o, "https://", 8) == 0)
-		skip = 8;
-	else
-		return (0);
-	return (len - skip == h->host_len &&
-	    strncasecmp(o + skip, h->host, h->host_len) == 0);
-}
-
-/*
- * What agentd wants of a request before reading its body: one Host (on
- * HTTP/1.1), without a token configured a Host that is a loopback name
- * or an address (TCP, vsock), from vsock without a token the host or
- * this machine (CID 2, 1), no cross-site
- * browser origin, the token before a body, a body within --max-body, and
- * no Expect but 100-continue.  Returns 0, or -1 with a refusal.
- */
-static int
-conn_policy(struct conn *c, const struct conn_head *h,
-    struct conn_refusal *r)
-{
-	int	authorized;
-
-	if (h->nhost > 1 || (h->minor == 1 && h->nhost == 0))
-		return (conn_refusal(r, 400, "invalid_request", "HTTP/1.1 "
-		    "needs one Host header; this request has %d", h->nhost));
-	/*
-	 * Without a token a page rebound to 127.0.0.1 could read answers,
-	 * and so could one rebound to the host's own 127.0.0.1 that qemu or
-	 * Docker forward to any of our addresses: every TCP listener.  With
-	 * a token it can do nothing, and a sidecar proxy that connects over
-	 * loopback may pass the platform's own Host on.
-	 */
-	if (c->pool->transport == CONN_VSOCK && cfg->token == NULL &&
-	    !c->vsock_trusted)
-		return (conn_refusal(r, 403, "forbidden_peer", "without a "
-		    "token, vsock peers other than the host (CID 2) and this "
-		    "machine (CID 1) are refused"));
-	/*
-	 * On vsock too: a host-side proxy (socat, Firecracker's unix socket)
-	 * may carry a browser's request as well as the platform's.
-	 */
-	if (!c->pool->unix_socket && cfg->token == NULL && h->host != NULL &&
-	    !conn_host_local(h->host, h->host_len))
-		return (conn_refusal(r, 403, "forbidden_host", "without a "
-		    "token, a request must name this machine in its Host (a "
-		    "loopback name or an address)"));
-	if ((h->origin != NULL && !conn_origin_same(h)) ||
-	    (h->fetch_site != NULL &&
-	    !conn_is(h->fetch_site, h->fetch_site_len, "same-origin") &&
-	    !conn_is(h->fetch_site, h->fetch_site_len, "none")))
-		return (conn_refusal(r, 403, "forbidden_origin", "requests from "
-		    "another site's pages are refused"));
-	authorized = c->pool->unix_socket || http_token_ok(h->auth,
-	    h->auth_len, h->xtoken, h->xtoken_len);
-	if (!authorized && !c->pool->own_auth &&
-	    (h->chunked || h->content_length > 0))
-		return (conn_refusal(r, 401, "unauthorized", "missing or wrong "
-		    "token (a body is read only after it)"));
-	if (h->content_length > 0 &&
-	    (uint64_t)h->content_length > cfg->max_body)
-		return (conn_refusal(r, 413, "body_too_large", "the body has "
-		    "%lld bytes; --max-body is %llu",
-		    (long long)h->content_length,
-		    (unsigned long long)cfg->max_body));
-	if (h->expect == 2)
-		return (conn_refusal(r, 417, "expectation_failed", "only "
-		    "Expect: 100-continue"));
-	if (authorized)
-		conn_prove(c);
-	return (0);
-}
-
-/*
- * A chunked body, a step at a time: size lines are held until whole and
- * handed on without extensions, data and trailers pass.  Returns 0 when
- * more bytes are needed.
- */
-static int
-conn_chunk_step(struct conn *c, struct evbuffer *in)
-{
-	struct conn_refusal	 r;
-	struct evbuffer_ptr	 p;
-	char			 line[CONN_CHUNK_LINE_MAX + 3], *end;
-	size_t			 eol = 0, len, n;
-	uint64_t		 size;
-
-	len = evbuffer_get_length(c->held);
-	if (c->state == CONN_CHUNK_DATA) {
-		n = len < c->chunk_left ? len : (size_t)c->chunk_left;
-		conn_release(c, in, n);
-		if ((c->chunk_left -= n) == 0)
-			c->state = CONN_CHUNK_END;
-		return (1);
-	}
-	p = evbuffer_search_eol(c->held, NULL, &eol, EVBUFFER_EOL_CRLF);
-	if (p.pos == -1) {
-		if (c->state == CONN_CHUNK_END && len > 1)
-			goto bad;
-		if ((c->state == CONN_CHUNK_SIZE && len > CONN_CHUNK_LINE_MAX) ||
-		    (c->state == CONN_TRAILER && len > HTTP_HEADERS_MAX))
-			goto bad;
-		return (0);
-	}
-	switch (c->state) {
-	case CONN_CHUNK_END:
-		if (p.pos != 0)
-			goto bad;
-		conn_release(c, in, eol);
-		c->state = CONN_CHUNK_SIZE;
-		return (1);
-	case CONN_TRAILER:
-		if ((c->head_bytes += (size_t)p.pos + eol) > HTTP_HEADERS_MAX) {
-			conn_refusal(&r, 431, "headers_too_large", "the request "
-			    "line, headers and trailer are over %d bytes",
-			    HTTP_HEADERS_MAX);
-			conn_refuse(c, &r);
-			return (1);
-		}
-		if (p.pos != 0 && (++c->nlines > cfg->max_headers ||
-		    !conn_trailer_ok((const char *)evbuffer_pullup(c->held,
-		    p.pos), (size_t)p.pos)))
-			goto bad;
-		conn_release(c, in, (size_t)p.pos + eol);
-		if (p.pos == 0) {
-			c->state = CONN_BODY;	/* the request is whole */
-			c->nlines = 0;
-		}
-		return (1);
-	default:
-		break;
-	}
-	if ((size_t)p.pos > CONN_CHUNK_LINE_MAX)
-		goto bad;
-	evbuffer_remove(c->held, line, (size_t)p.pos + eol);
-	line[p.pos] = '\0';
-	errno = 0;
-	size = strtoull(line, &end, 16);
-	if (end == line || errno != 0 || line[0] == '-' || line[0] == '+' ||
-	    line[strspn(line, "0123456789abcdefABCDEF")] != *end)
-		goto bad;
-	end += strspn(end, " \t");
-	if (*end != '\0' && *end != ';')
-		goto bad;
-	if (size > cfg->max_body || (c->chunked_total += size) > cfg->max_body) {
-		conn_refusal(&r, 413, "body_too_large", "the body is larger "
-		    "than --max-body (%llu bytes)",
-		    (unsigned long long)cfg->max_body);
-		conn_refuse(c, &r);
-		return (1);
-	}
-	n = (size_t)snprintf(line, sizeof line, "%llx\r\n",
-	    (unsigned long long)size);
-	evbuffer_prepend(c->held, line, n);
-	conn_release(c, in, n);
-	c->chunk_left = size;
-	c->state = size == 0 ? CONN_TRAILER : CONN_CHUNK_DATA;
-	return (1);
-bad:
-	conn_refusal(&r, 400, "invalid_request", "malformed chunked body");
-	conn_refuse(c, &r);
-	return (1);
-}
-
-/*
- * Whether a trailer line is a header line evhttp takes: a name, a colon, no
- * NUL or bare CR (else evhttp answers a text/html 413 of its own).
- */
-static int
-conn_trailer_ok(const char *line, size_t len)
-{
-	const char	*colon;
-	size_t		 i;
-
-	if (line == NULL || memchr(line, '\0', len) != NULL ||
-	    memchr(line, '\r', len) != NULL ||
-	    (colon = memchr(line, ':', len)) == NULL || colon == line)
-		return (0);
-	for (i = 0; line + i < colon; i++) {
-		if (!conn_tchar((unsigned char)line[i]))
-			return (0);
-	}
-	return (1);
 }
 
 /* Counters of the gate and admission, for /metrics. */
@@ -1683,7 +951,7 @@ conn_log_vsock(struct conn *c)
 	}
 	log_info("%s: fd %d: %s%s", __func__, c->fd,
 	    conn_peer_name(c, name, sizeof name),
-	    c->vsock_trusted || cfg->token != NULL ? "" :
+	    c->vsock_trusted || conn_cfg->token != NULL ? "" :
 	    " (neither the host nor local: refused without a token)");
 }
 
@@ -1714,8 +982,8 @@ conn_stat(struct proto_buf *b)
 	    "\"connections_by_transport\": {", listed);
 	for (t = 0; t < CONN_TRANSPORTS; t++) {
 		for (n = 0, i = 0; i < npools; i++) {
-			if (pools[i]->transport == t)
-				n += pools[i]->nconns;
+			if (conn_pools[i]->transport == t)
+				n += conn_pools[i]->nconns;
 		}
 		proto_buf_printf(b, "%s\"%s\": %zu", t > 0 ? ", " : "",
 		    conn_transport_name(t), n);
