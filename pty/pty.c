@@ -1,5 +1,7 @@
 /*
- * pty.c -- spawning a session's process, on a PTY or on pipes.
+ * pty.c -- spawning a session's process, on a PTY or on pipes: the parent's
+ * side (child.c is the child's, user.c the user lookup, kill.c signals to
+ * what a session left).
  *
  * The parent prepares everything that can allocate or look things up (the
  * PTY master and the slave's name, pipes, /dev/null, the resolved user);
@@ -24,6 +26,7 @@
  * are per process without CLONE_SIGHAND, and errno is the parent thread's,
  * which the parent does not read after a successful clone.
  */
+
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -52,29 +55,11 @@
 #include <unistd.h>
 
 #include "pty.h"
-
-/*
- * close_range(2) is Linux 5.9; older headers (and some musl builds) lack the
- * number.  It is 436 in the unified syscall table every modern architecture
- * shares.
- */
-#ifndef SYS_close_range
-#if defined(__x86_64__) || defined(__aarch64__) || defined(__riscv)
-#define SYS_close_range	436
-#endif
-#endif
+#include "pty_int.h"
 
 /* clone3(2) is Linux 5.3, in the same table. */
 #ifndef SYS_clone3
 #define SYS_clone3		435
-#endif
-
-/* pidfd_send_signal(2) is Linux 5.1, pidfd_open(2) 5.3: the same table. */
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal	424
-#endif
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open		434
 #endif
 
 /*
@@ -96,70 +81,11 @@
 #define PTY_STACK_CLEAN(p, n)	do { } while (0)
 #endif
 
-/*
- * Test hook: 1 skips close_range, 2 also skips /proc/self/fd, so the unit
- * tests can exercise the fallbacks an old kernel or a bare VM would take.
- */
-#ifndef PTY_CLOSE_FALLBACK
-#define PTY_CLOSE_FALLBACK	0
-#endif
-
 #define PTY_VEOF_DEFAULT	4		/* ^D */
-#define PTY_EXIT_NOTFOUND	127		/* exit status: command not found */
-#define PTY_EXIT_NOEXEC		126		/* exit status: found, cannot run */
-#define PTY_PWBUF_START		4096		/* bytes, first getpw*_r buffer */
-#define PTY_PWBUF_MAX		(1024 * 1024)	/* bytes, largest getpw*_r buffer */
-#define PTY_DIRENT_BUF		4096		/* bytes, getdents64 buffer */
-#define PTY_NOFILE_CAP		(1024 * 1024)	/* fds, close loop bound */
 #define PTY_CHILD_STACK		(32 * 1024)	/* bytes, the clone child's stack */
 #define PTY_CLONE_INTO_CGROUP	0x200000000ULL	/* clone3's flag, Linux 5.7 */
 #define PTY_CLONE_PIDFD		0x00001000ULL	/* clone's flag, Linux 5.2 */
-#define PTY_OOM_PATH		"/proc/self/oom_score_adj"
 #define PTY_PATH_DEFAULT	"/usr/local/bin:/bin:/usr/bin"	/* no PATH (musl's) */
-
-/* The step of the child that failed. */
-enum child_stage {
-	STAGE_SIGNALS = 1,
-	STAGE_SETSID,
-	STAGE_FDS,
-	STAGE_TTY_OPEN,
-	STAGE_TTY_CTTY,
-	STAGE_TTY_CHOWN,
-	STAGE_DUP,
-	STAGE_CLOSE,
-	STAGE_SETGROUPS,
-	STAGE_SETGID,
-	STAGE_SETUID,
-	STAGE_CWD,
-	STAGE_EXEC,
-	STAGE_CGROUP,
-	STAGE_OOM,
-};
-
-/* What a failing child writes to the report pipe (well under PIPE_BUF). */
-struct child_report {
-	int	stage;
-	int	err;
-};
-
-/* The fds of one spawn while it is being set up; -1 where there is none. */
-struct spawn_fds {
-	int	master;		/* parent: PTY master */
-	int	in_r, in_w;	/* stdin pipe, or in_r is /dev/null */
-	int	out_r, out_w;	/* stdout pipe */
-	int	err_r, err_w;	/* stderr pipe */
-	int	rep_r, rep_w;	/* report pipe */
-};
-
-/* What the child of a spawn reads; it stays in the parent's frame. */
-struct child_args {
-	const struct pty_spec	*spec;
-	struct spawn_fds	 f;	/* the child's copy */
-	const char		*slave;	/* tty: the slave's path */
-	const char		*path;	/* the PATH of spec->envp */
-	int			 procs;	/* cgroup.procs to join, or -1 */
-	int			 oom;	/* write spec->oom_score_adj */
-};
 
 /* clone3(2)'s arguments, as far as CLONE_INTO_CGROUP (Linux 5.7). */
 struct pty_clone_args {
@@ -176,21 +102,13 @@ struct pty_clone_args {
 	uint64_t	cgroup;
 };
 
-/* The kernel's struct sigaction, for rt_sigaction(2) without the libc. */
-struct kernel_sigaction {
-	void		(*handler)(int);
-	unsigned long	  flags;
-	void		(*restorer)(void);
-	uint64_t	  mask;		/* _NSIG 64: 8 bytes */
-};
-
 /*
  * The signals a child resets to SIG_DFL: those whose disposition was not
  * SIG_DFL at pty_signals_snapshot() (an ignored one outlives execve; a
  * handler would run in the child, which shares agentd's memory, until
  * exec), each bit sig - 1; every signal until the snapshot is taken.
  */
-static uint64_t	pty_sig_reset = ~(uint64_t)0;
+uint64_t	pty_sig_reset = ~(uint64_t)0;
 
 /*
  * Whether clone3(CLONE_INTO_CGROUP) works here: 1 until the kernel says
@@ -202,14 +120,11 @@ static atomic_int pty_clone3_ok = 1;
 /* Whether clone3(CLONE_PIDFD) works here (spec->watch): 1 until ENOSYS. */
 static atomic_int pty_watch_ok = 1;
 
-static void	 cause_set(char *, size_t, const char *, ...)
-		     __attribute__((format(printf, 3, 4)));
 static int	 spec_check(const struct pty_spec *, char *, size_t);
 static void	 fds_init(struct spawn_fds *);
 static void	 fds_close(struct spawn_fds *);
 static void	 fd_close(int *);
 static int	 fd_nonblock(int);
-static int	 fd_lift(int *);
 static int	 open_master(struct spawn_fds *, const struct pty_spec *,
 		     char *, size_t, char *, size_t);
 static int	 env_utf8(char *const *);
@@ -220,33 +135,15 @@ static int	 report_read(int, struct child_report *);
 static void	 report_cause(const struct child_report *,
 		     const struct pty_spec *, const char *, char *, size_t);
 static pid_t	 wait_child(pid_t);
-static int	 uid_parse(const char *, uid_t *);
-static int	 user_fill(struct pty_user *, const struct passwd *, char *,
-		     size_t, const char *);
-static void	 child_fail(int, int, int) __attribute__((noreturn));
 static const char *env_path(char *const *);
-static int	 child_run(void *) __attribute__((noreturn));
 static pid_t	 spawn_clone(struct child_args *, char *, size_t, char *,
 		    size_t);
-static int	 child_oom(int);
 static int	 oom_differs(int);
-static void	 child_exec(const struct child_args *, int)
-		     __attribute__((noreturn));
-static int	 child_signals(void);
-static int	 child_sigdfl_raw(int);
-static int	 child_dup(int, int);
-static int	 child_close_fds(int);
-static int	 child_close_range(unsigned int, unsigned int);
-static int	 child_close_proc(int);
-static void	 child_close_loop(int);
-static int	 kill_scan(const pid_t *, size_t, pid_t, int);
-static int	 proc_match(pid_t, const pid_t *, size_t, pid_t);
-static int	 sid_in(pid_t, const pid_t *, size_t);
 static void	 exec_e2big(const struct pty_spec *, char *, size_t);
 
 /* Write a message into a caller's cause buffer, if there is one. */
-static void
-cause_set(char *cause, size_t causelen, const char *fmt, ...)
+void
+pty_cause(char *cause, size_t causelen, const char *fmt, ...)
 {
 	va_list	ap;
 
@@ -262,27 +159,27 @@ static int
 spec_check(const struct pty_spec *spec, char *cause, size_t causelen)
 {
 	if (spec == NULL || spec->argv == NULL || spec->argv[0] == NULL) {
-		cause_set(cause, causelen, "no command");
+		pty_cause(cause, causelen, "no command");
 		return -EINVAL;
 	}
 	if (spec->envp == NULL) {
-		cause_set(cause, causelen, "no environment");
+		pty_cause(cause, causelen, "no environment");
 		return -EINVAL;
 	}
 	if (spec->user != NULL && (spec->user->ngroups < 0 ||
 	    spec->user->ngroups > PTY_GROUPS_MAX)) {
-		cause_set(cause, causelen, "user '%s': %d groups",
+		pty_cause(cause, causelen, "user '%s': %d groups",
 		    spec->user->name, spec->user->ngroups);
 		return -EINVAL;
 	}
 	if (spec->cgroup < -1 || spec->oom_score_adj < -1000 ||
 	    spec->oom_score_adj > 1000) {
-		cause_set(cause, causelen, "cgroup fd %d, oom_score_adj %d out "
+		pty_cause(cause, causelen, "cgroup fd %d, oom_score_adj %d out "
 		    "of range", spec->cgroup, spec->oom_score_adj);
 		return -EINVAL;
 	}
 	if (spec->tty && (spec->rows == 0 || spec->cols == 0)) {
-		cause_set(cause, causelen, "window size %ux%u out of range",
+		pty_cause(cause, causelen, "window size %ux%u out of range",
 		    spec->rows, spec->cols);
 		return -EINVAL;
 	}
@@ -343,8 +240,8 @@ fd_nonblock(int fd)
  * child's dup2 onto 0-2 never lands on it.  Only needed when the caller
  * runs with some of 0-2 closed.
  */
-static int
-fd_lift(int *fd)
+int
+pty_fd_lift(int *fd)
 {
 	int	nfd;
 
@@ -412,18 +309,18 @@ open_master(struct spawn_fds *f, const struct pty_spec *spec, char *slave,
 
 	if ((f->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)) == -1) {
 		error = -errno;
-		cause_set(cause, causelen, "posix_openpt: %s", strerror(-error));
+		pty_cause(cause, causelen, "posix_openpt: %s", strerror(-error));
 		return error;
 	}
 	if (grantpt(f->master) == -1 || unlockpt(f->master) == -1) {
 		error = -errno;
-		cause_set(cause, causelen, "unlockpt: %s", strerror(-error));
+		pty_cause(cause, causelen, "unlockpt: %s", strerror(-error));
 		return error;
 	}
 	if ((error = ptsname_r(f->master, slave, slavelen)) != 0) {
 		/* glibc returns the error; older versions return -1. */
 		error = error > 0 ? -error : -errno;
-		cause_set(cause, causelen, "ptsname_r: %s", strerror(-error));
+		pty_cause(cause, causelen, "ptsname_r: %s", strerror(-error));
 		return error;
 	}
 	memset(&ws, 0, sizeof ws);
@@ -431,15 +328,15 @@ open_master(struct spawn_fds *f, const struct pty_spec *spec, char *slave,
 	ws.ws_col = spec->cols;
 	if (ioctl(f->master, TIOCSWINSZ, &ws) == -1) {
 		error = -errno;
-		cause_set(cause, causelen, "TIOCSWINSZ: %s", strerror(-error));
+		pty_cause(cause, causelen, "TIOCSWINSZ: %s", strerror(-error));
 		return error;
 	}
 	if (env_utf8(spec->envp) && (error = master_utf8(f->master)) != 0) {
-		cause_set(cause, causelen, "IUTF8: %s", strerror(-error));
+		pty_cause(cause, causelen, "IUTF8: %s", strerror(-error));
 		return error;
 	}
 	if ((error = fd_nonblock(f->master)) != 0) {
-		cause_set(cause, causelen, "O_NONBLOCK: %s", strerror(-error));
+		pty_cause(cause, causelen, "O_NONBLOCK: %s", strerror(-error));
 		return error;
 	}
 	return 0;
@@ -456,7 +353,7 @@ open_pipes(struct spawn_fds *f, const struct pty_spec *spec, char *cause,
 		f->in_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (f->in_r == -1) {
 			error = -errno;
-			cause_set(cause, causelen, "/dev/null: %s",
+			pty_cause(cause, causelen, "/dev/null: %s",
 			    strerror(-error));
 			return error;
 		}
@@ -479,14 +376,14 @@ open_pipes(struct spawn_fds *f, const struct pty_spec *spec, char *cause,
 	if ((f->in_w >= 0 && (error = fd_nonblock(f->in_w)) != 0) ||
 	    (error = fd_nonblock(f->out_r)) != 0 ||
 	    (error = fd_nonblock(f->err_r)) != 0) {
-		cause_set(cause, causelen, "O_NONBLOCK: %s", strerror(-error));
+		pty_cause(cause, causelen, "O_NONBLOCK: %s", strerror(-error));
 		return error;
 	}
 	return 0;
 
 fail:
 	error = -errno;
-	cause_set(cause, causelen, "pipe2: %s", strerror(-error));
+	pty_cause(cause, causelen, "pipe2: %s", strerror(-error));
 	return error;
 }
 
@@ -543,14 +440,14 @@ report_cause(const struct child_report *rep, const struct pty_spec *spec,
 		what = "move fds";
 		break;
 	case STAGE_TTY_OPEN:
-		cause_set(cause, causelen, "tty '%s': open: %s", slave, err);
+		pty_cause(cause, causelen, "tty '%s': open: %s", slave, err);
 		return;
 	case STAGE_TTY_CTTY:
-		cause_set(cause, causelen, "tty '%s': TIOCSCTTY: %s", slave,
+		pty_cause(cause, causelen, "tty '%s': TIOCSCTTY: %s", slave,
 		    err);
 		return;
 	case STAGE_TTY_CHOWN:
-		cause_set(cause, causelen, "tty '%s': chown: %s", slave, err);
+		pty_cause(cause, causelen, "tty '%s': chown: %s", slave, err);
 		return;
 	case STAGE_DUP:
 		what = "dup2";
@@ -559,23 +456,23 @@ report_cause(const struct child_report *rep, const struct pty_spec *spec,
 		what = "close fds";
 		break;
 	case STAGE_SETGROUPS:
-		cause_set(cause, causelen, "user '%s': setgroups: %s", uname,
+		pty_cause(cause, causelen, "user '%s': setgroups: %s", uname,
 		    err);
 		return;
 	case STAGE_SETGID:
-		cause_set(cause, causelen, "user '%s': setgid: %s", uname, err);
+		pty_cause(cause, causelen, "user '%s': setgid: %s", uname, err);
 		return;
 	case STAGE_SETUID:
-		cause_set(cause, causelen, "user '%s': setuid: %s", uname, err);
+		pty_cause(cause, causelen, "user '%s': setuid: %s", uname, err);
 		return;
 	case STAGE_CWD:
-		cause_set(cause, causelen, "cwd '%s': %s", spec->cwd, err);
+		pty_cause(cause, causelen, "cwd '%s': %s", spec->cwd, err);
 		return;
 	case STAGE_CGROUP:
 		what = "join cgroup";
 		break;
 	case STAGE_OOM:
-		cause_set(cause, causelen, "oom_score_adj %d: %s",
+		pty_cause(cause, causelen, "oom_score_adj %d: %s",
 		    spec->oom_score_adj, err);
 		return;
 	case STAGE_EXEC:
@@ -583,13 +480,13 @@ report_cause(const struct child_report *rep, const struct pty_spec *spec,
 			exec_e2big(spec, cause, causelen);
 			return;
 		}
-		cause_set(cause, causelen, "exec '%s': %s", spec->argv[0], err);
+		pty_cause(cause, causelen, "exec '%s': %s", spec->argv[0], err);
 		return;
 	default:
 		what = "child";
 		break;
 	}
-	cause_set(cause, causelen, "%s: %s", what, err);
+	pty_cause(cause, causelen, "%s: %s", what, err);
 }
 
 /*
@@ -606,7 +503,7 @@ exec_e2big(const struct pty_spec *spec, char *cause, size_t causelen)
 	most = (size_t)sysconf(_SC_PAGESIZE) * 32;	/* MAX_ARG_STRLEN */
 	for (i = 0; spec->argv[i] != NULL; i++) {
 		if ((len = strlen(spec->argv[i]) + 1) > most) {
-			cause_set(cause, causelen, "exec '%s': argv[%zu] is %zu "
+			pty_cause(cause, causelen, "exec '%s': argv[%zu] is %zu "
 			    "bytes, over the kernel's %zu per argument (pass a "
 			    "long script on stdin or in a file)", spec->argv[0],
 			    i, len - 1, most - 1);
@@ -620,14 +517,14 @@ exec_e2big(const struct pty_spec *spec, char *cause, size_t causelen)
 			name = eq != NULL ? (size_t)(eq - spec->envp[i]) : 0;
 			if (name > 64)
 				name = 64;
-			cause_set(cause, causelen, "exec '%s': env '%.*s' is %zu "
+			pty_cause(cause, causelen, "exec '%s': env '%.*s' is %zu "
 			    "bytes, over the kernel's %zu per variable",
 			    spec->argv[0], (int)name, spec->envp[i], len - 1,
 			    most - 1);
 			return;
 		}
 	}
-	cause_set(cause, causelen, "exec '%s': %s (argv and env together)",
+	pty_cause(cause, causelen, "exec '%s': %s (argv and env together)",
 	    spec->argv[0], strerror(E2BIG));
 }
 
@@ -642,54 +539,6 @@ wait_child(pid_t pid)
 		r = waitpid(pid, &status, 0);
 	while (r == -1 && errno == EINTR);
 	return r;
-}
-
-/* Parse a numeric uid ("0".."4294967294"); 1 if spec is one. */
-static int
-uid_parse(const char *spec, uid_t *uid)
-{
-	unsigned long long	 v;
-	char			*end;
-
-	if (*spec < '0' || *spec > '9')
-		return 0;
-	errno = 0;
-	v = strtoull(spec, &end, 10);
-	if (*end != '\0' || errno != 0 || v >= (uid_t)-1)
-		return 0;
-	*uid = (uid_t)v;
-	return 1;
-}
-
-/* Fill a pty_user from a passwd entry, groups included. */
-static int
-user_fill(struct pty_user *out, const struct passwd *pw, char *cause,
-    size_t causelen, const char *spec)
-{
-	int	n = PTY_GROUPS_MAX;
-
-	if (strlen(pw->pw_name) >= sizeof out->name) {
-		cause_set(cause, causelen, "user '%s': name too long", spec);
-		return -ENAMETOOLONG;
-	}
-	if (strlen(pw->pw_dir) >= sizeof out->home) {
-		cause_set(cause, causelen, "user '%s': home too long", spec);
-		return -ENAMETOOLONG;
-	}
-	out->uid = pw->pw_uid;
-	out->gid = pw->pw_gid;
-	strcpy(out->name, pw->pw_name);
-	strcpy(out->home, pw->pw_dir);
-
-	/*
-	 * The list includes the primary gid.  Beyond PTY_GROUPS_MAX both
-	 * libcs return -1 with the first PTY_GROUPS_MAX filled in: keep those.
-	 */
-	if (getgrouplist(pw->pw_name, pw->pw_gid, out->groups, &n) == -1 ||
-	    n > PTY_GROUPS_MAX)
-		n = PTY_GROUPS_MAX;
-	out->ngroups = n < 0 ? 0 : n;
-	return 0;
 }
 
 /*
@@ -715,71 +564,6 @@ pty_signals_snapshot(void)
 			set |= (uint64_t)1 << (sig - 1);
 	}
 	pty_sig_reset = set;
-}
-
-/* Resolve a user by name or numeric uid. */
-int
-pty_user_lookup(const char *spec, struct pty_user *out, char *cause,
-    size_t causelen)
-{
-	struct passwd	 pw, *res = NULL;
-	char		 stackbuf[PTY_PWBUF_START], *buf = stackbuf, *nbuf;
-	size_t		 buflen = sizeof stackbuf;
-	uid_t		 uid = 0;
-	int		 numeric, error;
-
-	if (spec == NULL || *spec == '\0') {
-		cause_set(cause, causelen, "invalid user ''");
-		return -EINVAL;
-	}
-	memset(out, 0, sizeof *out);
-	numeric = uid_parse(spec, &uid);
-	for (;;) {
-		if (numeric)
-			error = getpwuid_r(uid, &pw, buf, buflen, &res);
-		else
-			error = getpwnam_r(spec, &pw, buf, buflen, &res);
-		if (error == EINTR)
-			continue;
-		if (error != ERANGE || buflen >= PTY_PWBUF_MAX)
-			break;
-		buflen *= 2;
-		nbuf = buf == stackbuf ? malloc(buflen) : realloc(buf, buflen);
-		if (nbuf == NULL) {
-			error = ENOMEM;
-			break;
-		}
-		buf = nbuf;
-	}
-
-	/* POSIX lets "not found" be 0, ENOENT, ESRCH, EBADF or EPERM. */
-	if (res == NULL && (error == 0 || error == ENOENT || error == ESRCH ||
-	    error == EBADF || error == EPERM)) {
-		if (buf != stackbuf)
-			free(buf);
-		if (!numeric) {
-			cause_set(cause, causelen, "unknown user '%s'", spec);
-			return -ENOENT;
-		}
-		out->uid = uid;
-		out->gid = (gid_t)uid;
-		out->ngroups = 0;
-		snprintf(out->name, sizeof out->name, "%lu",
-		    (unsigned long)uid);
-		strcpy(out->home, "/");
-		return 0;
-	}
-	if (res == NULL) {
-		if (buf != stackbuf)
-			free(buf);
-		cause_set(cause, causelen, "user '%s': %s: %s", spec,
-		    numeric ? "getpwuid" : "getpwnam", strerror(error));
-		return -error;
-	}
-	error = user_fill(out, res, cause, causelen, spec);
-	if (buf != stackbuf)
-		free(buf);
-	return error;
 }
 
 #if defined(__x86_64__)
@@ -852,10 +636,10 @@ spawn_clone(struct child_args *a, char *stack, size_t stacklen, char *cause,
 			ca.parent_tid = (uint64_t)(uintptr_t)
 			    &a->spec->watch->pid;
 		}
-		if ((ret = pty_clone3(&ca, child_run, a)) >= 0)
+		if ((ret = pty_clone3(&ca, pty_child_run, a)) >= 0)
 			return (pid_t)ret;
 		if (ret != -ENOSYS && ret != -E2BIG && ret != -EINVAL) {
-			cause_set(cause, causelen, "clone3%s: %s",
+			pty_cause(cause, causelen, "clone3%s: %s",
 			    a->spec->cgroup >= 0 ? " into cgroup" : "",
 			    strerror((int)-ret));
 			return (pid_t)ret;
@@ -870,14 +654,14 @@ spawn_clone(struct child_args *a, char *stack, size_t stacklen, char *cause,
 	if (a->spec->cgroup >= 0 && (a->procs = openat(a->spec->cgroup,
 	    "cgroup.procs", O_WRONLY | O_CLOEXEC)) == -1) {
 		error = errno;
-		cause_set(cause, causelen, "cgroup.procs: %s", strerror(error));
+		pty_cause(cause, causelen, "cgroup.procs: %s", strerror(error));
 		return -error;
 	}
-	pid = clone(child_run, stack + stacklen,
+	pid = clone(pty_child_run, stack + stacklen,
 	    CLONE_VM | CLONE_VFORK | SIGCHLD, a);
 	if (pid == -1) {
 		error = errno;
-		cause_set(cause, causelen, "clone: %s", strerror(error));
+		pty_cause(cause, causelen, "clone: %s", strerror(error));
 		return -error;
 	}
 	return pid;
@@ -938,14 +722,14 @@ pty_spawn(const struct pty_spec *spec, struct pty_proc *proc, char *cause,
 		goto fail;
 	if (pipe2(p, O_CLOEXEC) == -1) {
 		error = -errno;
-		cause_set(cause, causelen, "pipe2: %s", strerror(-error));
+		pty_cause(cause, causelen, "pipe2: %s", strerror(-error));
 		goto fail;
 	}
 	f.rep_r = p[0];
 	f.rep_w = p[1];
 	/* The child keeps rep_w through its dup2 onto 0-2 and close_range. */
-	if ((error = fd_lift(&f.rep_w)) != 0) {
-		cause_set(cause, causelen, "F_DUPFD: %s", strerror(-error));
+	if ((error = pty_fd_lift(&f.rep_w)) != 0) {
+		pty_cause(cause, causelen, "F_DUPFD: %s", strerror(-error));
 		goto fail;
 	}
 
@@ -956,7 +740,7 @@ pty_spawn(const struct pty_spec *spec, struct pty_proc *proc, char *cause,
 	sigfillset(&all);
 	if ((error = pthread_sigmask(SIG_SETMASK, &all, &old)) != 0) {
 		error = -error;
-		cause_set(cause, causelen, "sigmask: %s", strerror(-error));
+		pty_cause(cause, causelen, "sigmask: %s", strerror(-error));
 		goto fail;
 	}
 	args.spec = spec;
@@ -1040,153 +824,6 @@ pty_veof(int master)
 	return t.c_cc[VEOF];
 }
 
-/* Signal a process group. */
-int
-pty_kill_group(pid_t pgid, int sig)
-{
-	/* kill(-1) would reach every process, kill(0) our own group. */
-	if (pgid <= 1)
-		return -EINVAL;
-	if (kill(-pgid, sig) == -1)
-		return -errno;
-	return 0;
-}
-
-/*
- * Signal every process of some sessions: each leader's group, then the
- * members of their other groups, each through a pidfd.
- */
-int
-pty_kill_sessions(const pid_t *sids, size_t nsids, int sig)
-{
-	size_t	i;
-	int	hit = 0;
-
-	for (i = 0; i < nsids; i++) {
-		if (sids[i] > 1 && kill(-sids[i], sig) == 0)
-			hit = 1;
-	}
-	if (kill_scan(sids, nsids, 0, sig) == 0)
-		hit = 1;
-	return hit ? 0 : -ESRCH;
-}
-
-/*
- * Signal, each through a pidfd, the processes of the sessions sids that
- * are in group pgrp, or with pgrp 0 in any group but their session's own
- * (which kill(-sid) reaches).  The pidfd names the process that had the
- * pid when it was opened; if that one still matches after, it is the one
- * meant (a pid reused in between is never signalled); if it died
- * meanwhile, the signal is ESRCH.  0 when one was signalled, else -ESRCH.
- */
-static int
-kill_scan(const pid_t *sids, size_t nsids, pid_t pgrp, int sig)
-{
-	DIR		*proc;
-	struct dirent	*d;
-	pid_t		 pid;
-	int		 pfd, hit = 0;
-
-	if (!pty_proc_own() || (proc = opendir("/proc")) == NULL)
-		return -ESRCH;
-	while ((d = readdir(proc)) != NULL) {
-		if (!isdigit((unsigned char)d->d_name[0]))
-			continue;
-		pid = (pid_t)strtol(d->d_name, NULL, 10);
-		if (!proc_match(pid, sids, nsids, pgrp))
-			continue;
-		pfd = (int)syscall(SYS_pidfd_open, pid, 0U);
-		if (pfd == -1 && errno == ENOSYS)
-			break;
-		if (pfd == -1)
-			continue;
-		if (proc_match(pid, sids, nsids, pgrp) &&
-		    syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0U) == 0)
-			hit = 1;
-		close(pfd);
-	}
-	closedir(proc);
-	return hit ? 0 : -ESRCH;
-}
-
-/* Whether /proc shows our own PID namespace. */
-int
-pty_proc_own(void)
-{
-	char	buf[32];
-	ssize_t	n;
-
-	if ((n = readlink("/proc/self", buf, sizeof buf - 1)) <= 0)
-		return 0;
-	buf[n] = '\0';
-	return strtol(buf, NULL, 10) == (long)getpid();
-}
-
-/*
- * Whether process pid is in one of the sessions sids and in group pgrp (0:
- * any group but its session's own).  Two system calls, where reading
- * /proc/PID/stat costs ten times that (it renders some fifty fields); the
- * session first, which rules out most.  A zombie still has both; signalling
- * it does nothing.
- */
-static int
-proc_match(pid_t pid, const pid_t *sids, size_t nsids, pid_t pgrp)
-{
-	pid_t	sid, g;
-
-	if (!sid_in(sid = getsid(pid), sids, nsids) || (g = getpgid(pid)) == -1)
-		return 0;
-	return pgrp != 0 ? g == pgrp : g != sid;
-}
-
-/* Whether sid is one of sids (and a session one may signal). */
-static int
-sid_in(pid_t sid, const pid_t *sids, size_t nsids)
-{
-	size_t	i;
-
-	if (sid <= 1)
-		return 0;
-	for (i = 0; i < nsids; i++) {
-		if (sids[i] == sid)
-			return 1;
-	}
-	return 0;
-}
-
-/* Signal the foreground process group of a PTY's terminal. */
-int
-pty_kill_foreground(int master, pid_t sid, int sig)
-{
-	pid_t	pgrp;
-
-	if ((pgrp = tcgetpgrp(master)) == -1)
-		return -errno;
-	if (pgrp <= 1)
-		return -ESRCH;
-	if (sig == SIGINT || sig == SIGQUIT || sig == SIGTSTP) {
-		/* TIOCSIG says 0 to a group with nobody left: look first. */
-		if (kill(-pgrp, 0) == -1 && errno == ESRCH)
-			return -ESRCH;
-		if (ioctl(master, TIOCSIG, sig) == 0)
-			return 0;
-		if (errno != EINVAL)
-			return -errno;
-		/* An old kernel without TIOCSIG: as for any signal. */
-	}
-	/*
-	 * The terminal only takes groups of its session; a live leader in the
-	 * session pins the pgid, so it is that group, not a reuse.  A leader
-	 * that is gone (the first command of a pipeline that ended) pins
-	 * nothing: then each member still in the session, through a pidfd.
-	 */
-	if (getsid(pgrp) != sid || getpgid(pgrp) != pgrp)
-		return kill_scan(&sid, 1, pgrp, sig);
-	if (kill(-pgrp, sig) == -1)
-		return -errno;
-	return 0;
-}
-
 /* The value of PATH in an environment, or the default search path. */
 static const char *
 env_path(char *const *envp)
@@ -1196,314 +833,4 @@ env_path(char *const *envp)
 			return *envp + 5;
 	}
 	return PTY_PATH_DEFAULT;
-}
-
-/*
- * Everything below runs in the child between clone and exec: system calls
- * and stores to its own stack only.
- */
-
-/* Report a failed stage to the parent and exit. */
-static void
-child_fail(int rep, int stage, int err)
-{
-	struct child_report	r;
-	ssize_t			n;
-
-	r.stage = stage;
-	r.err = err;
-	do
-		n = write(rep, &r, sizeof r);
-	while (n == -1 && errno == EINTR);
-	if (stage == STAGE_EXEC && err != ENOENT && err != ENOTDIR)
-		_exit(PTY_EXIT_NOEXEC);
-	_exit(PTY_EXIT_NOTFOUND);
-}
-
-
-/*
- * Write the child's oom_score_adj, formatted without stdio (the child may
- * only make async-signal-safe calls).  No /proc: nothing to write, 0.
- * Lower than the floor our runtime set (a container started with a higher
- * oom_score_adj and without CAP_SYS_RESOURCE) the kernel refuses it: the
- * child keeps ours, which is higher, so it is still killed before agentd.
- */
-static int
-child_oom(int adj)
-{
-	char		 buf[16], *p = buf + sizeof buf;
-	unsigned	 v = adj < 0 ? (unsigned)-adj : (unsigned)adj;
-	ssize_t		 n;
-	int		 fd, saved;
-
-	do
-		*--p = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	if (adj < 0)
-		*--p = '-';
-	if ((fd = open(PTY_OOM_PATH, O_WRONLY | O_CLOEXEC)) == -1)
-		return errno == ENOENT ? 0 : -1;
-	n = write(fd, p, (size_t)(buf + sizeof buf - p));
-	saved = errno;
-	close(fd);
-	errno = saved;
-	if (n == -1 && (saved == EACCES || saved == EPERM))
-		return 0;
-	return n == -1 ? -1 : 0;
-}
-/*
- * Set up the child and exec; never returns.  Runs in the parent's memory
- * (see the top): it changes only its locals and the kernel's state.
- */
-static int
-child_run(void *arg)
-{
-	const struct child_args	*a = arg;
-	const struct pty_spec	*spec = a->spec;
-	const struct pty_user	*u = spec->user;
-	int			 rep = a->f.rep_w, fd0, fd1, fd2, tty;
-
-	/* Into the session's cgroup before anything else (no clone3). */
-	if (a->procs != -1 && write(a->procs, "0", 1) != 1)
-		child_fail(rep, STAGE_CGROUP, errno);
-	if (a->oom && child_oom(spec->oom_score_adj) != 0)
-		child_fail(rep, STAGE_OOM, errno);
-	if (child_signals() != 0)
-		child_fail(rep, STAGE_SIGNALS, errno);
-	if (setsid() == -1)
-		child_fail(rep, STAGE_SETSID, errno);
-
-	if (spec->tty) {
-		/* As session leader without a tty, this one becomes ours. */
-		if ((tty = open(a->slave, O_RDWR | O_NOCTTY)) == -1)
-			child_fail(rep, STAGE_TTY_OPEN, errno);
-		if (ioctl(tty, TIOCSCTTY, 0) == -1)
-			child_fail(rep, STAGE_TTY_CTTY, errno);
-		if (fd_lift(&tty) != 0)
-			child_fail(rep, STAGE_FDS, errno);
-		fd0 = fd1 = fd2 = tty;
-	} else {
-		fd0 = a->f.in_r;
-		fd1 = a->f.out_w;
-		fd2 = a->f.err_w;
-		if (fd_lift(&fd0) != 0 || fd_lift(&fd1) != 0 ||
-		    fd_lift(&fd2) != 0)
-			child_fail(rep, STAGE_FDS, errno);
-	}
-	/* Sources are all >= 3 now, so dup2 always clears FD_CLOEXEC. */
-	if (child_dup(fd0, STDIN_FILENO) != 0 ||
-	    child_dup(fd1, STDOUT_FILENO) != 0 ||
-	    child_dup(fd2, STDERR_FILENO) != 0)
-		child_fail(rep, STAGE_DUP, errno);
-	if (child_close_fds(rep) != 0)
-		child_fail(rep, STAGE_CLOSE, errno);
-
-	/*
-	 * Groups and gid while still privileged, uid last.  The raw calls:
-	 * they change this process alone (see the top).
-	 */
-	if (u != NULL) {
-		if (syscall(SYS_setgroups, (size_t)u->ngroups, u->groups) == -1)
-			child_fail(rep, STAGE_SETGROUPS, errno);
-		if (syscall(SYS_setgid, u->gid) == -1)
-			child_fail(rep, STAGE_SETGID, errno);
-		/* The user owns its terminal, as after a login. */
-		if (spec->tty && fchown(STDIN_FILENO, u->uid, (gid_t)-1) == -1)
-			child_fail(rep, STAGE_TTY_CHOWN, errno);
-		if (syscall(SYS_setuid, u->uid) == -1)
-			child_fail(rep, STAGE_SETUID, errno);
-	}
-	/* After the switch, so the user's own permissions decide. */
-	if (spec->cwd != NULL && chdir(spec->cwd) == -1)
-		child_fail(rep, STAGE_CWD, errno);
-
-	child_exec(a, rep);
-}
-
-/*
- * execvp(3) in the session's PATH (a->path), without assigning environ:
- * EACCES is remembered and the search goes on, ENOENT and ENOTDIR go on,
- * any other error ends it; an empty PATH element is the cwd.  As musl's,
- * a file that is not an executable format (ENOEXEC) is not run by /bin/sh.
- */
-static void
-child_exec(const struct child_args *a, int rep)
-{
-	char *const	*argv = a->spec->argv, *const *envp = a->spec->envp;
-	const char	*file = argv[0], *p, *end;
-	char		 buf[PATH_MAX];
-	size_t		 flen, dlen;
-	int		 eacces = 0;
-
-	if (*file == '\0')
-		child_fail(rep, STAGE_EXEC, ENOENT);
-	if (strchr(file, '/') != NULL) {
-		execve(file, argv, envp);
-		child_fail(rep, STAGE_EXEC, errno);
-	}
-	if ((flen = strlen(file)) > NAME_MAX)
-		child_fail(rep, STAGE_EXEC, ENAMETOOLONG);
-	for (p = a->path;; p = end + 1) {
-		for (end = p; *end != '\0' && *end != ':'; end++)
-			;
-		dlen = (size_t)(end - p);
-		if (dlen + 1 + flen < sizeof buf) {
-			memcpy(buf, p, dlen);
-			if (dlen > 0)
-				buf[dlen++] = '/';
-			memcpy(buf + dlen, file, flen + 1);
-			execve(buf, argv, envp);
-			switch (errno) {
-			case EACCES:
-				eacces = 1;
-				break;
-			case ENOENT:
-			case ENOTDIR:
-				break;
-			default:
-				child_fail(rep, STAGE_EXEC, errno);
-			}
-		}
-		if (*end == '\0')
-			break;
-	}
-	child_fail(rep, STAGE_EXEC, eacces ? EACCES : ENOENT);
-}
-
-/* Set sig's disposition to SIG_DFL with the raw system call. */
-static int
-child_sigdfl_raw(int sig)
-{
-	struct kernel_sigaction	ksa;
-
-	memset(&ksa, 0, sizeof ksa);
-	ksa.handler = SIG_DFL;
-	if (syscall(SYS_rt_sigaction, sig, &ksa, NULL, sizeof ksa.mask) == -1)
-		return (errno == EINVAL ? 0 : -1);
-	return 0;
-}
-
-/*
- * Reset every disposition that is not SIG_DFL (pty_sig_reset: all of them
- * without a snapshot) to SIG_DFL, then unblock every signal.  Raw system
- * calls: this runs in a vfork child sharing agentd's memory, and the libc's
- * sigaction() takes locks (musl's for SIGABRT) and refuses the real-time
- * signals it keeps for itself (glibc's 32 and 33), which may have been left
- * ignored by whoever started agentd.
- */
-static int
-child_signals(void)
-{
-	uint64_t	none = 0;	/* the kernel's sigset: _NSIG 64 */
-	int		sig;
-
-	for (sig = 1; sig < _NSIG; sig++) {
-		if (sig == SIGKILL || sig == SIGSTOP ||
-		    !(pty_sig_reset & (uint64_t)1 << (sig - 1)))
-			continue;
-		if (child_sigdfl_raw(sig) == -1)
-			return -1;
-	}
-	return (int)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL,
-	    sizeof none);
-}
-
-/* dup2 that retries EINTR. */
-static int
-child_dup(int from, int to)
-{
-	while (dup2(from, to) == -1) {
-		if (errno != EINTR)
-			return -1;
-	}
-	return 0;
-}
-
-/* Close every fd from 3 up except keep (which is >= 3). */
-static int
-child_close_fds(int keep)
-{
-	if (PTY_CLOSE_FALLBACK < 1 &&
-	    (keep == 3 || child_close_range(3, (unsigned int)keep - 1) == 0) &&
-	    child_close_range((unsigned int)keep + 1, ~0U) == 0)
-		return 0;
-	/* Linux < 5.9 (ENOSYS), or a seccomp filter. */
-	if (PTY_CLOSE_FALLBACK < 2 && child_close_proc(keep) == 0)
-		return 0;
-	/* No /proc (a bare VM before agentd mounts it). */
-	child_close_loop(keep);
-	return 0;
-}
-
-/* close_range(2) by number, as musl may not wrap it. */
-static int
-child_close_range(unsigned int first, unsigned int last)
-{
-#ifdef SYS_close_range
-	return (int)syscall(SYS_close_range, first, last, 0U);
-#else
-	(void)first;
-	(void)last;
-	errno = ENOSYS;
-	return -1;
-#endif
-}
-
-/* Close fds listed in /proc/self/fd with raw getdents64 (no malloc). */
-static int
-child_close_proc(int keep)
-{
-	/* The kernel's struct linux_dirent64. */
-	struct dirent64_raw {
-		uint64_t	d_ino;
-		int64_t		d_off;
-		unsigned short	d_reclen;
-		unsigned char	d_type;
-		char		d_name[];
-	};
-	union {
-		char			buf[PTY_DIRENT_BUF];
-		struct dirent64_raw	align;
-	} u;
-	struct dirent64_raw	*d;
-	long			 n, pos;
-	int			 dir, fd;
-	const char		*c;
-
-	dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir == -1)
-		return -1;
-	/* Closing while reading is safe: the offset is the fd number. */
-	while ((n = syscall(SYS_getdents64, dir, u.buf, sizeof u.buf)) > 0) {
-		for (pos = 0; pos < n; pos += d->d_reclen) {
-			d = (struct dirent64_raw *)(void *)(u.buf + pos);
-			fd = 0;
-			for (c = d->d_name; *c >= '0' && *c <= '9'; c++)
-				fd = fd * 10 + (*c - '0');
-			if (*c != '\0' || c == d->d_name)
-				continue;
-			if (fd > STDERR_FILENO && fd != keep && fd != dir)
-				close(fd);
-		}
-	}
-	close(dir);
-	return n == 0 ? 0 : -1;
-}
-
-/* Close every possible fd up to RLIMIT_NOFILE, the last resort. */
-static void
-child_close_loop(int keep)
-{
-	struct rlimit	rl;
-	rlim_t		max = PTY_NOFILE_CAP, fd;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY)
-		max = rl.rlim_max;
-	/* An fd above the soft limit may remain from before a lowering. */
-	if (max > PTY_NOFILE_CAP)
-		max = PTY_NOFILE_CAP;
-	for (fd = STDERR_FILENO + 1; fd < max; fd++) {
-		if (fd != (rlim_t)keep)
-			close((int)fd);
-	}
 }
