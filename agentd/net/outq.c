@@ -83,11 +83,22 @@ outq_skip(size_t n)
 	outq_skipping = n;
 }
 
-/* Whether an answer of want bytes fits the budget now. */
+/* Whether an answer of want bytes fits the budget now (see outq.h). */
+int
+outq_fits(size_t want)
+{
+	uint64_t	limit = outq_limit;
+
+	if (want > OUTQ_SMALL)
+		limit -= outq_limit / OUTQ_RESERVE_SHARE;
+	return (want <= limit && outq_held <= limit - want);
+}
+
+/* Whether an answer of want bytes fits the budget now, else 503. */
 int
 outq_admit(size_t want, struct proto_err *err)
 {
-	if (outq_held + want <= outq_limit)
+	if (outq_fits(want))
 		return (0);
 	log_info("%s: %zu bytes refused: %llu held by clients that do not "
 	    "read, budget %llu", __func__, want,

@@ -31,6 +31,7 @@
 #include "agentd.h"
 #include "http.h"
 #include "log.h"
+#include "outq.h"
 #include "proto.h"
 #include "ringbuf.h"
 #include "session.h"
@@ -39,6 +40,9 @@
 
 #define SSE_READ_CHUNKS		64	/* chunks read from a ring at a time */
 #define SSE_READ_BYTES		(256 * 1024) /* bytes read from a ring at a time */
+#define SSE_ESCAPE_WORST	6	/* rendered bytes of an output byte */
+#define SSE_BUDGET_RETRY_MS	100	/* a stream waiting for the budget of
+					   answers held looks again */
 
 /* A stream. */
 struct sse {
@@ -53,6 +57,7 @@ struct sse {
 	void			*arg;
 	int			 pulling;	/* in pull() now */
 	int			 ending;	/* sse_end() during the pull */
+	int			 starved;	/* waits for the answers' budget */
 };
 TAILQ_HEAD(sses, sse);
 
@@ -74,6 +79,8 @@ static uint64_t			 sse_gaps;
 static size_t			 sse_buffer_bytes;
 static int64_t			 sse_keepalive_ms;
 static int64_t			 sse_idle_ms;
+static struct event		*sse_budget_ev;	/* wakes starved streams */
+static uint64_t			 sse_starved_total;
 static uint8_t			*sse_buf;	/* a ring read's bytes */
 static size_t			 sse_buf_len;
 static struct ring_chunk	 sse_chunks[SSE_READ_CHUNKS];
@@ -86,6 +93,11 @@ static void	sse_conn_gone(struct evhttp_connection *, void *);
 static void	sse_client_closed(evutil_socket_t, short, void *);
 static void	sse_keepalive_cb(evutil_socket_t, short, void *);
 static void	sse_timeouts(struct sse *);
+static size_t	sse_unsent(const struct sse *);
+static int	sse_budget_ok(const struct sse *);
+static void	sse_starve(struct sse *);
+static void	sse_budget_cb(evutil_socket_t, short, void *);
+static void	sse_forget(struct sse *);
 static void	sse_session_pull(struct sse *, void *);
 static void	sse_session_gone(void *);
 static void	sse_session_exit(struct sse_session *);
@@ -185,17 +197,98 @@ sse_start(struct http_req *hr, sse_pull_fn pull, sse_gone_fn gone, void *arg)
 	return (st);
 }
 
-/* Whether the unsent bytes are under --sse-buffer. */
+/* The stream's unsent bytes: its connection's output, its frames. */
+static size_t
+sse_unsent(const struct sse *st)
+{
+	struct bufferevent	*bev;
+
+	bev = evhttp_connection_get_bufferevent(st->evcon);
+	return (evbuffer_get_length(bufferevent_get_output(bev)) +
+	    evbuffer_get_length(st->frames));
+}
+
+/*
+ * Whether the budget of answers held (outq.h) takes the stream's frames
+ * not handed over yet and --sse-buffer more: the bytes a pull may add.
+ */
+static int
+sse_budget_ok(const struct sse *st)
+{
+	return (outq_fits(evbuffer_get_length(st->frames) + sse_buffer_bytes));
+}
+
+/*
+ * Whether the unsent bytes are under --sse-buffer, and the budget of
+ * answers held has room for more.
+ */
 int
 sse_room(const struct sse *st)
 {
-	struct bufferevent	*bev;
-	size_t			 n;
+	return (!st->ending && sse_unsent(st) < sse_buffer_bytes &&
+	    sse_budget_ok(st));
+}
 
-	bev = evhttp_connection_get_bufferevent(st->evcon);
-	n = evbuffer_get_length(bufferevent_get_output(bev)) +
-	    evbuffer_get_length(st->frames);
-	return (!st->ending && n < sse_buffer_bytes);
+/* Bytes the stream may take before sse_room() says no. */
+size_t
+sse_room_bytes(const struct sse *st)
+{
+	size_t	n = sse_unsent(st);
+
+	return (n < sse_buffer_bytes ? sse_buffer_bytes - n : 0);
+}
+
+/*
+ * A stream with room of its own but none in the budget: look again in
+ * SSE_BUDGET_RETRY_MS (nothing else would pull it: its own output is
+ * sent).
+ */
+static void
+sse_starve(struct sse *st)
+{
+	struct timeval	tv;
+
+	if (st->ending || st->starved || sse_budget_ok(st) ||
+	    sse_unsent(st) >= sse_buffer_bytes)
+		return;
+	st->starved = 1;
+	sse_starved_total++;
+	if (sse_budget_ev == NULL && (sse_budget_ev = evtimer_new(agentd_base,
+	    sse_budget_cb, NULL)) == NULL)
+		fatal("%s: out of memory", __func__);
+	if (!evtimer_pending(sse_budget_ev, NULL))
+		evtimer_add(sse_budget_ev, timeval_ms(&tv,
+		    SSE_BUDGET_RETRY_MS));
+}
+
+/* The budget's retry: pull the starved streams that have room now. */
+static void
+sse_budget_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct sse	*st, *next;
+
+	for (st = TAILQ_FIRST(&sse_streams); st != NULL; st = next) {
+		next = TAILQ_NEXT(st, entry);
+		if (!st->starved)
+			continue;
+		st->starved = 0;
+		sse_kick(st);	/* may end it, or starve it again */
+	}
+}
+
+/*
+ * Whether a new stream may start: the budget of answers held has room for
+ * its --sse-buffer; else 503 too_busy is answered and -1 returned.
+ */
+int
+sse_admit(struct http_req *hr)
+{
+	struct proto_err	err;
+
+	if (outq_admit(sse_buffer_bytes, &err) == 0)
+		return (0);
+	http_reply_error(hr->req, &err, NULL);
+	return (-1);
 }
 
 /* Queue a frame. */
@@ -217,6 +310,8 @@ sse_kick(struct sse *st)
 {
 	if (!st->pulling && sse_room(st))
 		sse_run(st);
+	else if (!st->pulling)
+		sse_starve(st);
 }
 
 /* End the stream now, or after the pull that asks it. */
@@ -241,6 +336,8 @@ sse_run(struct sse *st)
 	sse_flush(st);
 	if (st->ending)
 		sse_finish(st);
+	else
+		sse_starve(st);
 }
 
 /* Hand the queued frames to evhttp as one chunk. */
@@ -270,8 +367,7 @@ sse_timeouts(struct sse *st)
 static void
 sse_finish(struct sse *st)
 {
-	TAILQ_REMOVE(&sse_streams, st, entry);
-	sse_count--;
+	sse_forget(st);
 	evhttp_connection_set_closecb(st->evcon, NULL, NULL);
 	event_free(st->closed);
 	event_free(st->keepalive);
@@ -279,6 +375,17 @@ sse_finish(struct sse *st)
 	evhttp_send_reply_end(st->req);
 	log_debug("%s: stream %p ended", __func__, (void *)st);
 	free(st);
+}
+
+/* Unlink a stream; the budget's timer goes with the last one. */
+static void
+sse_forget(struct sse *st)
+{
+	TAILQ_REMOVE(&sse_streams, st, entry);
+	if (--sse_count == 0 && sse_budget_ev != NULL) {
+		event_free(sse_budget_ev);
+		sse_budget_ev = NULL;
+	}
 }
 
 /* The connection's output drained: pull again. */
@@ -323,8 +430,7 @@ sse_conn_gone(struct evhttp_connection *evcon, void *arg)
 {
 	struct sse	*st = arg;
 
-	TAILQ_REMOVE(&sse_streams, st, entry);
-	sse_count--;
+	sse_forget(st);
 	event_free(st->closed);
 	event_free(st->keepalive);
 	evbuffer_free(st->frames);
@@ -350,8 +456,11 @@ sse_metrics(struct proto_buf *b)
 	    "# TYPE agentd_sse_gaps_total counter\n"
 	    "agentd_sse_gaps_total %" PRIu64 "\n"
 	    "# TYPE agentd_sse_buffer_bytes gauge\n"
-	    "agentd_sse_buffer_bytes %zu\n",
-	    sse_count, sse_started, sse_gaps, sse_buffer_bytes);
+	    "agentd_sse_buffer_bytes %zu\n"
+	    "# TYPE agentd_sse_budget_waits_total counter\n"
+	    "agentd_sse_budget_waits_total %" PRIu64 "\n",
+	    sse_count, sse_started, sse_gaps, sse_buffer_bytes,
+	    sse_starved_total);
 }
 
 /* ---- session output ---------------------------------------------------- */
@@ -388,6 +497,8 @@ sse_session(struct http_req *hr, struct session *s)
 		    " is after the last chunk %" PRIu64, q.cursor, st.newest);
 		return;
 	}
+	if (sse_admit(hr) != 0)
+		return;
 	ss = xcalloc(1, sizeof *ss);
 	ss->s = s;
 	/* No cursor: from the oldest chunk held, without a gap. */
@@ -432,8 +543,13 @@ sse_session_pull(struct sse *sse, void *arg)
 		sse_buf_len = need;
 	}
 	while (sse_room(sse)) {
+		/*
+		 * What the room takes rendered at the worst (a first chunk
+		 * goes whole): --sse-buffer and one frame at most.
+		 */
 		if (ring_read(r, ss->cursor, sse_buf, sse_buf_len,
-		    sse_buf_len, sse_chunks, nitems(sse_chunks), &res) != 0)
+		    sse_room_bytes(sse) / SSE_ESCAPE_WORST, sse_chunks,
+		    nitems(sse_chunks), &res) != 0)
 			break;
 		if (res.dropped > 0) {
 			ss->cursor += res.dropped;
