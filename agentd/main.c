@@ -35,6 +35,7 @@
 #include "http.h"
 #include "log.h"
 #include "mcp.h"
+#include "membudget.h"
 #include "outq.h"
 #include "pause.h"
 #include "pid1.h"
@@ -391,6 +392,7 @@ main(int argc, char **argv)
 	else if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
 		log_warn("%s: PR_SET_CHILD_SUBREAPER: %s", __func__,
 		    strerror(errno));
+	membudget_apply(&config);	/* /proc and the cgroups are mounted */
 
 	cgroup_init(&(struct cgroup_config){ .mount = CGROUP_MOUNT,
 	    .self_memory_min = config.self_memory_min,

@@ -17,6 +17,7 @@
 #include <event2/http.h>
 
 #include "agentd.h"
+#include "config.h"
 #include "api.h"
 #include "cgroup.h"
 #include "companion.h"
@@ -248,6 +249,17 @@ debug_stat(struct http_req *hr)
 	    session_count(), agentd_stats.sessions_started,
 	    session_ring_bytes_total(), agentd_stats.output_bytes,
 	    agentd_stats.zombies_reaped);
+	/* The budgets as applied; fit: not given, a share of memory_bytes. */
+	proto_buf_printf(&b, "\"budgets\": {\"memory_bytes\": %" PRIu64 ", "
+	    "\"max_answer_bytes\": {\"bytes\": %" PRIu64 ", \"fit\": %s}, "
+	    "\"max_total_ring_bytes\": {\"bytes\": %" PRIu64 ", \"fit\": %s}, "
+	    "\"max_session_bytes\": {\"bytes\": %" PRIu64 ", \"fit\": %s}}, ",
+	    agentd_cfg->fit_memory, agentd_cfg->max_answer_bytes,
+	    agentd_cfg->fit & CONFIG_FIT_ANSWERS ? "true" : "false",
+	    agentd_cfg->max_total_ring_bytes,
+	    agentd_cfg->fit & CONFIG_FIT_RINGS ? "true" : "false",
+	    agentd_cfg->max_session_bytes,
+	    agentd_cfg->fit & CONFIG_FIT_SESSION ? "true" : "false");
 	debug_stat_sessions(&b);
 	proto_buf_printf(&b, "}");
 	http_reply(hr->req, 200, &b);

@@ -159,3 +159,27 @@ class EscapedObjectTest(Held):
         r = self.req('GET', '/v1/sessions')
         self.assertError(r, 503, 'too_busy')
 
+
+
+class FitBudgetsTest(AgentdTestCase):
+    """Issue 32 item 4: the budgets not given are shares of the memory
+    agentd may use, capped at the fixed defaults; /debug/stat says so."""
+
+    agentd_args = ('--max-answer-bytes', '3MiB')
+
+    def test_debug_stat_shows_the_effective_budgets(self):
+        c = self.agentd.unix_client()
+        r = c.request('GET', '/debug/stat')
+        c.close()
+        self.expect(r, 200)
+        b = r.json['budgets']
+        mem = b['memory_bytes']
+        self.assertGreater(mem, 0)
+        self.assertEqual(b['max_answer_bytes'], {'bytes': 3 << 20, 'fit': False})
+        for name, share, cap in (('max_total_ring_bytes', 4, 1 << 30),
+                                 ('max_session_bytes', 16, 64 << 20)):
+            self.assertEqual(b[name], {'bytes': min(cap, max(1 << 20, mem // share)),
+                                       'fit': True}, name)
+        with open('/proc/meminfo') as f:
+            total = int(f.readline().split()[1]) * 1024
+        self.assertLessEqual(mem, total)
