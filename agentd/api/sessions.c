@@ -774,6 +774,17 @@ sessions_create(struct http_req *hr)
 		return;
 	}
 	c->req = hr->req;
+	/* Its answer, the object with argv escaped, must fit before it runs. */
+	memset(&v, 0, sizeof v);
+	v.argv = c->pc.argv;
+	v.cwd = c->pc.cwd;
+	v.user = c->pc.user;
+	if (sessions_worst(&v) > SESSIONS_ADMIT_MIN &&
+	    outq_admit(sessions_worst(&v), &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		sessions_creating_free(c);
+		return;
+	}
 	if (session_create(&c->pc, sessions_created, c, &s, &err) != 0) {
 		if (s != NULL)
 			session_view(s, &v);

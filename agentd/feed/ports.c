@@ -51,6 +51,7 @@ static void	ports_walk(struct ports_set *, struct ports_want *, size_t,
 		    size_t *);
 static void	ports_walk_stop(void);
 static int	ports_may_post(void);
+static int	ports_spend(size_t *);
 static int	ports_want_cmp(const void *, const void *);
 static int	ports_pid_in(const pid_t *, size_t, pid_t);
 static int	ports_fd_cmp(const void *, const void *);
@@ -81,6 +82,7 @@ static DIR			*ports_walk_proc;	/* the walk: /proc, */
 static DIR			*ports_walk_fd;		/* the fds of */
 static pid_t			 ports_walk_pid;	/* this process */
 static uint64_t			 ports_walks;		/* walks started */
+static int64_t			 ports_deadline;	/* a refresh's look ends */
 static unsigned			 ports_refresh_n;	/* events this refresh */
 static int64_t			 ports_rate_start;	/* this second's start */
 static unsigned			 ports_rate_n;		/* and its events */
@@ -380,6 +382,21 @@ ports_fd_cmp(const void *a, const void *b)
 	return (x > y ? -1 : x < y);
 }
 
+/*
+ * Count one entry or link off *budget; none is left once the refresh's
+ * look has taken PORTS_SCAN_US (looked at every 32, when slow /proc reads
+ * on a slow machine would take long before the count runs out).
+ */
+static int
+ports_spend(size_t *budget)
+{
+	if (*budget == 0)
+		return (0);
+	if (--*budget % 32 == 0 && ports_now_us() > ports_deadline)
+		*budget = 0;
+	return (1);
+}
+
 /* Set the pid of the socket of a link if it is sought; count it off. */
 static void
 ports_match(pid_t pid, const char *link, ssize_t len, struct ports_set *set,
@@ -421,8 +438,7 @@ ports_scan_fds(pid_t pid, struct ports_set *set, struct ports_want *want,
 	snprintf(path, sizeof path, "/proc/%ld/fd", (long)pid);
 	if ((dir = opendir(path)) == NULL)
 		return;		/* gone, or not ours to look at */
-	while (*budget > 0 && (d = readdir(dir)) != NULL) {
-		(*budget)--;
+	while (ports_spend(budget) && (d = readdir(dir)) != NULL) {
 		if (d->d_name[0] == '.')
 			continue;
 		if (nfds == ports_fds_cap) {
@@ -433,8 +449,7 @@ ports_scan_fds(pid_t pid, struct ports_set *set, struct ports_want *want,
 	}
 	qsort(ports_fds, nfds, sizeof *ports_fds, ports_fd_cmp);
 	dfd = dirfd(dir);
-	for (i = 0; i < nfds && *left > 0 && *budget > 0; i++) {
-		(*budget)--;
+	for (i = 0; i < nfds && *left > 0 && ports_spend(budget); i++) {
 		snprintf(path, sizeof path, "%d", ports_fds[i]);
 		len = readlinkat(dfd, path, link, sizeof link - 1);
 		if (len > 0)
@@ -475,7 +490,8 @@ ports_walk(struct ports_set *set, struct ports_want *want, size_t n,
 
 	while (*left > 0 && budget > 0) {
 		if (ports_walk_fd != NULL) {
-			budget--;
+			if (!ports_spend(&budget))
+				break;
 			if ((d = readdir(ports_walk_fd)) == NULL) {
 				closedir(ports_walk_fd);
 				ports_walk_fd = NULL;
@@ -483,7 +499,7 @@ ports_walk(struct ports_set *set, struct ports_want *want, size_t n,
 			}
 			if (d->d_name[0] == '.')
 				continue;
-			budget -= budget > 0;
+			(void)ports_spend(&budget);
 			len = readlinkat(dirfd(ports_walk_fd), d->d_name, link,
 			    sizeof link - 1);
 			if (len > 0)
@@ -498,7 +514,8 @@ ports_walk(struct ports_set *set, struct ports_want *want, size_t n,
 			ports_walks++;
 			ports_fd_scans++;
 		}
-		budget--;
+		if (!ports_spend(&budget))
+			break;
 		if ((d = readdir(ports_walk_proc)) == NULL) {
 			ports_walk_stop();
 			/* The end: give up what was sought all along. */
@@ -561,6 +578,7 @@ ports_resolve(struct ports_set *set)
 	}
 	qsort(want, n, sizeof *want, ports_want_cmp);
 	left = n;
+	ports_deadline = ports_now_us() + PORTS_SCAN_US;
 	for (i = 0; i < nknown && left > 0 && budget > 0; i++)
 		ports_scan_fds(known[i], set, want, n, &left, &budget);
 	if (left > 0)

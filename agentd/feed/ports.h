@@ -9,7 +9,8 @@
  * A socket's pid comes from a scan of /proc/PID/fd, done only for inodes
  * the previous list did not have (the previous list is the cache); its
  * session from session_of_pid().  The scan is bounded: each refresh looks
- * at PORTS_SCAN_BUDGET directory entries and links at most, and the walk
+ * at PORTS_SCAN_BUDGET directory entries and links (PORTS_SCAN_US) at
+ * most, and the walk
  * of /proc resumes where the last refresh left it, so that a sandbox with
  * millions of fds never holds the loop; a socket no process holds (one
  * passed with SCM_RIGHTS and closed) is given up after one whole walk.
@@ -43,6 +44,7 @@
 #define PORTS_SCAN_BUDGET	4096	/* fd entries and links looked at by
 					   one refresh's walk of /proc */
 #define PORTS_KNOWN_BUDGET	2048	/* and in the known holders first */
+#define PORTS_SCAN_US		5000	/* and one refresh's look at most */
 #define PORTS_EVENTS_MAX	32	/* port events of one refresh */
 #define PORTS_EVENTS_RATE	64	/* port events a second */
 
