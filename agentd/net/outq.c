@@ -83,23 +83,35 @@ outq_skip(size_t n)
 	outq_skipping = n;
 }
 
-/* Whether an answer of want bytes fits the budget now (see outq.h). */
-int
-outq_fits(size_t want)
+/* Whether want bytes fit now, leaving the reserve free if reserve. */
+static int
+outq_room(size_t want, int reserve)
 {
 	uint64_t	limit = outq_limit;
 
-	if (want > OUTQ_SMALL)
+	if (reserve)
 		limit -= outq_limit / OUTQ_RESERVE_SHARE;
 	return (want <= limit && outq_held <= limit - want);
 }
 
-/* Whether an answer of want bytes fits the budget now, else 503. */
+/* Whether an answer of want bytes fits the budget now (see outq.h). */
 int
-outq_admit(size_t want, struct proto_err *err)
+outq_fits(size_t want)
 {
-	if (outq_fits(want))
-		return (0);
+	return (outq_room(want, want > OUTQ_SMALL));
+}
+
+/* Whether a stream's want bytes fit, leaving the reserve free. */
+int
+outq_fits_stream(size_t want)
+{
+	return (outq_room(want, 1));
+}
+
+/* 503 too_busy into err, for want bytes that do not fit. */
+static int
+outq_refuse(size_t want, struct proto_err *err)
+{
 	log_info("%s: %zu bytes refused: %llu held by clients that do not "
 	    "read, budget %llu", __func__, want,
 	    (unsigned long long)outq_held, (unsigned long long)outq_limit);
@@ -108,6 +120,20 @@ outq_admit(size_t want, struct proto_err *err)
 	    "--max-answer-bytes %llu: read them, or ask for less",
 	    (unsigned long long)outq_held, want,
 	    (unsigned long long)outq_limit));
+}
+
+/* Whether an answer of want bytes fits the budget now, else 503. */
+int
+outq_admit(size_t want, struct proto_err *err)
+{
+	return (outq_fits(want) ? 0 : outq_refuse(want, err));
+}
+
+/* Whether a new stream of want bytes fits the budget now, else 503. */
+int
+outq_admit_stream(size_t want, struct proto_err *err)
+{
+	return (outq_fits_stream(want) ? 0 : outq_refuse(want, err));
 }
 
 /* Bytes held now. */

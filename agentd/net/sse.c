@@ -215,7 +215,8 @@ sse_unsent(const struct sse *st)
 static int
 sse_budget_ok(const struct sse *st)
 {
-	return (outq_fits(evbuffer_get_length(st->frames) + sse_buffer_bytes));
+	return (outq_fits_stream(evbuffer_get_length(st->frames) +
+	    sse_buffer_bytes));
 }
 
 /*
@@ -285,7 +286,7 @@ sse_admit(struct http_req *hr)
 {
 	struct proto_err	err;
 
-	if (outq_admit(sse_buffer_bytes, &err) == 0)
+	if (outq_admit_stream(sse_buffer_bytes, &err) == 0)
 		return (0);
 	http_reply_error(hr->req, &err, NULL);
 	return (-1);
