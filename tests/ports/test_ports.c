@@ -65,10 +65,23 @@ static char	 posted_type[32];	/* its last event */
 static json_t	*posted;
 static int	 nposted;		/* its events */
 
+static int	 nall;			/* port events of any port */
+static int	 many[256];		/* ports of the many_* test, */
+static int	 many_opened[256];	/* and port.opened of each */
+static int	 nmany;
+
 /* The fake feed: keep the last event of posted_port. */
 uint64_t
 events_post(const char *type, const char *session, json_t *fields)
 {
+	int	 i, port;
+
+	nall++;
+	port = (int)json_integer_value(json_object_get(fields, "port"));
+	for (i = 0; i < nmany; i++) {
+		if (many[i] == port && strcmp(type, "port.opened") == 0)
+			many_opened[i]++;
+	}
 	if (json_integer_value(json_object_get(fields, "port")) !=
 	    posted_port) {
 		json_decref(fields);
@@ -430,6 +443,55 @@ START_TEST(baseline_then_pids)
 }
 END_TEST
 
+/*
+ * Issue 32 R3: a refresh posts PORTS_EVENTS_MAX port events at most; the
+ * openings past it are posted by later refreshes, each once.
+ */
+START_TEST(many_openings_bounded)
+{
+	struct event_base	*base = event_base_new();
+	struct sockaddr_in	 sin;
+	socklen_t		 len;
+	int			 fds[100], i, tries, before, done;
+
+	ck_assert_ptr_nonnull(base);
+	ck_assert_int_eq(ports_init(base, 250, 0), 0);
+	refresh_resolved();		/* the baseline, and its pids */
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (i = 0; i < 100; i++) {
+		ck_assert_int_ne(fds[i] = socket(AF_INET, SOCK_STREAM, 0), -1);
+		sin.sin_port = 0;
+		ck_assert_int_eq(bind(fds[i], (struct sockaddr *)&sin,
+		    sizeof sin), 0);
+		ck_assert_int_eq(listen(fds[i], 1), 0);
+		len = sizeof sin;
+		ck_assert_int_eq(getsockname(fds[i], (struct sockaddr *)&sin,
+		    &len), 0);
+		many[i] = ntohs(sin.sin_port);
+	}
+	nmany = 100;
+	for (tries = 0, done = 0; tries < 100000 && !done; tries++) {
+		before = nall;
+		ck_assert_int_eq(ports_refresh(), 0);
+		ck_assert_int_le(nall - before, PORTS_EVENTS_MAX);
+		for (i = 0, done = 1; i < 100; i++)
+			done &= many_opened[i] > 0;
+		if (!done)
+			usleep(2000);
+	}
+	ck_assert_msg(done, "not every opening was posted");
+	for (i = 0; i < 100; i++) {
+		ck_assert_int_eq(many_opened[i], 1);
+		close(fds[i]);
+	}
+	nmany = 0;
+	ports_free();
+	event_base_free(base);
+}
+END_TEST
+
 /* The suite. */
 static Suite *
 ports_suite(void)
@@ -438,6 +500,7 @@ ports_suite(void)
 	TCase	*tc = tcase_create("ports");
 
 	tcase_add_test(tc, parse_tcp);
+	tcase_add_test(tc, many_openings_bounded);
 	tcase_add_test(tc, parse_udp);
 	tcase_add_test(tc, parse_errors);
 	tcase_add_test(tc, diff);
