@@ -95,6 +95,7 @@ static void	sse_keepalive_cb(evutil_socket_t, short, void *);
 static void	sse_timeouts(struct sse *);
 static size_t	sse_unsent(const struct sse *);
 static int	sse_budget_ok(const struct sse *);
+static size_t	sse_budget_want(void);
 static void	sse_starve(struct sse *);
 static void	sse_budget_cb(evutil_socket_t, short, void *);
 static void	sse_forget(struct sse *);
@@ -216,7 +217,19 @@ static int
 sse_budget_ok(const struct sse *st)
 {
 	return (outq_fits_stream(evbuffer_get_length(st->frames) +
-	    sse_buffer_bytes));
+	    sse_budget_want()));
+}
+
+/*
+ * The budget a stream asks for: --sse-buffer, but an eighth of the budget
+ * at most, so that a --sse-buffer near --max-answer-bytes still streams.
+ */
+static size_t
+sse_budget_want(void)
+{
+	uint64_t	max = outq_max() / 8;
+
+	return (sse_buffer_bytes < max ? sse_buffer_bytes : (size_t)max);
 }
 
 /*
@@ -286,7 +299,7 @@ sse_admit(struct http_req *hr)
 {
 	struct proto_err	err;
 
-	if (outq_admit_stream(sse_buffer_bytes, &err) == 0)
+	if (outq_admit_stream(sse_budget_want(), &err) == 0)
 		return (0);
 	http_reply_error(hr->req, &err, NULL);
 	return (-1);
