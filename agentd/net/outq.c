@@ -112,9 +112,20 @@ outq_fits_stream(size_t want)
 static int
 outq_refuse(size_t want, struct proto_err *err)
 {
-	log_info("%s: %zu bytes refused: %llu held by clients that do not "
-	    "read, budget %llu", __func__, want,
-	    (unsigned long long)outq_held, (unsigned long long)outq_limit);
+	static int64_t	last_ms;
+	static uint64_t	quiet;
+	int64_t		now = clock_mono_ms();
+
+	/* Once a second at most: a console under qemu is slow to write. */
+	if (now - last_ms >= 1000) {
+		log_info("%s: %zu bytes refused: %llu held by clients that do "
+		    "not read, budget %llu (and %llu more refused)", __func__,
+		    want, (unsigned long long)outq_held,
+		    (unsigned long long)outq_limit, (unsigned long long)quiet);
+		last_ms = now;
+		quiet = 0;
+	} else
+		quiet++;
 	return (proto_fail(err, 503, "too_busy", "answers waiting to be read "
 	    "by clients hold %llu bytes; one of %zu more would pass "
 	    "--max-answer-bytes %llu: read them, or ask for less",
