@@ -8,7 +8,7 @@ import json
 import socket
 import time
 
-from harness import AgentdTestCase
+from harness import AgentdTestCase, SLOW
 
 MAX = 4 << 20
 ACCEPT_MCP = 'application/json, text/event-stream'
@@ -69,7 +69,7 @@ class AdmissionTest(Held):
         self.assertEqual(statuses[0], b'200')
         # They fill the kernel's buffers, then the budget, and wait for it,
         # never past it.
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 30 * SLOW
         while time.monotonic() < deadline:
             self.held_ok()
             if self.metric('agentd_sse_budget_waits_total') > 0:
