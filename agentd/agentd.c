@@ -76,7 +76,7 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	outq_set_max(cfg->max_answer_bytes);
 	limits.profile = cfg->profile;
 	api_init(cfg, agentd_start_ms);
-	debug_init(agentd_base, agentd_start_ms);
+	debug_init(agentd_base, cfg, agentd_start_ms);
 	files_init(agentd_base, cfg);
 	hold_init(agentd_base);
 	mcp_init(agentd_base, cfg);

@@ -714,6 +714,17 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 			cfg->token = NULL;
 		}
 	}
+	/* The budgets not given fit the machine (membudget.h). */
+	for (i = 0; i < nitems(opts); i++) {
+		if (seen[i] != SOURCE_DEFAULT)
+			continue;
+		if (opts[i].off == offsetof(struct config, max_answer_bytes))
+			cfg->fit |= CONFIG_FIT_ANSWERS;
+		else if (opts[i].off == offsetof(struct config, max_total_ring_bytes))
+			cfg->fit |= CONFIG_FIT_RINGS;
+		else if (opts[i].off == offsetof(struct config, max_session_bytes))
+			cfg->fit |= CONFIG_FIT_SESSION;
+	}
 	if (cfg->ring_bytes > cfg->max_ring_bytes) {
 		fprintf(stderr, "agentd: --ring-bytes is larger than "
 		    "--max-ring-bytes\n");

@@ -21,6 +21,9 @@
 #define CONFIG_RING_BYTES_DEFAULT	(1u << 20)	/* bytes */
 #define CONFIG_MAX_RING_BYTES_DEFAULT	(64u << 20)	/* bytes */
 #define CONFIG_MAX_TOTAL_RING_DEFAULT	(1ull << 30)	/* bytes */
+#define CONFIG_FIT_ANSWERS	0x1	/* --max-answer-bytes not given */
+#define CONFIG_FIT_RINGS	0x2	/* --max-total-ring-bytes */
+#define CONFIG_FIT_SESSION	0x4	/* --max-session-bytes */
 #define CONFIG_STDIN_BUFFER_DEFAULT	(1u << 20)	/* bytes */
 #define CONFIG_PIPE_BYTES_DEFAULT	(1u << 20)	/* bytes */
 #define CONFIG_SHUTDOWN_GRACE_DEFAULT	5000		/* ms */
@@ -114,6 +117,9 @@ struct config {
 	uint64_t	  spawn_threads;
 	uint64_t	  max_answer_bytes;
 	uint64_t	  max_session_bytes;
+	unsigned	  fit;			/* CONFIG_FIT_*: budgets not
+						   given (membudget.h) */
+	uint64_t	  fit_memory;		/* the memory they fit, 0: none */
 	int64_t		  spawn_timeout_ms;
 	char		 *hostname;		/* PID 1: set this hostname */
 	char		**env;			/* --env K=V, NULL-terminated */

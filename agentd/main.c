@@ -36,6 +36,7 @@
 #include "http.h"
 #include "log.h"
 #include "mcp.h"
+#include "membudget.h"
 #include "outq.h"
 #include "pause.h"
 #include "pid1.h"
@@ -407,6 +408,7 @@ main(int argc, char **argv)
 	else if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
 		log_warn("%s: PR_SET_CHILD_SUBREAPER: %s", __func__,
 		    strerror(errno));
+	membudget_apply(&config);	/* /proc and the cgroups are mounted */
 
 	upgrade_init(argv, &agentd_start_ms, agentd_upgrade_flush);
 	upgrade_resume_early(&config);	/* after an upgrade: the listeners */

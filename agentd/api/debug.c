@@ -19,6 +19,7 @@
 #include "api.h"
 #include "cgroup.h"
 #include "companion.h"
+#include "config.h"
 #include "conn.h"
 #include "debug.h"
 #include "http.h"
@@ -45,6 +46,7 @@ struct debug_lag {
 static struct debug_lag	 lag;
 static struct event_base	*debug_base;	/* the loop */
 static int64_t			 debug_start_ms;	/* monotonic */
+static const struct config	*debug_cfg;	/* the budgets */
 
 static int64_t	debug_mono_us(void);
 static void	debug_lag_start(void);
@@ -96,8 +98,10 @@ debug_lag_cb(evutil_socket_t fd, short events, void *arg)
 
 /* Set the loop and agentd's start (monotonic). */
 void
-debug_init(struct event_base *base, int64_t start_ms)
+debug_init(struct event_base *base, const struct config *cfg,
+    int64_t start_ms)
 {
+	debug_cfg = cfg;
 	debug_base = base;
 	debug_start_ms = start_ms;
 }
@@ -263,6 +267,17 @@ debug_stat(struct http_req *hr)
 	    agentd_stats.zombies_reaped);
 	conn_stat(&b);
 	proto_buf_printf(&b, ", ");
+	/* The budgets as applied; fit: not given, a share of memory_bytes. */
+	proto_buf_printf(&b, "\"budgets\": {\"memory_bytes\": %" PRIu64 ", "
+	    "\"max_answer_bytes\": {\"bytes\": %" PRIu64 ", \"fit\": %s}, "
+	    "\"max_total_ring_bytes\": {\"bytes\": %" PRIu64 ", \"fit\": %s}, "
+	    "\"max_session_bytes\": {\"bytes\": %" PRIu64 ", \"fit\": %s}}, ",
+	    debug_cfg->fit_memory, debug_cfg->max_answer_bytes,
+	    debug_cfg->fit & CONFIG_FIT_ANSWERS ? "true" : "false",
+	    debug_cfg->max_total_ring_bytes,
+	    debug_cfg->fit & CONFIG_FIT_RINGS ? "true" : "false",
+	    debug_cfg->max_session_bytes,
+	    debug_cfg->fit & CONFIG_FIT_SESSION ? "true" : "false");
 	debug_stat_sessions(&b);
 	proto_buf_printf(&b, "}");
 	http_reply(hr->req, 200, &b);

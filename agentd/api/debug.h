@@ -22,11 +22,13 @@
 
 #define DEBUG_LAG_INTERVAL_MS	100	/* ms between two lag samples */
 
+struct config;
 struct event_base;
 struct http_req;
 
-/* Set the loop and agentd's start (monotonic ms), at the start. */
-void	debug_init(struct event_base *, int64_t start_ms);
+/* Set the loop, the configuration and agentd's start (monotonic ms). */
+void	debug_init(struct event_base *, const struct config *,
+	    int64_t start_ms);
 /* Answer a /debug/ request; every path answers it. */
 void	debug_route(struct http_req *);
 /* Stop the timer and free everything (after shutdown). */

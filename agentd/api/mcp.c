@@ -36,6 +36,9 @@
 #define MCP_ID_LEN		(2 * MCP_ID_BYTES)	/* its hex digits */
 
 #define MCP_BATCH_MAX		64	/* messages in one batch */
+#define MCP_LIST_MAX		256	/* sessions of one list_sessions */
+#define MCP_LIST_COMMAND	256	/* bytes of a command it shows */
+#define MCP_RESULT_BYTES	1024	/* bytes of a result beside its output */
 
 /* Append a string literal. */
 #define MCP_PUT(b, lit)		proto_buf_append((b), (lit), sizeof (lit) - 1)
@@ -150,7 +153,8 @@ static int	mcp_exec(struct mcp_call *, json_t *args);
 static int	mcp_stdin(struct mcp_call *, json_t *args);
 static int	mcp_kill(struct mcp_call *, json_t *args);
 static struct session *mcp_session(struct mcp_call *, const char *sid);
-static void	mcp_list(struct mcp_call *);
+static void	mcp_list(struct mcp_call *, uint64_t);
+static size_t	mcp_escaped(const struct proto_window *);
 static int	mcp_wait(struct mcp_call *, struct session *, int64_t ms,
 		    int delete);
 static void	mcp_answer(struct mcp_call *, struct session *);
@@ -215,8 +219,13 @@ static const char mcp_tools_json[] = "{\"tools\": ["
 	"\"outputSchema\": " MCP_RESULT_SCHEMA "}, "
 	"{\"name\": \"list_sessions\", \"title\": \"List the sessions\", "
 	"\"description\": \"List agentd's sessions, running and exited: one "
-	"line each with its id, its state and its command.\", "
-	"\"inputSchema\": {\"type\": \"object\", \"properties\": {}, "
+	"line each with its id, its state and its command (its first 256 "
+	"bytes). 256 sessions at most; when more follow, a last line and "
+	"'next' say the 'after' that lists them.\", "
+	"\"inputSchema\": {\"type\": \"object\", \"properties\": {"
+	"\"after\": {\"type\": \"integer\", \"minimum\": 0, "
+	"\"description\": \"List the sessions after this one (a 'next' "
+	"of an earlier result; default 0: from the first)\"}}, "
 	"\"additionalProperties\": false}, "
 	"\"outputSchema\": {\"type\": \"object\", \"properties\": {"
 	"\"sessions\": {\"type\": \"array\", \"items\": {\"type\": "
@@ -227,7 +236,8 @@ static const char mcp_tools_json[] = "{\"tools\": ["
 	"\"tty\": {\"type\": \"boolean\"}, "
 	"\"command\": {\"type\": \"string\"}}, "
 	"\"required\": [\"session_id\", \"running\", \"exit_code\", \"tty\", "
-	"\"command\"]}}}, \"required\": [\"sessions\"]}, "
+	"\"command\"]}}, \"next\": {\"type\": \"integer\"}}, "
+	"\"required\": [\"sessions\"]}, "
 	"\"annotations\": {\"readOnlyHint\": true}}, "
 	"{\"name\": \"kill_session\", \"title\": \"Kill a session\", "
 	"\"description\": \"End a session: SIGTERM to its processes, SIGKILL "
@@ -620,6 +630,7 @@ static void
 mcp_finish(struct mcp_call *c)
 {
 	struct proto_buf	b = { 0 };
+	struct proto_err	err;
 
 	if (c->nanswers == 0) {
 		http_reply_raw(c->req, 202, "application/json", &b);
@@ -628,6 +639,12 @@ mcp_finish(struct mcp_call *c)
 	}
 	if (c->batch)
 		MCP_PUT(&c->out, "]");	/* mcp_begin() put the "[" */
+	if (outq_admit(c->out.len + 1, &err) != 0) {	/* at its real size */
+		mcp_fail(c->req, err.status, RPC_INTERNAL_ERROR, "%s",
+		    err.message);
+		mcp_call_free(c);
+		return;
+	}
 	b = c->out;
 	memset(&c->out, 0, sizeof c->out);
 	http_reply(c->req, c->invalid ? 400 : 200, &b);
@@ -833,11 +850,14 @@ mcp_tools_call(struct mcp_call *c, json_t *id, json_t *params)
 	if (strcmp(name, "list_sessions") == 0) {
 		char	why[PROTO_MESSAGE_MAX];
 
-		if (mcp_args(c, args, (const char *const []){ NULL }, why,
-		    sizeof why) != 0)
+		int64_t	after;
+
+		if (mcp_args(c, args, (const char *const []){ "after", NULL },
+		    why, sizeof why) != 0 || mcp_arg_int(args, "after", 0,
+		    &after, why, sizeof why) != 0)
 			mcp_tool_error(c, "%s", why);
 		else
-			mcp_list(c);
+			mcp_list(c, (uint64_t)after);
 		return (0);
 	}
 	mcp_error(c, id, RPC_INVALID_PARAMS, "unknown tool '%.64s'", name);
@@ -1130,6 +1150,26 @@ mcp_wait(struct mcp_call *c, struct session *s, int64_t ms, int delete)
 }
 
 /*
+ * The bytes a result renders a window's output to, at most: twice (text
+ * and output), each byte JSON-escaped: 6 for a control byte or one above
+ * 0x7f (\u00XX, or \ufffd when it is not UTF-8), 2 for '"' and '\\'.
+ */
+static size_t
+mcp_escaped(const struct proto_window *w)
+{
+	const uint8_t	*p;
+	size_t		 i, j, n = MCP_RESULT_BYTES;
+
+	for (i = 0; i < w->n; i++) {
+		p = w->chunks[i].data;
+		for (j = 0; j < w->chunks[i].len; j++)
+			n += 2 * (p[j] < 0x20 || p[j] > 0x7f ? 6 :
+			    p[j] == '"' || p[j] == '\\' ? 2 : 1);
+	}
+	return (n);
+}
+
+/*
  * Answer the waiting tool call with s: its id, its state, and its output
  * since the MCP session's last result, cut to c->max_bytes (head and
  * tail); in the text, a line says where the cut is.
@@ -1148,6 +1188,11 @@ mcp_answer(struct mcp_call *c, struct session *s)
 	if (m->cursor > ring_newest(session_ring(s)))
 		m->cursor = m->offset = 0;	/* another session of that id */
 	if (sessions_window(s, m->cursor, c->max_bytes, 1, &w, &err) != 0) {
+		mcp_tool_error(c, "%s: %s", err.code, err.message);
+		return;
+	}
+	/* Admitted at its rendered size, before it is made. */
+	if (outq_admit(mcp_escaped(&w), &err) != 0) {
 		mcp_tool_error(c, "%s: %s", err.code, err.message);
 		return;
 	}
@@ -1209,32 +1254,51 @@ mcp_answer(struct mcp_call *c, struct session *s)
 	proto_buf_free(&o);
 }
 
-/* list_sessions: a line per session, and the same as structuredContent. */
+/*
+ * list_sessions: a line per session, and the same as structuredContent;
+ * MCP_LIST_MAX sessions after the one of seq after at most, each command
+ * cut to MCP_LIST_COMMAND bytes, so that the result is bounded whatever
+ * the sessions' argv (its worst: each byte escaped to 6, twice).
+ */
 static void
-mcp_list(struct mcp_call *c)
+mcp_list(struct mcp_call *c, uint64_t after)
 {
 	struct proto_session	 v;
 	struct proto_buf	 t = { 0 }, sc = { 0 }, cmd = { 0 };
 	struct session		*s;
-	size_t			 i;
+	size_t			 i, n = 0, len;
+	uint64_t		 next = 0;
 
 	MCP_PUT(&sc, "{\"sessions\": [");
 	for (s = session_first(); s != NULL; s = session_next(s)) {
+		if (session_seq(s) <= after)
+			continue;
+		if (n == MCP_LIST_MAX) {
+			next = session_seq(s) - 1;
+			break;
+		}
 		session_view(s, &v);
 		cmd.len = 0;
-		for (i = 0; v.argv != NULL && v.argv[i] != NULL; i++)
+		for (i = 0; v.argv != NULL && v.argv[i] != NULL &&
+		    cmd.len < MCP_LIST_COMMAND; i++)
 			proto_buf_printf(&cmd, "%s%s", i > 0 ? " " : "",
 			    v.argv[i]);
+		if ((len = cmd.len) > MCP_LIST_COMMAND) {
+			len = MCP_LIST_COMMAND;	/* not inside a character */
+			while (len > 0 && (cmd.data[len] & 0xc0) == 0x80)
+				len--;
+		}
 		proto_buf_printf(&t, "%s ", v.id);
 		if (v.exited)
 			proto_buf_printf(&t, "exit code %d", v.exit_code);
 		else
 			proto_buf_printf(&t, "running");
 		proto_buf_printf(&t, "%s: ", v.tty ? " tty" : "");
-		proto_buf_append(&t, cmd.data, cmd.len);
+		proto_buf_append(&t, cmd.data, len);
+		if (len < cmd.len)
+			MCP_PUT(&t, "...");
 		MCP_PUT(&t, "\n");
-		proto_buf_append(&sc, s == session_first() ? "" : ", ",
-		    s == session_first() ? 0 : 2);
+		proto_buf_append(&sc, n == 0 ? "" : ", ", n == 0 ? 0 : 2);
 		MCP_PUT(&sc, "{\"session_id\": ");
 		proto_buf_json_string(&sc, v.id, strlen(v.id));
 		if (v.exited)
@@ -1245,10 +1309,17 @@ mcp_list(struct mcp_call *c)
 			    "\"exit_code\": null");
 		proto_buf_printf(&sc, ", \"tty\": %s, \"command\": ",
 		    v.tty ? "true" : "false");
-		proto_buf_json_string(&sc, cmd.data, cmd.len);
+		proto_buf_json_string(&sc, cmd.data, len);
 		MCP_PUT(&sc, "}");
+		n++;
 	}
-	MCP_PUT(&sc, "]}");
+	MCP_PUT(&sc, "]");
+	if (next > 0) {
+		proto_buf_printf(&sc, ", \"next\": %" PRIu64, next);
+		proto_buf_printf(&t, "more sessions: list_sessions with after "
+		    "%" PRIu64 "\n", next);
+	}
+	MCP_PUT(&sc, "}");
 	if (t.len == 0)
 		proto_buf_printf(&t, "no sessions\n");
 

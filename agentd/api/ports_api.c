@@ -114,7 +114,7 @@ ports_route(struct http_req *hr)
 	ports_api_answer(hr->req, q.port);
 }
 
-/* Whether some socket is on port. */
+/* Whether some socket is on port, its pid looked up. */
 static int
 ports_api_held(int port)
 {
@@ -122,7 +122,7 @@ ports_api_held(int port)
 	size_t			 i;
 
 	for (i = 0; i < set->n; i++) {
-		if (set->e[i].port == port)
+		if (set->e[i].port == port && set->e[i].resolved)
 			return (1);
 	}
 	return (0);

@@ -110,6 +110,7 @@ static int	sessions_window_into(struct session *, uint64_t, size_t,
 static size_t	sessions_window_need(struct ring *, size_t, size_t *);
 static int	sessions_scratch(size_t, struct proto_err *);
 static size_t	sessions_window_budget(const struct window_opts *);
+static size_t	sessions_worst(const struct proto_session *);
 static int	sessions_window_read(struct session *, uint64_t, size_t, size_t,
 		    uint8_t *, size_t, struct proto_window *,
 		    struct proto_err *);
@@ -498,6 +499,24 @@ sessions_window_bytes(const struct proto_window *w)
 	return (n);
 }
 
+/*
+ * The most bytes a session object renders to: its fields, and its argv,
+ * cwd and user JSON-escaped at the worst, 6 bytes a byte (\u001f).
+ */
+static size_t
+sessions_worst(const struct proto_session *v)
+{
+	size_t	n = SESSIONS_SESSION_BYTES, i;
+
+	for (i = 0; v->argv != NULL && v->argv[i] != NULL; i++)
+		n += 6 * strlen(v->argv[i]) + 4;
+	if (v->cwd != NULL)
+		n += 6 * strlen(v->cwd);
+	if (v->user != NULL)
+		n += 6 * strlen(v->user);
+	return (n);
+}
+
 /* Answer with the session object, and its output window if asked. */
 static void
 sessions_answer(struct evhttp_request *req, struct session *s,
@@ -518,6 +537,12 @@ sessions_answer(struct evhttp_request *req, struct session *s,
 		/* The object's last_chunk must not be older than the window. */
 		if (w.n > 0 && w.chunks[w.n - 1].id > v.last_chunk)
 			v.last_chunk = w.chunks[w.n - 1].id;
+	}
+	/* Admitted at its rendered size: the escaped argv too. */
+	want = sessions_worst(&v) + (a->window ? proto_window_len(&w) : 0);
+	if (want > SESSIONS_ADMIT_MIN && outq_admit(want, &err) != 0) {
+		http_reply_error(req, &err, NULL);
+		return;
 	}
 	if (a->window && w.n > 0) {
 		/*
@@ -840,6 +865,17 @@ sessions_create(struct http_req *hr)
 		return;
 	}
 	c->req = hr->req;
+	/* Its answer, the object with argv escaped, must fit before it runs. */
+	memset(&v, 0, sizeof v);
+	v.argv = c->pc.argv;
+	v.cwd = c->pc.cwd;
+	v.user = c->pc.user;
+	if (sessions_worst(&v) > SESSIONS_ADMIT_MIN &&
+	    outq_admit(sessions_worst(&v), &err) != 0) {
+		http_reply_error(hr->req, &err, NULL);
+		sessions_creating_free(c);
+		return;
+	}
 	if (session_create(&c->pc, sessions_created, c, &s, &err) != 0) {
 		if (s != NULL)
 			session_view(s, &v);
@@ -945,7 +981,7 @@ sessions_list(struct http_req *hr)
 	struct proto_err	 err;
 	struct proto_buf	 b = { 0 };
 	struct session		*s, *last = NULL;
-	size_t			 n = 0, cap;
+	size_t			 n = 0, cap, worst = 64;
 	char			 next[24];
 	int			 more = 0;
 
@@ -965,20 +1001,20 @@ sessions_list(struct http_req *hr)
 		}
 		n++;
 	}
-	/* Its size: each object, and what the sessions keep of argv. */
-	if (outq_admit(n * SESSIONS_SESSION_BYTES + (q.limit > 0 ?
-	    session_bytes_total() / (session_count() + 1) * n :
-	    session_bytes_total()), &err) != 0) {
-		http_reply_error(hr->req, &err, NULL);
-		return;
-	}
 	views = xcalloc(n + 1, sizeof *views);
 	n = 0;
 	for (s = session_first(); s != NULL && n < cap; s = session_next(s)) {
 		if (session_seq(s) > q.after) {
-			session_view(s, &views[n++]);
+			session_view(s, &views[n]);
+			worst += sessions_worst(&views[n++]);
 			last = s;
 		}
+	}
+	/* Its size at the worst: each object, its argv escaped. */
+	if (outq_admit(worst, &err) != 0) {
+		free(views);
+		http_reply_error(hr->req, &err, NULL);
+		return;
 	}
 	if (more && last != NULL)
 		snprintf(next, sizeof next, "%llu",

@@ -384,6 +384,10 @@ events_stream_start(struct http_req *hr, uint64_t cursor,
 	struct events_stream	*es;
 	struct evring_stats	 st;
 
+	if (sse_admit(hr) != 0) {
+		evring_filter_free(f);
+		return;
+	}
 	if (cursor == UINT64_MAX) {
 		evring_stats(events_ring, &st);
 		cursor = st.newest - st.held;

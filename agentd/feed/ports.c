@@ -44,7 +44,14 @@ static void	ports_post(int, struct ports_entry *, size_t, void *);
 static void	ports_resolve(struct ports_set *);
 struct ports_want;
 static void	ports_scan_fds(pid_t, struct ports_set *, struct ports_want *,
-		    size_t, size_t *left);
+		    size_t, size_t *left, size_t *budget);
+static void	ports_match(pid_t, const char *, ssize_t, struct ports_set *,
+		    struct ports_want *, size_t, size_t *);
+static void	ports_walk(struct ports_set *, struct ports_want *, size_t,
+		    size_t *);
+static void	ports_walk_stop(void);
+static int	ports_may_post(void);
+static int	ports_spend(size_t *);
 static int	ports_want_cmp(const void *, const void *);
 static int	ports_pid_in(const pid_t *, size_t, pid_t);
 static int	ports_fd_cmp(const void *, const void *);
@@ -71,6 +78,15 @@ static int			 ports_load_modules;	/* PID 1: may load
 static unsigned			 ports_missing;		/* dumps that failed */
 static int			*ports_fds;		/* a scan's fd numbers */
 static size_t			 ports_fds_cap;
+static DIR			*ports_walk_proc;	/* the walk: /proc, */
+static DIR			*ports_walk_fd;		/* the fds of */
+static pid_t			 ports_walk_pid;	/* this process */
+static uint64_t			 ports_walks;		/* walks started */
+static int64_t			 ports_deadline;	/* a refresh's look ends */
+static unsigned			 ports_refresh_n;	/* events this refresh */
+static int64_t			 ports_rate_start;	/* this second's start */
+static unsigned			 ports_rate_n;		/* and its events */
+static uint64_t			 ports_events_dropped;	/* closings not posted */
 
 static const char *const ports_names[] = { "tcp", "tcp6", "udp", "udp6" };
 
@@ -262,6 +278,7 @@ ports_free(void)
 		event_free(ports_ev);
 	ports_ev = NULL;
 	ports_set_free(&ports_now);
+	ports_walk_stop();
 	free(ports_fds);
 	ports_fds = NULL;
 	ports_fds_cap = 0;
@@ -326,6 +343,8 @@ ports_carry(int opened, struct ports_entry *e, size_t j, void *arg)
 	now->e[j].pid = e->pid;
 	memcpy(now->e[j].session, e->session, sizeof e->session);
 	now->e[j].resolved = e->resolved;
+	now->e[j].walk = e->walk;
+	now->e[j].posted = e->posted;
 }
 
 /* A socket whose pid is sought: its inode and its place in the set. */
@@ -364,18 +383,53 @@ ports_fd_cmp(const void *a, const void *b)
 }
 
 /*
+ * Count one entry or link off *budget; none is left once the refresh's
+ * look has taken PORTS_SCAN_US (looked at every 32, when slow /proc reads
+ * on a slow machine would take long before the count runs out).
+ */
+static int
+ports_spend(size_t *budget)
+{
+	if (*budget == 0)
+		return (0);
+	if (--*budget % 32 == 0 && ports_now_us() > ports_deadline)
+		*budget = 0;
+	return (1);
+}
+
+/* Set the pid of the socket of a link if it is sought; count it off. */
+static void
+ports_match(pid_t pid, const char *link, ssize_t len, struct ports_set *set,
+    struct ports_want *want, size_t n, size_t *left)
+{
+	struct ports_want	 key, *w;
+	struct ports_entry	*e;
+
+	if (len < 9 || memcmp(link, "socket:[", 8) != 0)
+		return;
+	key.inode = strtoull(link + 8, NULL, 10);
+	if ((w = bsearch(&key, want, n, sizeof *want, ports_want_cmp)) == NULL)
+		return;
+	e = &set->e[w->i];
+	if (e->pid == 0) {
+		e->pid = pid;
+		(*left)--;
+	}
+}
+
+/*
  * Look through pid's fds for the sockets sought (want[n], sorted by inode);
  * set the pid of those found and count them off *left.  The newest fds
  * (the largest numbers, mostly) first: a new socket is found at once.
+ * Each entry read and each link costs one of *budget; a process with more
+ * fds than that is left to the walk (ports_walk()).
  */
 static void
 ports_scan_fds(pid_t pid, struct ports_set *set, struct ports_want *want,
-    size_t n, size_t *left)
+    size_t n, size_t *left, size_t *budget)
 {
 	char			 path[64], link[64];
-	struct ports_want	 key, *w;
 	struct dirent		*d;
-	struct ports_entry	*e;
 	size_t			 nfds = 0, i;
 	ssize_t			 len;
 	DIR			*dir;
@@ -384,7 +438,7 @@ ports_scan_fds(pid_t pid, struct ports_set *set, struct ports_want *want,
 	snprintf(path, sizeof path, "/proc/%ld/fd", (long)pid);
 	if ((dir = opendir(path)) == NULL)
 		return;		/* gone, or not ours to look at */
-	while ((d = readdir(dir)) != NULL) {
+	while (ports_spend(budget) && (d = readdir(dir)) != NULL) {
 		if (d->d_name[0] == '.')
 			continue;
 		if (nfds == ports_fds_cap) {
@@ -395,55 +449,126 @@ ports_scan_fds(pid_t pid, struct ports_set *set, struct ports_want *want,
 	}
 	qsort(ports_fds, nfds, sizeof *ports_fds, ports_fd_cmp);
 	dfd = dirfd(dir);
-	for (i = 0; i < nfds && *left > 0; i++) {
+	for (i = 0; i < nfds && *left > 0 && ports_spend(budget); i++) {
 		snprintf(path, sizeof path, "%d", ports_fds[i]);
 		len = readlinkat(dfd, path, link, sizeof link - 1);
-		if (len < 9 || memcmp(link, "socket:[", 8) != 0)
-			continue;
-		link[len] = '\0';
-		key.inode = strtoull(link + 8, NULL, 10);
-		if ((w = bsearch(&key, want, n, sizeof *want,
-		    ports_want_cmp)) == NULL)
-			continue;
-		e = &set->e[w->i];
-		if (e->pid == 0) {
-			e->pid = pid;
-			(*left)--;
-		}
+		if (len > 0)
+			link[len] = '\0';
+		ports_match(pid, link, len, set, want, n, left);
 	}
 	closedir(dir);
+}
+
+/* Stop the walk of /proc where it is (nothing is sought, or the end). */
+static void
+ports_walk_stop(void)
+{
+	if (ports_walk_fd != NULL)
+		closedir(ports_walk_fd);
+	ports_walk_fd = NULL;
+	if (ports_walk_proc != NULL)
+		closedir(ports_walk_proc);
+	ports_walk_proc = NULL;
+}
+
+/*
+ * Walk every process's fds for the sockets sought, resuming where the last
+ * refresh stopped, PORTS_SCAN_BUDGET entries and links at most.  When a
+ * walk ends, the sockets that were sought from its start and not found
+ * are given up (pid 0: no process of this pid namespace holds them).
+ */
+static void
+ports_walk(struct ports_set *set, struct ports_want *want, size_t n,
+    size_t *left)
+{
+	struct ports_entry	*e;
+	struct dirent		*d;
+	size_t			 budget = PORTS_SCAN_BUDGET, k;
+	char			 path[64], link[64], *end;
+	ssize_t			 len;
+	long			 pid;
+
+	while (*left > 0 && budget > 0) {
+		if (ports_walk_fd != NULL) {
+			if (!ports_spend(&budget))
+				break;
+			if ((d = readdir(ports_walk_fd)) == NULL) {
+				closedir(ports_walk_fd);
+				ports_walk_fd = NULL;
+				continue;
+			}
+			if (d->d_name[0] == '.')
+				continue;
+			(void)ports_spend(&budget);
+			len = readlinkat(dirfd(ports_walk_fd), d->d_name, link,
+			    sizeof link - 1);
+			if (len > 0)
+				link[len] = '\0';
+			ports_match(ports_walk_pid, link, len, set, want, n,
+			    left);
+			continue;
+		}
+		if (ports_walk_proc == NULL) {
+			if ((ports_walk_proc = opendir("/proc")) == NULL)
+				return;
+			ports_walks++;
+			ports_fd_scans++;
+		}
+		if (!ports_spend(&budget))
+			break;
+		if ((d = readdir(ports_walk_proc)) == NULL) {
+			ports_walk_stop();
+			/* The end: give up what was sought all along. */
+			for (k = 0; k < n; k++) {
+				e = &set->e[want[k].i];
+				if (e->pid == 0 && e->walk <= ports_walks) {
+					e->pid = -1;
+					(*left)--;
+				}
+			}
+			continue;
+		}
+		pid = strtol(d->d_name, &end, 10);
+		if (*end != '\0' || pid <= 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/fd", pid);
+		if ((ports_walk_fd = opendir(path)) != NULL)
+			ports_walk_pid = (pid_t)pid;
+	}
 }
 
 /*
  * Find the pids and sessions of the sockets not resolved yet.  The pids
  * that hold sockets already are looked at first (a server that opens one
  * more port, a test opening a thousand), but agentd's own (its thousands
- * of connections, and its listeners do not change); then every process,
- * stopping once all are found.  A socket no process of this pid namespace
- * holds keeps pid 0 and is not looked for again.
+ * of connections, and its listeners do not change); then the walk of
+ * every process, bounded and resumed by the next refresh.  A socket no
+ * process of this pid namespace holds keeps pid 0 once a whole walk has
+ * looked for it, and is not looked for again.
  */
 static void
 ports_resolve(struct ports_set *set)
 {
 	struct ports_want	*want;
 	struct ports_entry	*e;
-	struct dirent		*d;
 	pid_t			 known[PORTS_KNOWN_PIDS];
 	size_t			 i, k, n = 0, nknown = 0, left;
-	char			*end;
-	long			 pid;
-	DIR			*proc;
+	size_t			 budget = PORTS_KNOWN_BUDGET;
 	struct session		*s = NULL;
 	pid_t			 self = getpid(), last = 0;
 
 	for (i = 0; i < set->n; i++)
 		n += !set->e[i].resolved;
-	if (n == 0)
+	if (n == 0) {
+		ports_walk_stop();	/* its fds back; the next starts anew */
 		return;
+	}
 	want = xcalloc(n, sizeof *want);
 	for (i = 0, k = 0; i < set->n; i++) {
 		e = &set->e[i];
 		if (!e->resolved) {
+			if (e->walk == 0)	/* a walk from its start */
+				e->walk = ports_walks + 1;
 			want[k].inode = e->inode;
 			want[k++].i = i;
 		} else if (e->pid > 0 && e->pid != self &&
@@ -453,24 +578,20 @@ ports_resolve(struct ports_set *set)
 	}
 	qsort(want, n, sizeof *want, ports_want_cmp);
 	left = n;
-	for (i = 0; i < nknown && left > 0; i++)
-		ports_scan_fds(known[i], set, want, n, &left);
-	if (left > 0 && (proc = opendir("/proc")) != NULL) {
-		ports_fd_scans++;
-		while (left > 0 && (d = readdir(proc)) != NULL) {
-			pid = strtol(d->d_name, &end, 10);
-			if (*end == '\0' && pid > 0 &&
-			    !ports_pid_in(known, nknown, (pid_t)pid))
-				ports_scan_fds((pid_t)pid, set, want, n, &left);
-		}
-		closedir(proc);
-	}
-	/* Found or not, a socket is looked for once. */
+	ports_deadline = ports_now_us() + PORTS_SCAN_US;
+	for (i = 0; i < nknown && left > 0 && budget > 0; i++)
+		ports_scan_fds(known[i], set, want, n, &left, &budget);
+	if (left > 0)
+		ports_walk(set, want, n, &left);
 	for (k = 0; k < n; k++) {
 		e = &set->e[want[k].i];
+		if (e->pid == 0)
+			continue;	/* still sought */
 		e->resolved = 1;
-		if (e->pid <= 0)
+		if (e->pid < 0) {	/* given up */
+			e->pid = 0;
 			continue;
+		}
 		if (e->pid != last) {	/* a server's sockets: one walk */
 			last = e->pid;
 			s = session_of_pid(e->pid);
@@ -482,18 +603,44 @@ ports_resolve(struct ports_set *set)
 	free(want);
 }
 
+/* Whether one more port event may be posted now (PORTS_EVENTS_*). */
+static int
+ports_may_post(void)
+{
+	int64_t	now = ports_now_us();
+
+	if (now - ports_rate_start >= 1000000) {
+		ports_rate_start = now;
+		ports_rate_n = 0;
+	}
+	if (ports_refresh_n >= PORTS_EVENTS_MAX ||
+	    ports_rate_n >= PORTS_EVENTS_RATE)
+		return (0);
+	ports_refresh_n++;
+	ports_rate_n++;
+	return (1);
+}
+
 /*
  * The hook of the event feed: a socket opened (1) or closed (0), as
  * port.opened / port.closed with port, address, protocol, pid and the
- * session.  ports_diff() callback.
+ * session; an opening once its pid is looked up, a closing only if its
+ * opening was posted; within ports_may_post().  ports_diff() callback.
  */
 static void
 ports_post(int opened, struct ports_entry *e, size_t i, void *arg)
 {
 	json_t	*fields;
 
-	if (opened == -1)
+	if (opened == -1 || (opened && (!e->resolved || e->posted)) ||
+	    (!opened && !e->posted))
 		return;
+	if (!ports_may_post()) {
+		if (!opened)
+			ports_events_dropped++;
+		return;		/* an opening: the next refresh's */
+	}
+	e->posted = 1;
 	log_debug("%s: port.%s %s %s:%u pid %ld session %s", __func__,
 	    opened ? "opened" : "closed", ports_proto_name(e->proto),
 	    e->address, (unsigned)e->port, (long)e->pid,
@@ -557,6 +704,7 @@ ports_read(int resolve)
 {
 	struct ports_set	 now = { 0 };
 	int64_t			 t0 = ports_now_us();
+	size_t			 i;
 	int			 error;
 
 	if (ports_fd == -1)
@@ -570,9 +718,20 @@ ports_read(int resolve)
 	ports_diff(&ports_now, &now, ports_carry, &now);
 	if (resolve)
 		ports_resolve(&now);
-	/* The first list is the baseline: what was there before, not news. */
-	if (ports_primed)
+	/*
+	 * The first list is the baseline: what was there before, not news.
+	 * Then the closings, and the openings whose pids are known (this
+	 * refresh's or deferred ones).
+	 */
+	ports_refresh_n = 0;
+	if (ports_primed) {
 		ports_diff(&ports_now, &now, ports_post, NULL);
+		for (i = 0; i < now.n; i++)
+			ports_post(1, &now.e[i], i, NULL);
+	} else {
+		for (i = 0; i < now.n; i++)
+			now.e[i].posted = 1;
+	}
 	ports_primed = 1;
 	ports_set_free(&ports_now);
 	ports_now = now;
@@ -678,7 +837,9 @@ ports_metrics(struct proto_buf *b)
 	    "# TYPE agentd_ports_refresh_seconds_total counter\n"
 	    "agentd_ports_refresh_seconds_total %.6f\n"
 	    "# TYPE agentd_ports_fd_scans_total counter\n"
-	    "agentd_ports_fd_scans_total %" PRIu64 "\n",
+	    "agentd_ports_fd_scans_total %" PRIu64 "\n"
+	    "# TYPE agentd_ports_events_dropped_total counter\n"
+	    "agentd_ports_events_dropped_total %" PRIu64 "\n",
 	    ports_now.n, ports_refreshes, (double)ports_refresh_us / 1e6,
-	    ports_fd_scans);
+	    ports_fd_scans, ports_events_dropped);
 }

@@ -8,14 +8,24 @@
  * state and hands back binary records, with no text to format and parse.
  * A socket's pid comes from a scan of /proc/PID/fd, done only for inodes
  * the previous list did not have (the previous list is the cache); its
- * session from session_of_pid().
+ * session from session_of_pid().  The scan is bounded: each refresh looks
+ * at PORTS_SCAN_BUDGET directory entries and links (PORTS_SCAN_US) at
+ * most, and the walk
+ * of /proc resumes where the last refresh left it, so that a sandbox with
+ * millions of fds never holds the loop; a socket no process holds (one
+ * passed with SCM_RIGHTS and closed) is given up after one whole walk.
  *
  * ports_refresh() reads it now; ports_watch() keeps it fresh on a timer of
  * --ports-interval while someone waits, ports_feed() on a slower one for
  * the event feed.  Each refresh posts the sockets that opened or closed
  * since the last one (events.h: port.opened, port.closed, with port,
  * address, protocol, pid and the session); the first one is the baseline
- * and posts nothing.
+ * and posts nothing.  A socket's port.opened waits until its pid is looked
+ * up; at most PORTS_EVENTS_MAX events a refresh and PORTS_EVENTS_RATE a
+ * second are posted: the openings past them wait for a later refresh, the
+ * closings past them are not posted (counted), and one closing whose
+ * opening was never posted is not posted either.  So churn never fills the
+ * feed faster than PORTS_EVENTS_RATE a second.
  *
  * The parsing and the diff are pure functions, for the unit tests.
  * Event loop thread only.
@@ -31,6 +41,12 @@
 
 #define PORTS_ADDR_MAX		46	/* INET6_ADDRSTRLEN */
 #define PORTS_RECV_BYTES	32768	/* bytes of one netlink read */
+#define PORTS_SCAN_BUDGET	4096	/* fd entries and links looked at by
+					   one refresh's walk of /proc */
+#define PORTS_KNOWN_BUDGET	2048	/* and in the known holders first */
+#define PORTS_SCAN_US		5000	/* and one refresh's look at most */
+#define PORTS_EVENTS_MAX	32	/* port events of one refresh */
+#define PORTS_EVENTS_RATE	64	/* port events a second */
 
 struct event_base;
 struct proto_buf;
@@ -50,6 +66,11 @@ struct ports_entry {
 	pid_t		 pid;			/* 0: no process of ours holds it */
 	char		 session[PROTO_ID_MAX + 1]; /* "": none */
 	int		 resolved;		/* pid and session looked up */
+	uint64_t	 walk;			/* the walk of /proc that must end
+						   before it is given up; 0: not
+						   looked for yet */
+	int		 posted;		/* port.opened posted (or the
+						   baseline's) */
 };
 
 /* A list of sockets, in ports_cmp() order once sorted. */

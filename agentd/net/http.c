@@ -34,6 +34,7 @@
 #include "http.h"
 #include "httpcore.h"
 #include "log.h"
+#include "outq.h"
 #include "stats.h"
 #include "stop.h"
 #include "util.h"
@@ -124,6 +125,8 @@ static void		 http_accept_resume(evutil_socket_t, short, void *);
 static void		 http_free_buf(const void *, size_t, void *);
 static void		 http_spares_free(void);
 static void		 http_reply_oom(struct evhttp_request *);
+static void		 http_send_raw(struct evhttp_request *, int,
+			    const char *, struct proto_buf *);
 static const char	*http_reason(int);
 static struct event	*http_watch(struct evhttp_request *, short,
 			    void (*)(evutil_socket_t, short, void *), void *);
@@ -906,9 +909,31 @@ http_reply_oom(struct evhttp_request *req)
 		evbuffer_free(out);
 }
 
-/* Answer with raw bytes of a content type. */
+/*
+ * Answer with raw bytes of a content type, when they fit the budget of
+ * answers held (outq.h) at their real size, whatever the route estimated
+ * before; else 503 too_busy.
+ */
 void
 http_reply_raw(struct evhttp_request *req, int status, const char *type,
+    struct proto_buf *b)
+{
+	struct proto_err	 err;
+	struct proto_buf	 eb = { 0 };
+
+	if (b->oom || outq_admit(b->len, &err) == 0) {
+		http_send_raw(req, status, type, b);
+		return;
+	}
+	proto_buf_free(b);
+	proto_render_error(&eb, &err, NULL);
+	proto_buf_append(&eb, "\n", 1);
+	http_send_raw(req, err.status, "application/json", &eb);
+}
+
+/* Answer with raw bytes of a content type, as they are. */
+static void
+http_send_raw(struct evhttp_request *req, int status, const char *type,
     struct proto_buf *b)
 {
 	struct evkeyvalq	*h;

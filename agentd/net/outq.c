@@ -83,20 +83,68 @@ outq_skip(size_t n)
 	outq_skipping = n;
 }
 
-/* Whether an answer of want bytes fits the budget now. */
-int
-outq_admit(size_t want, struct proto_err *err)
+/* Whether want bytes fit now, leaving the reserve free if reserve. */
+static int
+outq_room(size_t want, int reserve)
 {
-	if (outq_held + want <= outq_limit)
-		return (0);
-	log_info("%s: %zu bytes refused: %llu held by clients that do not "
-	    "read, budget %llu", __func__, want,
-	    (unsigned long long)outq_held, (unsigned long long)outq_limit);
+	uint64_t	limit = outq_limit;
+
+	if (reserve)
+		limit -= outq_limit / OUTQ_RESERVE_SHARE;
+	return (want <= limit && outq_held <= limit - want);
+}
+
+/* Whether an answer of want bytes fits the budget now (see outq.h). */
+int
+outq_fits(size_t want)
+{
+	return (outq_room(want, want > OUTQ_SMALL));
+}
+
+/* Whether a stream's want bytes fit, leaving the reserve free. */
+int
+outq_fits_stream(size_t want)
+{
+	return (outq_room(want, 1));
+}
+
+/* 503 too_busy into err, for want bytes that do not fit. */
+static int
+outq_refuse(size_t want, struct proto_err *err)
+{
+	static int64_t	last_ms;
+	static uint64_t	quiet;
+	int64_t		now = clock_mono_ms();
+
+	/* Once a second at most: a console under qemu is slow to write. */
+	if (now - last_ms >= 1000) {
+		log_info("%s: %zu bytes refused: %llu held by clients that do "
+		    "not read, budget %llu (and %llu more refused)", __func__,
+		    want, (unsigned long long)outq_held,
+		    (unsigned long long)outq_limit, (unsigned long long)quiet);
+		last_ms = now;
+		quiet = 0;
+	} else
+		quiet++;
 	return (proto_fail(err, 503, "too_busy", "answers waiting to be read "
 	    "by clients hold %llu bytes; one of %zu more would pass "
 	    "--max-answer-bytes %llu: read them, or ask for less",
 	    (unsigned long long)outq_held, want,
 	    (unsigned long long)outq_limit));
+}
+
+/* Whether an answer of want bytes fits the budget now, else 503. */
+int
+outq_admit(size_t want, struct proto_err *err)
+{
+	return (outq_fits(want) ? 0 : outq_refuse(want, err));
+}
+
+/* Whether a new stream of want bytes fits the budget now, else 503. */
+int
+outq_admit_stream(size_t want, struct proto_err *err)
+{
+	return (outq_fits_stream(want) ? 0 : outq_refuse(want, err));
 }
 
 /* Bytes held now. */

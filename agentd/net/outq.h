@@ -17,6 +17,9 @@ struct outq_conn;
 struct proto_err;
 
 #define OUTQ_MAX_DEFAULT	(128ull << 20)	/* bytes of all answers held */
+#define OUTQ_SMALL		(64 * 1024) /* bytes: an answer this small (an
+					   error, /healthz) may use the reserve */
+#define OUTQ_RESERVE_SHARE	32	/* the reserve: 1/32 of the budget */
 
 /* The budget, in bytes (0: the default). */
 void	 outq_set_max(uint64_t);
@@ -34,8 +37,19 @@ void	 outq_skip(size_t n);
 /*
  * Whether an answer of want bytes may be made now: 0, or -1 with err
  * filled (503 too_busy) when the answers held and it would pass the budget.
+ * Answers larger than OUTQ_SMALL must leave the reserve (1/32 of the
+ * budget) free, so that small answers and the 503s themselves still go
+ * out when big ones fill the rest.
  */
 int	 outq_admit(size_t want, struct proto_err *err);
+/* outq_admit() without the error and the log line. */
+int	 outq_fits(size_t want);
+/*
+ * The same for a stream (sse.h) whatever want: its bytes always leave the
+ * reserve free, since a stream takes budget again and again.
+ */
+int	 outq_fits_stream(size_t want);
+int	 outq_admit_stream(size_t want, struct proto_err *err);
 /* Bytes held now, and the budget. */
 uint64_t outq_bytes(void);
 uint64_t outq_max(void);

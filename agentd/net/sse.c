@@ -30,6 +30,7 @@
 
 #include "http.h"
 #include "log.h"
+#include "outq.h"
 #include "proto.h"
 #include "ringbuf.h"
 #include "session.h"
@@ -38,6 +39,9 @@
 
 #define SSE_READ_CHUNKS		64	/* chunks read from a ring at a time */
 #define SSE_READ_BYTES		(256 * 1024) /* bytes read from a ring at a time */
+#define SSE_ESCAPE_WORST	6	/* rendered bytes of an output byte */
+#define SSE_BUDGET_RETRY_MS	100	/* a stream waiting for the budget of
+					   answers held looks again */
 
 /* A stream. */
 struct sse {
@@ -52,6 +56,7 @@ struct sse {
 	void			*arg;
 	int			 pulling;	/* in pull() now */
 	int			 ending;	/* sse_end() during the pull */
+	int			 starved;	/* waits for the answers' budget */
 };
 TAILQ_HEAD(sses, sse);
 
@@ -78,6 +83,8 @@ static size_t			 sse_buffer_bytes;
 static int64_t			 sse_keepalive_ms;
 static int			 sse_encoding;	/* --encoding */
 static int64_t			 sse_idle_ms;
+static struct event		*sse_budget_ev;	/* wakes starved streams */
+static uint64_t			 sse_starved_total;
 static uint8_t			*sse_buf;	/* a ring read's bytes */
 static size_t			 sse_buf_len;
 static struct ring_chunk	 sse_chunks[SSE_READ_CHUNKS];
@@ -93,6 +100,12 @@ static void	sse_conn_gone(struct evhttp_connection *, void *);
 static void	sse_client_closed(evutil_socket_t, short, void *);
 static void	sse_keepalive_cb(evutil_socket_t, short, void *);
 static void	sse_timeouts(struct sse *);
+static size_t	sse_unsent(const struct sse *);
+static int	sse_budget_ok(const struct sse *);
+static size_t	sse_budget_want(void);
+static void	sse_starve(struct sse *);
+static void	sse_budget_cb(evutil_socket_t, short, void *);
+static void	sse_forget(struct sse *);
 static void	sse_session_pull(struct sse *, void *);
 static void	sse_session_gone(void *);
 static void	sse_session_exit(struct sse_session *);
@@ -227,17 +240,111 @@ sse_open(struct http_req *hr, const char *type, sse_pull_fn pull,
 	return (st);
 }
 
-/* Whether the unsent bytes are under --sse-buffer. */
+/* The stream's unsent bytes: its connection's output, its frames. */
+static size_t
+sse_unsent(const struct sse *st)
+{
+	struct bufferevent	*bev;
+
+	bev = evhttp_connection_get_bufferevent(st->evcon);
+	return (evbuffer_get_length(bufferevent_get_output(bev)) +
+	    evbuffer_get_length(st->frames));
+}
+
+/*
+ * Whether the budget of answers held (outq.h) takes the stream's frames
+ * not handed over yet and --sse-buffer more: the bytes a pull may add.
+ */
+static int
+sse_budget_ok(const struct sse *st)
+{
+	return (outq_fits_stream(evbuffer_get_length(st->frames) +
+	    sse_budget_want()));
+}
+
+/*
+ * The budget a stream asks for: --sse-buffer, but an eighth of the budget
+ * at most, so that a --sse-buffer near --max-answer-bytes still streams.
+ */
+static size_t
+sse_budget_want(void)
+{
+	uint64_t	max = outq_max() / 8;
+
+	return (sse_buffer_bytes < max ? sse_buffer_bytes : (size_t)max);
+}
+
+/*
+ * Whether the unsent bytes are under --sse-buffer, and the budget of
+ * answers held has room for more.
+ */
 int
 sse_room(const struct sse *st)
 {
-	struct bufferevent	*bev;
-	size_t			 n;
+	return (!st->ending && sse_unsent(st) < sse_buffer_bytes &&
+	    sse_budget_ok(st));
+}
 
-	bev = evhttp_connection_get_bufferevent(st->evcon);
-	n = evbuffer_get_length(bufferevent_get_output(bev)) +
-	    evbuffer_get_length(st->frames);
-	return (!st->ending && n < sse_buffer_bytes);
+/* Bytes the stream may take before sse_room() says no. */
+size_t
+sse_room_bytes(const struct sse *st)
+{
+	size_t	n = sse_unsent(st);
+
+	return (n < sse_buffer_bytes ? sse_buffer_bytes - n : 0);
+}
+
+/*
+ * A stream with room of its own but none in the budget: look again in
+ * SSE_BUDGET_RETRY_MS (nothing else would pull it: its own output is
+ * sent).
+ */
+static void
+sse_starve(struct sse *st)
+{
+	struct timeval	tv;
+
+	if (st->ending || st->starved || sse_budget_ok(st) ||
+	    sse_unsent(st) >= sse_buffer_bytes)
+		return;
+	st->starved = 1;
+	sse_starved_total++;
+	if (sse_budget_ev == NULL && (sse_budget_ev = evtimer_new(sse_base,
+	    sse_budget_cb, NULL)) == NULL)
+		fatal("%s: out of memory", __func__);
+	if (!evtimer_pending(sse_budget_ev, NULL))
+		evtimer_add(sse_budget_ev, timeval_ms(&tv,
+		    SSE_BUDGET_RETRY_MS));
+}
+
+/* The budget's retry: pull the starved streams that have room now. */
+static void
+sse_budget_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct sse	*st, *next;
+
+	for (st = TAILQ_FIRST(&sse_streams); st != NULL; st = next) {
+		next = TAILQ_NEXT(st, entry);
+		if (!st->starved)
+			continue;
+		st->starved = 0;
+		sse_kick(st);	/* may end it, or starve it again */
+	}
+}
+
+/*
+ * Whether a new stream may start: the budget of answers held has room for
+ * its --sse-buffer; else 503 too_busy is answered and -1 returned.
+ */
+int
+sse_admit(struct http_req *hr)
+{
+	struct proto_err	err;
+
+	if (outq_admit_stream(sse_budget_want(), &err) == 0)
+		return (0);
+	http_reply_error(hr->req, &err, NULL);
+	return (-1);
 }
 
 /* Queue a frame. */
@@ -259,6 +366,8 @@ sse_kick(struct sse *st)
 {
 	if (!st->pulling && sse_room(st))
 		sse_run(st);
+	else if (!st->pulling)
+		sse_starve(st);
 }
 
 /* End the stream now, or after the pull that asks it. */
@@ -283,6 +392,8 @@ sse_run(struct sse *st)
 	sse_flush(st);
 	if (st->ending)
 		sse_finish(st);
+	else
+		sse_starve(st);
 }
 
 /* Hand the queued frames to evhttp as one chunk. */
@@ -312,8 +423,7 @@ sse_timeouts(struct sse *st)
 static void
 sse_finish(struct sse *st)
 {
-	TAILQ_REMOVE(&sse_streams, st, entry);
-	sse_count--;
+	sse_forget(st);
 	evhttp_connection_set_closecb(st->evcon, NULL, NULL);
 	event_free(st->closed);
 	event_free(st->keepalive);
@@ -321,6 +431,17 @@ sse_finish(struct sse *st)
 	evhttp_send_reply_end(st->req);
 	log_debug("%s: stream %p ended", __func__, (void *)st);
 	free(st);
+}
+
+/* Unlink a stream; the budget's timer goes with the last one. */
+static void
+sse_forget(struct sse *st)
+{
+	TAILQ_REMOVE(&sse_streams, st, entry);
+	if (--sse_count == 0 && sse_budget_ev != NULL) {
+		event_free(sse_budget_ev);
+		sse_budget_ev = NULL;
+	}
 }
 
 /* The connection's output drained: pull again. */
@@ -365,8 +486,7 @@ sse_conn_gone(struct evhttp_connection *evcon, void *arg)
 {
 	struct sse	*st = arg;
 
-	TAILQ_REMOVE(&sse_streams, st, entry);
-	sse_count--;
+	sse_forget(st);
 	event_free(st->closed);
 	event_free(st->keepalive);
 	evbuffer_free(st->frames);
@@ -392,8 +512,11 @@ sse_metrics(struct proto_buf *b)
 	    "# TYPE agentd_sse_gaps_total counter\n"
 	    "agentd_sse_gaps_total %" PRIu64 "\n"
 	    "# TYPE agentd_sse_buffer_bytes gauge\n"
-	    "agentd_sse_buffer_bytes %zu\n",
-	    sse_count, sse_started, sse_gaps, sse_buffer_bytes);
+	    "agentd_sse_buffer_bytes %zu\n"
+	    "# TYPE agentd_sse_budget_waits_total counter\n"
+	    "agentd_sse_budget_waits_total %" PRIu64 "\n",
+	    sse_count, sse_started, sse_gaps, sse_buffer_bytes,
+	    sse_starved_total);
 }
 
 /* ---- session output ---------------------------------------------------- */
@@ -432,6 +555,8 @@ sse_session(struct http_req *hr, struct session *s)
 		    " is after the last chunk %" PRIu64, q.cursor, st.newest);
 		return;
 	}
+	if (sse_admit(hr) != 0)
+		return;
 	ss = xcalloc(1, sizeof *ss);
 	ss->s = s;
 	ss->encoding = q.encoding != PROTO_ENC_UNSET ? q.encoding :
@@ -479,8 +604,13 @@ sse_session_pull(struct sse *sse, void *arg)
 		sse_buf_len = need;
 	}
 	while (sse_room(sse)) {
+		/*
+		 * What the room takes rendered at the worst (a first chunk
+		 * goes whole): --sse-buffer and one frame at most.
+		 */
 		if (ring_read(r, ss->cursor, sse_buf, sse_buf_len,
-		    sse_buf_len, sse_chunks, nitems(sse_chunks), &res) != 0)
+		    sse_room_bytes(sse) / SSE_ESCAPE_WORST, sse_chunks,
+		    nitems(sse_chunks), &res) != 0)
 			break;
 		if (res.dropped > 0) {
 			ss->skip = 0;

@@ -69,8 +69,19 @@ struct sse *sse_start_raw(struct http_req *, const char *type,
 	    sse_pull_fn, sse_gone_fn, void *arg);
 /* Queue raw bytes on a stream of sse_start_raw(). */
 void	 sse_send_raw(struct sse *, const void *, size_t);
-/* Whether the stream takes more frames now. */
+/*
+ * Whether the stream takes more frames now: its unsent bytes are under
+ * --sse-buffer, and the budget of answers held (outq.h) has room for them.
+ * A stream kept waiting by the budget alone is pulled again when it has.
+ */
 int	 sse_room(const struct sse *);
+/* Bytes it takes before its unsent bytes reach --sse-buffer. */
+size_t	 sse_room_bytes(const struct sse *);
+/*
+ * Whether a new stream may start: 0, or -1 once 503 too_busy was answered
+ * (the answers held leave no room for its --sse-buffer).
+ */
+int	 sse_admit(struct http_req *);
 /* Queue a frame: "id: ID", "event: EVENT", "data: DATA" (one line). */
 void	 sse_send(struct sse *, uint64_t id, const char *event,
 	    const char *data, size_t len);

@@ -265,5 +265,101 @@ class PortsTest(AgentdTestCase):
         self.assertIn('agentd_ports ', r.body.decode())
 
 
+# Issue 32 R3: a process holding as many fds as it may (RLIMIT_NOFILE).
+FD_HOLDER = r"""
+import os, resource, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+n = min(hard, 20000)
+resource.setrlimit(resource.RLIMIT_NOFILE, (n, hard))
+fd = os.open('/dev/null', os.O_RDONLY)
+for i in range(fd + 1, n):
+    os.dup2(fd, i)
+print('up', flush=True)
+sys.stdin.read()
+"""
+
+# Bind a UDP socket, pass it into a unix socket's queue (SCM_RIGHTS) and
+# close it, every PERIOD s (0: as fast as it can, taking the oldest back
+# out and closing it once WINDOW are queued, so that they open and close).
+CHURN = r"""
+import array, collections, socket, sys, time
+period, window = float(sys.argv[1]), int(sys.argv[2])
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+queued = 0
+print('up', flush=True)
+while True:
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(('127.0.0.1', 0))
+    a.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                        array.array('i', [u.fileno()]))])
+    u.close()
+    queued += 1
+    if queued > window:
+        msg, anc, flags, addr = b.recvmsg(1, socket.CMSG_LEN(4))
+        for level, kind, data in anc:
+            for fd in array.array('i', data):
+                socket.socket(fileno=fd).close()
+        queued -= 1
+    if period > 0:
+        time.sleep(period)
+"""
+
+
+class PortsChurnTest(AgentdTestCase):
+    """Issue 32 R3: processes full of fds and sockets no process holds
+    (passed with SCM_RIGHTS and closed) must not hold the loop through the
+    port feed's look for pids, nor port events push a session's out of the
+    event feed."""
+
+    agentd_args = ('--ports-feed-interval', '100', '--max-events', '1000')
+
+    def spawn(self, prog, *args):
+        import subprocess
+        p = subprocess.Popen(['python3', '-c', prog] + list(args),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        self.assertEqual(p.stdout.readline().strip(), b'up')
+        return p
+
+    def healthz_max(self, seconds):
+        worst, end = 0.0, time.monotonic() + seconds
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            self.expect(self.req('GET', '/healthz', auth=False), 200)
+            worst = max(worst, time.monotonic() - t0)
+            time.sleep(0.05)
+        return worst
+
+    def test_fd_holders_and_orphans_never_hold_the_loop(self):
+        for _ in range(25):
+            self.spawn(FD_HOLDER)
+        self.spawn(CHURN, '0.2', '1000000')
+        worst = self.healthz_max(5)
+        self.assertLess(worst, 0.25, 'GET /healthz took %.3f s' % worst)
+        # The orphans are listed, and given up in time: pid null.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            entries = self.expect(self.req('GET', '/v1/ports'), 200).json['ports']
+            udp = [e for e in entries if e['protocol'] == 'udp' and
+                   e['address'] == '127.0.0.1' and e['pid'] is None]
+            if udp:
+                break
+            time.sleep(0.5)
+        self.assertTrue(udp, 'no orphan socket listed')
+
+    def test_churn_never_pushes_a_session_exit_out(self):
+        s = self.create(cmd='sleep 0.5')
+        self.spawn(CHURN, '0', '100')
+        time.sleep(9)
+        r = self.expect(self.req('GET', '/v1/events' + query(
+            session=s['id'])), 200)
+        types = [e['type'] for e in r.json['events']]
+        self.assertIn('session.exited', types, r.json)
+        self.assertEqual(r.json['dropped_events'], 0)
+        r = self.expect(self.req('GET', '/v1/events' + query(
+            types='port.opened,port.closed')), 200)
+        self.assertLessEqual(len(r.json['events']), 64 * 10 + 32)
+
+
 if __name__ == '__main__':
     unittest.main()

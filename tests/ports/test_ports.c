@@ -65,10 +65,23 @@ static char	 posted_type[32];	/* its last event */
 static json_t	*posted;
 static int	 nposted;		/* its events */
 
+static int	 nall;			/* port events of any port */
+static int	 many[256];		/* ports of the many_* test, */
+static int	 many_opened[256];	/* and port.opened of each */
+static int	 nmany;
+
 /* The fake feed: keep the last event of posted_port. */
 uint64_t
 events_post(const char *type, const char *session, json_t *fields)
 {
+	int	 i, port;
+
+	nall++;
+	port = (int)json_integer_value(json_object_get(fields, "port"));
+	for (i = 0; i < nmany; i++) {
+		if (many[i] == port && strcmp(type, "port.opened") == 0)
+			many_opened[i]++;
+	}
 	if (json_integer_value(json_object_get(fields, "port")) !=
 	    posted_port) {
 		json_decref(fields);
@@ -291,6 +304,28 @@ find(int proto, uint16_t port)
 	return (NULL);
 }
 
+/*
+ * Refresh until every socket listed is resolved: the look for pids is
+ * bounded per refresh (PORTS_SCAN_BUDGET, PORTS_SCAN_US) and resumed.
+ */
+static void
+refresh_resolved(void)
+{
+	const struct ports_set	*set;
+	size_t			 i, n;
+	int			 tries;
+
+	for (tries = 0; tries < 10000; tries++) {
+		ck_assert_int_eq(ports_refresh(), 0);
+		set = ports_current();
+		for (i = 0, n = 0; i < set->n; i++)
+			n += !set->e[i].resolved;
+		if (n == 0)
+			return;
+	}
+	ck_abort_msg("sockets still not resolved");
+}
+
 START_TEST(refresh_real)
 {
 	struct event_base		*base = event_base_new();
@@ -319,7 +354,7 @@ START_TEST(refresh_real)
 	/* The first list is the baseline: no event. */
 	posted_port = tport;
 	fake_session_pid = getpid();
-	ck_assert_int_eq(ports_refresh(), 0);
+	refresh_resolved();
 	ck_assert_int_eq(nposted, 0);
 	ck_assert_ptr_nonnull(e = find(PORTS_TCP, tport));
 	ck_assert_str_eq(e->address, "127.0.0.1");
@@ -356,7 +391,7 @@ START_TEST(refresh_real)
 	ck_assert_int_eq(getsockname(t, (struct sockaddr *)&sin, &len), 0);
 	posted_port = ntohs(sin.sin_port);
 	nposted = 1;
-	ck_assert_int_eq(ports_refresh(), 0);
+	refresh_resolved();
 	ck_assert_int_eq(nposted, 2);
 	ck_assert_str_eq(posted_type, "port.opened");
 	ck_assert(json_is_null(json_object_get(posted, "session")));
@@ -397,12 +432,61 @@ START_TEST(baseline_then_pids)
 	ck_assert_int_eq(ports_baseline(), 0);
 	ck_assert_ptr_nonnull(e = find(PORTS_TCP, posted_port));
 	ck_assert_int_eq(e->pid, 0);
-	/* The next refresh looks it up, and posts nothing: it is not new. */
-	ck_assert_int_eq(ports_refresh(), 0);
+	/* The next refreshes look it up, and post nothing: it is not new. */
+	refresh_resolved();
 	ck_assert_ptr_nonnull(e = find(PORTS_TCP, posted_port));
 	ck_assert_int_eq(e->pid, getpid());
 	ck_assert_int_eq(nposted, 0);
 	close(t);
+	ports_free();
+	event_base_free(base);
+}
+END_TEST
+
+/*
+ * Issue 32 R3: a refresh posts PORTS_EVENTS_MAX port events at most; the
+ * openings past it are posted by later refreshes, each once.
+ */
+START_TEST(many_openings_bounded)
+{
+	struct event_base	*base = event_base_new();
+	struct sockaddr_in	 sin;
+	socklen_t		 len;
+	int			 fds[100], i, tries, before, done;
+
+	ck_assert_ptr_nonnull(base);
+	ck_assert_int_eq(ports_init(base, 250, 0), 0);
+	refresh_resolved();		/* the baseline, and its pids */
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (i = 0; i < 100; i++) {
+		ck_assert_int_ne(fds[i] = socket(AF_INET, SOCK_STREAM, 0), -1);
+		sin.sin_port = 0;
+		ck_assert_int_eq(bind(fds[i], (struct sockaddr *)&sin,
+		    sizeof sin), 0);
+		ck_assert_int_eq(listen(fds[i], 1), 0);
+		len = sizeof sin;
+		ck_assert_int_eq(getsockname(fds[i], (struct sockaddr *)&sin,
+		    &len), 0);
+		many[i] = ntohs(sin.sin_port);
+	}
+	nmany = 100;
+	for (tries = 0, done = 0; tries < 100000 && !done; tries++) {
+		before = nall;
+		ck_assert_int_eq(ports_refresh(), 0);
+		ck_assert_int_le(nall - before, PORTS_EVENTS_MAX);
+		for (i = 0, done = 1; i < 100; i++)
+			done &= many_opened[i] > 0;
+		if (!done)
+			usleep(2000);
+	}
+	ck_assert_msg(done, "not every opening was posted");
+	for (i = 0; i < 100; i++) {
+		ck_assert_int_eq(many_opened[i], 1);
+		close(fds[i]);
+	}
+	nmany = 0;
 	ports_free();
 	event_base_free(base);
 }
@@ -416,6 +500,7 @@ ports_suite(void)
 	TCase	*tc = tcase_create("ports");
 
 	tcase_add_test(tc, parse_tcp);
+	tcase_add_test(tc, many_openings_bounded);
 	tcase_add_test(tc, parse_udp);
 	tcase_add_test(tc, parse_errors);
 	tcase_add_test(tc, diff);
