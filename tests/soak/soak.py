@@ -163,13 +163,18 @@ class Reader(threading.Thread):
         s.close()
         self.abandons += 1
 
-    def check_chunk(self, cid, stream, off, data, gap):
+    def check_chunk(self, cid, stream, off, data, gap, rest=False):
+        """rest: the rest of the chunk the last window ended inside."""
         k = self.kind
         if stream not in k.expected:
             self.fail('chunk %d on stream %r' % (cid, stream))
         if not data:
             self.fail('empty chunk %d' % cid)
-        if cid in self.seen_ids or cid <= self.last_id:
+        if rest:
+            if cid != self.last_id or off != self.end:
+                self.fail('chunk %d at %d is not the rest of chunk %d (ended '
+                          'at %s)' % (cid, off, self.last_id, self.end))
+        elif cid in self.seen_ids or cid <= self.last_id:
             self.fail('chunk %d returned twice (last %d)' % (cid, self.last_id))
         self.seen_ids.add(cid)
         self.last_id = cid
@@ -219,8 +224,12 @@ class Reader(threading.Thread):
         w = json.loads(body)
         out = w['output']
         dropped = w['dropped_chunks']
+        # A window that ended inside chunk k answered j * 2^32 + k (API.md):
+        # the next one starts with the rest of chunk k.
+        low, inside = self.cursor & 0xffffffff, self.cursor >> 32
+        after = low - 1 if inside else self.cursor
         if out:
-            if out[0]['id'] != self.cursor + dropped + 1:
+            if out[0]['id'] != after + dropped + 1:
                 self.fail('first id %d after cursor %d, dropped %d'
                           % (out[0]['id'], self.cursor, dropped))
         elif dropped:
@@ -235,12 +244,13 @@ class Reader(threading.Thread):
                 self.fail('ids not consecutive: %d after %d' % (ch['id'], prev))
             data = base64.b64decode(ch['data'])
             self.check_chunk(ch['id'], ch['stream'], ch['offset'], data,
-                             dropped if i == 0 else 0)
+                             dropped if i == 0 else 0,
+                             i == 0 and inside and not dropped)
             prev = ch['id']
             total += len(data)
         if max_bytes is not None and len(out) > 1 and total > max_bytes:
             self.fail('window of %d bytes over max_bytes %d' % (total, max_bytes))
-        if out and w['cursor'] != out[-1]['id']:
+        if out and w['cursor'] & 0xffffffff != out[-1]['id']:
             self.fail('cursor %d is not the last id %d' % (w['cursor'], out[-1]['id']))
         self.cursor = w['cursor']
         if w['eof']:
@@ -263,14 +273,21 @@ class Reader(threading.Thread):
         off = int(r.getheader('X-Agentd-Offset'))
         if body:
             stream = list(self.kind.expected)[0]
-            # One pseudo-chunk: ids cursor+dropped+1 .. X-Agentd-Cursor.
+            # One pseudo-chunk: ids cursor+dropped+1 .. X-Agentd-Cursor,
+            # either end possibly inside a chunk (j * 2^32 + id).
             if dropped:
                 self.gaps += 1
                 self.gap_chunks += dropped
-            first = self.cursor + dropped + 1
-            for cid in range(first, cursor):
+            low, inside = self.cursor & 0xffffffff, self.cursor >> 32
+            first = (low - 1 if inside else self.cursor) + dropped + 1
+            last = cursor & 0xffffffff
+            if last - first > 1 << 20:
+                self.fail('raw: ids %d .. %d' % (first, last))
+            rest = bool(inside and not dropped and first == low)
+            for cid in range(first + (1 if rest else 0), last):
                 self.seen_ids.add(cid)
-            self.check_chunk(cursor, stream, off, body, dropped)
+            self.check_chunk(last, stream, off, body, dropped,
+                             rest and last == low)
         elif cursor != self.cursor or dropped:
             self.fail('raw: cursor moved without bytes')
         self.cursor = cursor
