@@ -77,8 +77,7 @@ START_TEST(multipart_bad)
 		"no boundary here",
 		"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx",
 		"--XyZ\r\nContent-Disposition: attachment\r\n\r\nx\r\n--XyZ--",
-		"--XyZ\r\nContent-Disposition: form-data; name=\"a\r\n\r\nx"
-		    "\r\n--XyZ--",
+		"--XyZ\r\nContent-Disposition: form-data; name=\"a\r\n\r\nx\r\n--XyZ--",
 		"--XyZ\r\nno colon\r\n\r\nx\r\n--XyZ--",
 		"--XyZ\r\nContent-Disposition: form-data; name=\"a\"",
 		"--XyZjunk",
