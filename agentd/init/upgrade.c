@@ -84,6 +84,7 @@ static int		  state_fd = -1;
 static uint64_t		  state_generation;
 
 static int	upgrade_verify(const char *, const char *, char *, size_t);
+static int	upgrade_folders_ok(const char *, char *, size_t);
 static int	upgrade_check_spawn(const char *, pid_t *, int *, char *,
 		    size_t);
 static int	upgrade_check_verdict(const struct upgrade_check *, char *,
@@ -392,8 +393,52 @@ upgrade_check_start(struct evhttp_request *req, const char *path)
 }
 
 /*
+ * Whether no user but root (or agentd's) can swap what path names between
+ * its checks and the execve: each folder above it belongs to root or to
+ * agentd's user, and is not writable by group or others unless sticky (a
+ * sticky folder's entries are renamed only by their owner).  0, or -1
+ * with cause.
+ */
+static int
+upgrade_folders_ok(const char *path, char *cause, size_t len)
+{
+	struct stat	 st;
+	char		 dir[PATH_MAX];
+	char		*slash;
+
+	if (strlen(path) >= sizeof dir) {
+		snprintf(cause, len, "path too long");
+		return (-1);
+	}
+	strcpy(dir, path);
+	while ((slash = strrchr(dir, '/')) != NULL) {
+		if (slash == dir)
+			slash[1] = '\0';	/* "/" itself */
+		else
+			*slash = '\0';
+		if (stat(dir, &st) == -1) {
+			snprintf(cause, len, "%s: %s", dir, strerror(errno));
+			return (-1);
+		}
+		if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
+		    ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 &&
+		    (st.st_mode & S_ISVTX) == 0)) {
+			snprintf(cause, len, "%s: a folder another user can "
+			    "write (mode %04o, uid %lu): the binary could be "
+			    "swapped", dir, (unsigned)(st.st_mode & 07777),
+			    (unsigned long)st.st_uid);
+			return (-1);
+		}
+		if (strcmp(dir, "/") == 0)
+			break;
+	}
+	return (0);
+}
+
+/*
  * Check the new binary: a regular executable file nobody but root (or
- * agentd's user) can write, its SHA-256 when given, its check run.
+ * agentd's user) can write, in folders nobody else can write, its SHA-256
+ * when given, its check run.
  */
 static int
 upgrade_verify(const char *path, const char *sha, char *cause, size_t len)
@@ -404,6 +449,8 @@ upgrade_verify(const char *path, const char *sha, char *cause, size_t len)
 	void		*map;
 	int		 fd, i;
 
+	if (upgrade_folders_ok(path, cause, len) != 0)
+		return (-1);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
 	    fstat(fd, &st) == -1) {
 		snprintf(cause, len, "%s: %s", path, strerror(errno));

@@ -344,6 +344,16 @@ class UpgradeRefusedTest(UpgradeTestCase):
         r = self.upgrade(good, status=422)
         self.assertIn('writable', r.json['error']['message'])
         os.chmod(good, 0o755)
+        # In a folder others can write (not sticky): it could be swapped
+        # between the checks and the execve.
+        open_dir = os.path.join(d, 'open')
+        os.mkdir(open_dir)
+        swappable = os.path.join(open_dir, 'agentd')
+        shutil.copy2(good, swappable)
+        os.chmod(open_dir, 0o777)
+        r = self.upgrade(swappable, status=422)
+        self.assertIn('folder another user can write', r.json['error']['message'])
+        os.chmod(open_dir, 0o755)
         # Wrong sha256; then the right one goes through the other checks.
         with open(good, 'rb') as f:
             digest = hashlib.sha256(f.read()).hexdigest()
@@ -365,7 +375,7 @@ class UpgradeRefusedTest(UpgradeTestCase):
             os.chmod(bad, 0o755)
             self.assertError(self.upgrade(bad, status=422), 422, 'upgrade_rejected')
         self.assertNothingChanged(pid, 'run')
-        self.assertGreaterEqual(self.metric('agentd_upgrade_failures_total'), 9)
+        self.assertGreaterEqual(self.metric('agentd_upgrade_failures_total'), 10)
         self.assertEqual(self.metric('agentd_upgrades_total'), 0)
         # And the right binary with its digest is taken.
         self.upgrade(good, sha256=digest)
