@@ -565,6 +565,28 @@ class TestBigUploads(EnvdFsCase):
         self.assertEqual(os.listdir(self.spool), [])
         self.assertEqual(self.deleted(), [])
 
+    def test_expect_continue(self):
+        """curl sends Expect: 100-continue and waits for it: the gate, which
+        holds the head back from evhttp, answers it."""
+        data = os.urandom(9 << 20)
+        s = socket.create_connection(('127.0.0.1', self.eport), timeout=10)
+        try:
+            s.sendall(('POST /files?path=%s HTTP/1.1\r\nHost: localhost\r\n'
+                       'X-Access-Token: %s\r\nContent-Type: application/'
+                       'octet-stream\r\nExpect: 100-continue\r\n'
+                       'Content-Length: %d\r\n\r\n' % (
+                           self.p('cont'), self.agentd.token,
+                           len(data))).encode())
+            f = s.makefile('rb')
+            self.assertEqual(f.readline(), b'HTTP/1.1 100 Continue\r\n')
+            self.assertEqual(f.readline(), b'\r\n')
+            s.sendall(data)
+            self.assertIn(b' 200 ', f.readline())
+        finally:
+            s.close()
+        with open(self.p('cont'), 'rb') as fh:
+            self.assertTrue(fh.read() == data)
+
     def test_client_gone_and_limits(self):
         st, r = self.post({'path': self.p('warm')}, b'w',
                           'application/octet-stream')
