@@ -633,6 +633,41 @@ class TestBigUploads(EnvdFsCase):
         self.assertEqual(os.listdir(self.spool), [])
 
 
+class TestSpoolTimeout(EnvdFsCase):
+    """A spooled body that stalls is cut --header-timeout after its last
+    bytes: the spool goes with the connection."""
+
+    extra = ('--header-timeout', '1000')
+
+    def test_stalled_body(self):
+        pid = self.agentd.proc.pid
+        fds = lambda: sorted(os.listdir('/proc/%d/fd' % pid), key=int)
+        before = fds()
+        s = socket.create_connection(('127.0.0.1', self.eport), timeout=10)
+        try:
+            s.sendall(('POST /files?path=%s HTTP/1.1\r\nHost: localhost\r\n'
+                       'X-Access-Token: %s\r\nContent-Type: application/'
+                       'octet-stream\r\nContent-Length: %d\r\n\r\n' % (
+                           self.p('slow'), self.agentd.token,
+                           20 << 20)).encode())
+            for _ in range(3):      # progress keeps it: 1.5 s in all
+                s.sendall(b'x' * (4 << 20))
+                time.sleep(0.5)
+            self.assertEqual(len(fds()), len(before) + 2)   # socket, spool
+            s.settimeout(5)
+            try:
+                self.assertEqual(s.recv(1), b'')    # then 1 s of nothing
+            except ConnectionResetError:
+                pass
+        finally:
+            s.close()
+        deadline = time.monotonic() + 5
+        while fds() != before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(fds(), before)
+        self.assertFalse(os.path.exists(self.p('slow')))
+
+
 class TestSpoolFull(EnvdFsCase):
     """A Content-Length larger than the spool's free room: 507 at once."""
 
