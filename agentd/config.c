@@ -61,7 +61,8 @@ static const struct opt opts[] = {
 	  "(default 4096; more: resource_exhausted)" },
 	{ "envd-max-upload", OPT_SIZE, OFF(envd_max_upload), 0, 1ull << 50,
 	  "BYTES", "largest body of envd's POST /files, kept on disk in "
-	  "--envd-spool-dir when over --max-body (default 1GiB; more: 413)" },
+	  "--envd-spool-dir when over --max-body (default 1GiB; more: 413; 0: "
+	  "none spooled, --max-body holds)" },
 	{ "envd-spool-dir", OPT_STRING, OFF(envd_spool_dir), 0, 0, "DIR",
 	  "folder of the unlinked files holding envd uploads over --max-body "
 	  "(default " CONFIG_ENVD_SPOOL_DIR_DEFAULT "; full: 507)" },
