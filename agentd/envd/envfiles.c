@@ -40,6 +40,8 @@
 
 #define ENVFILES_QUERY_MAX	4	/* the query keys read */
 #define ENVFILES_INFLATE_CHUNK	(64 << 10)	/* bytes inflated at once */
+#define ENVFILES_FEED_MAX	(1u << 30)	/* bytes given to zlib at once
+						   (its avail_in is 32 bits) */
 
 /* The query of a /files request. */
 struct envfiles_query {
@@ -383,6 +385,23 @@ envfiles_post_free(struct envfiles_post *p)
 	free(p);
 }
 
+#ifdef AGENTD_ZLIB
+/* Give zlib the next bytes of *data when it has taken the last. */
+static void
+envfiles_feed(z_stream *z, const char **data, size_t *left)
+{
+	size_t	n;
+
+	if (z->avail_in > 0 || *left == 0)
+		return;
+	n = *left < ENVFILES_FEED_MAX ? *left : ENVFILES_FEED_MAX;
+	z->next_in = (Bytef *)(uintptr_t)*data;
+	z->avail_in = (uInt)n;
+	*data += n;
+	*left -= n;
+}
+#endif
+
 /*
  * On a worker: write len bytes of data to path atomically (inflating
  * them when gzip), the folders made first; a file there keeps its mode.
@@ -427,9 +446,8 @@ envfiles_write(const char *path, const char *data, size_t len, int gzip,
 		return (proto_fail(err, 503, "out_of_memory", "no memory to "
 		    "inflate; try again later"));
 	}
-	z.next_in = (Bytef *)(uintptr_t)data;
-	z.avail_in = (uInt)len;
 	do {
+		envfiles_feed(&z, &data, &len);
 		z.next_out = (Bytef *)out;
 		z.avail_out = ENVFILES_INFLATE_CHUNK;
 		zr = inflate(&z, Z_NO_FLUSH);
@@ -442,7 +460,8 @@ envfiles_write(const char *path, const char *data, size_t len, int gzip,
 		if (fileio_tmp_write(&t, out, ENVFILES_INFLATE_CHUNK -
 		    z.avail_out, err) != 0)
 			goto zfail;
-		if (zr == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
+		if (zr == Z_OK && z.avail_in == 0 && len == 0 &&
+		    z.avail_out != 0) {
 			proto_fail(err, 400, "invalid_request", "error "
 			    "decompressing request body: unexpected EOF");
 			goto zfail;
@@ -487,9 +506,8 @@ envfiles_inflate(const char *data, size_t len, uint64_t max, const char *dir,
 		    "inflate; try again later"));
 	}
 	out = xmalloc(ENVFILES_INFLATE_CHUNK);
-	z.next_in = (Bytef *)(uintptr_t)data;
-	z.avail_in = (uInt)len;
 	do {
+		envfiles_feed(&z, &data, &len);
 		if (spool_size(s) > max) {
 			proto_fail(err, 413, "body_too_large", "the inflated "
 			    "body is over --envd-max-upload (%llu bytes)",
@@ -500,7 +518,8 @@ envfiles_inflate(const char *data, size_t len, uint64_t max, const char *dir,
 		z.avail_out = ENVFILES_INFLATE_CHUNK;
 		zr = inflate(&z, Z_NO_FLUSH);
 		if ((zr != Z_OK && zr != Z_STREAM_END) ||
-		    (zr == Z_OK && z.avail_in == 0 && z.avail_out != 0)) {
+		    (zr == Z_OK && z.avail_in == 0 && len == 0 &&
+		    z.avail_out != 0)) {
 			proto_fail(err, 400, "invalid_request", "error "
 			    "decompressing request body");
 			goto out;
