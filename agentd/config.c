@@ -59,6 +59,13 @@ static const struct opt opts[] = {
 	{ "envd-watch-events", OPT_COUNT, OFF(envd_watch_events), 1, 1000000,
 	  "N", "events an envd watcher or WatchDir stream holds untaken "
 	  "(default 4096; more: resource_exhausted)" },
+	{ "envd-max-upload", OPT_SIZE, OFF(envd_max_upload), 0, 1ull << 50,
+	  "BYTES", "largest body of envd's POST /files, kept on disk in "
+	  "--envd-spool-dir when over --max-body (default 1GiB; more: 413; 0: "
+	  "none spooled, --max-body holds)" },
+	{ "envd-spool-dir", OPT_STRING, OFF(envd_spool_dir), 0, 0, "DIR",
+	  "folder of the unlinked files holding envd uploads over --max-body "
+	  "(default " CONFIG_ENVD_SPOOL_DIR_DEFAULT "; full: 507)" },
 	{ "socket", OPT_STRING, OFF(socket_path), 0, 0, "PATH",
 	  "unix socket, mode 0600 (default " CONFIG_SOCKET_DEFAULT
 	  "; '' disables)" },
@@ -250,6 +257,8 @@ config_defaults(struct config *cfg)
 	cfg->envd_watchers = CONFIG_ENVD_WATCHERS_DEFAULT;
 	cfg->envd_watch_dirs = CONFIG_ENVD_WATCH_DIRS_DEFAULT;
 	cfg->envd_watch_events = CONFIG_ENVD_WATCH_EVENTS_DEFAULT;
+	cfg->envd_max_upload = CONFIG_ENVD_MAX_UPLOAD_DEFAULT;
+	cfg->envd_spool_dir = xstrdup(CONFIG_ENVD_SPOOL_DIR_DEFAULT);
 	cfg->socket_path = xstrdup(CONFIG_SOCKET_DEFAULT);
 	cfg->log_level = xstrdup("info");
 	cfg->max_sessions = CONFIG_MAX_SESSIONS_DEFAULT;
@@ -768,6 +777,7 @@ config_free(struct config *cfg)
 	free(cfg->env_defaults);
 	free(cfg->env_file);
 	free(cfg->socket_path);
+	free(cfg->envd_spool_dir);
 	free(cfg->token_file);
 	if (cfg->token != NULL)
 		explicit_bzero(cfg->token, cfg->token_len);

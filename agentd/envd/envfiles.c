@@ -23,6 +23,7 @@
 #endif
 
 #include "config.h"
+#include "conn.h"
 #include "connect.h"
 #include "envfiles.h"
 #include "fetch.h"
@@ -34,10 +35,13 @@
 #include "multipart.h"
 #include "proto.h"
 #include "pty.h"
+#include "spool.h"
 #include "util.h"
 
 #define ENVFILES_QUERY_MAX	4	/* the query keys read */
 #define ENVFILES_INFLATE_CHUNK	(64 << 10)	/* bytes inflated at once */
+#define ENVFILES_FEED_MAX	(1u << 30)	/* bytes given to zlib at once
+						   (its avail_in is 32 bits) */
 
 /* The query of a /files request. */
 struct envfiles_query {
@@ -50,6 +54,8 @@ struct envfiles_query {
 /* A POST on its worker. */
 struct envfiles_post {
 	struct evbuffer	*body;		/* the request's bytes, moved here */
+	char		*map;		/* or the gate's spool of them, mapped */
+	size_t		 maplen;
 	const char	*data;
 	size_t		 len;
 	int		 gzip;
@@ -59,6 +65,7 @@ struct envfiles_post {
 	char		*home;
 	char		*workdir;
 	uint64_t	 max_inflate;	/* bytes of an inflated multipart */
+	const char	*spool_dir;	/* where it is inflated to */
 	json_t		*answer;
 };
 
@@ -276,9 +283,11 @@ envfiles_post(struct http_req *hr, struct envfiles_query *q,
 {
 	struct envfiles_post	*p;
 	struct proto_err	 err;
+	struct spool		*spool;
 	const char		*enc, *ct = hr->content_type;
 	char			 cause[PTY_CAUSE_MAX], uid[32];
 	size_t			 len;
+	int			 r;
 
 	enc = evhttp_find_header(evhttp_request_get_input_headers(hr->req),
 	    "Content-Encoding");
@@ -325,17 +334,30 @@ envfiles_post(struct http_req *hr, struct envfiles_query *q,
 	p->home = xstrdup(user->home);
 	if (envd_default_workdir() != NULL)
 		p->workdir = xstrdup(envd_default_workdir());
-	p->max_inflate = envfiles_cfg->max_body;
+	p->max_inflate = envfiles_cfg->envd_max_upload >
+	    envfiles_cfg->max_body ? envfiles_cfg->envd_max_upload :
+	    envfiles_cfg->max_body;
+	p->spool_dir = envfiles_cfg->envd_spool_dir;
+	/* Over --max-body the gate put the body on disk: map it. */
+	if ((spool = conn_spool_take(hr->req)) != NULL) {
+		r = spool_map(spool, &p->map, &p->maplen, cause, sizeof cause);
+		spool_free(spool);
+		if (r != 0) {
+			envd_plain_fail(hr, 503, "%s", cause);
+			goto fail;
+		}
+		p->data = p->map;
+		p->len = p->maplen;
 	/* The body's chains move to the job: a client gone frees the request. */
-	if ((p->body = evbuffer_new()) == NULL ||
+	} else if ((p->body = evbuffer_new()) == NULL ||
 	    evbuffer_add_buffer(p->body, evhttp_request_get_input_buffer(
 	    hr->req)) != 0 || (evbuffer_get_length(p->body) > 0 &&
 	    (p->data = (const char *)evbuffer_pullup(p->body, -1)) == NULL)) {
 		envd_plain_fail(hr, 503, "no memory for the body; try again "
 		    "later");
 		goto fail;
-	}
-	p->len = hr->body_len;		/* not the NUL http.c put after it */
+	} else
+		p->len = hr->body_len;	/* not the NUL http.c put after it */
 	snprintf(uid, sizeof uid, "%lu", (unsigned long)user->uid);
 	if (files_call(hr->req, uid, envfiles_work, envfiles_done, p,
 	    &err) != 0) {
@@ -353,6 +375,7 @@ envfiles_post_free(struct envfiles_post *p)
 {
 	if (p->body != NULL)
 		evbuffer_free(p->body);
+	spool_unmap(p->map, p->maplen);
 	free(p->content_type);
 	free(p->path);
 	free(p->home);
@@ -361,6 +384,23 @@ envfiles_post_free(struct envfiles_post *p)
 		json_decref(p->answer);
 	free(p);
 }
+
+#ifdef AGENTD_ZLIB
+/* Give zlib the next bytes of *data when it has taken the last. */
+static void
+envfiles_feed(z_stream *z, const char **data, size_t *left)
+{
+	size_t	n;
+
+	if (z->avail_in > 0 || *left == 0)
+		return;
+	n = *left < ENVFILES_FEED_MAX ? *left : ENVFILES_FEED_MAX;
+	z->next_in = (Bytef *)(uintptr_t)*data;
+	z->avail_in = (uInt)n;
+	*data += n;
+	*left -= n;
+}
+#endif
 
 /*
  * On a worker: write len bytes of data to path atomically (inflating
@@ -406,9 +446,8 @@ envfiles_write(const char *path, const char *data, size_t len, int gzip,
 		return (proto_fail(err, 503, "out_of_memory", "no memory to "
 		    "inflate; try again later"));
 	}
-	z.next_in = (Bytef *)(uintptr_t)data;
-	z.avail_in = (uInt)len;
 	do {
+		envfiles_feed(&z, &data, &len);
 		z.next_out = (Bytef *)out;
 		z.avail_out = ENVFILES_INFLATE_CHUNK;
 		zr = inflate(&z, Z_NO_FLUSH);
@@ -421,7 +460,8 @@ envfiles_write(const char *path, const char *data, size_t len, int gzip,
 		if (fileio_tmp_write(&t, out, ENVFILES_INFLATE_CHUNK -
 		    z.avail_out, err) != 0)
 			goto zfail;
-		if (zr == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
+		if (zr == Z_OK && z.avail_in == 0 && len == 0 &&
+		    z.avail_out != 0) {
 			proto_fail(err, 400, "invalid_request", "error "
 			    "decompressing request body: unexpected EOF");
 			goto zfail;
@@ -442,47 +482,63 @@ zfail:
 }
 
 #ifdef AGENTD_ZLIB
-/* On a worker: inflate a whole gzip body into *out (at most max bytes). */
+/*
+ * On a worker: inflate a whole gzip body (at most max bytes) into a spool
+ * in dir, not the heap, and map it: *map and *maplen for spool_unmap().
+ */
 static int
-envfiles_inflate(const char *data, size_t len, uint64_t max,
-    struct proto_buf *out, struct proto_err *err)
+envfiles_inflate(const char *data, size_t len, uint64_t max, const char *dir,
+    char **map, size_t *maplen, struct proto_err *err)
 {
+	struct spool	*s;
 	z_stream	 z;
-	char		*p;
-	int		 zr;
+	char		*out, cause[SPOOL_CAUSE_MAX];
+	int		 zr, status, rc = -1;
 
+	*map = NULL;
+	*maplen = 0;
+	if ((s = spool_open(dir, 0, &status, cause, sizeof cause)) == NULL)
+		return (proto_fail(err, status, "spool_failed", "%s", cause));
 	memset(&z, 0, sizeof z);
-	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+		spool_free(s);
 		return (proto_fail(err, 503, "out_of_memory", "no memory to "
 		    "inflate; try again later"));
-	z.next_in = (Bytef *)(uintptr_t)data;
-	z.avail_in = (uInt)len;
+	}
+	out = xmalloc(ENVFILES_INFLATE_CHUNK);
 	do {
-		if (out->len >= max) {
-			inflateEnd(&z);
-			return (proto_fail(err, 413, "body_too_large", "the "
-			    "inflated body is over --max-body (%llu bytes)",
-			    (unsigned long long)max));
+		envfiles_feed(&z, &data, &len);
+		if (spool_size(s) > max) {
+			proto_fail(err, 413, "body_too_large", "the inflated "
+			    "body is over --envd-max-upload (%llu bytes)",
+			    (unsigned long long)max);
+			goto out;
 		}
-		if ((p = proto_buf_space(out, ENVFILES_INFLATE_CHUNK)) ==
-		    NULL) {
-			inflateEnd(&z);
-			return (proto_fail(err, 503, "out_of_memory", "no "
-			    "memory to inflate; try again later"));
-		}
-		z.next_out = (Bytef *)p;
+		z.next_out = (Bytef *)out;
 		z.avail_out = ENVFILES_INFLATE_CHUNK;
 		zr = inflate(&z, Z_NO_FLUSH);
-		out->len += ENVFILES_INFLATE_CHUNK - z.avail_out;
 		if ((zr != Z_OK && zr != Z_STREAM_END) ||
-		    (zr == Z_OK && z.avail_in == 0 && z.avail_out != 0)) {
-			inflateEnd(&z);
-			return (proto_fail(err, 400, "invalid_request", "error "
-			    "decompressing request body"));
+		    (zr == Z_OK && z.avail_in == 0 && len == 0 &&
+		    z.avail_out != 0)) {
+			proto_fail(err, 400, "invalid_request", "error "
+			    "decompressing request body");
+			goto out;
+		}
+		if (spool_write(s, out, ENVFILES_INFLATE_CHUNK - z.avail_out,
+		    &status, cause, sizeof cause) != 0) {
+			proto_fail(err, status, "spool_failed", "%s", cause);
+			goto out;
 		}
 	} while (zr != Z_STREAM_END);
+	if (spool_map(s, map, maplen, cause, sizeof cause) != 0)
+		proto_fail(err, 503, "spool_failed", "%s", cause);
+	else
+		rc = 0;
+out:
 	inflateEnd(&z);
-	return (0);
+	free(out);
+	spool_free(s);
+	return (rc);
 }
 #endif
 
@@ -503,10 +559,9 @@ envfiles_work(void *arg, uid_t owner, struct proto_err *err)
 	struct envfiles_post	*p = arg;
 	struct multipart	 m;
 	struct multipart_part	*part;
-	struct proto_buf	 inflated = { 0 };
 	const char		*data = p->data;
-	char			 cause[256], *path;
-	size_t			 len = p->len, i;
+	char			 cause[256], *path, *inflated = NULL;
+	size_t			 len = p->len, inflated_len = 0, i;
 	int			 r, rc = -1;
 
 	if (data == NULL)
@@ -521,13 +576,11 @@ envfiles_work(void *arg, uid_t owner, struct proto_err *err)
 	}
 #ifdef AGENTD_ZLIB
 	if (p->gzip) {
-		if (envfiles_inflate(data, len, p->max_inflate, &inflated,
-		    err) != 0) {
-			proto_buf_free(&inflated);
+		if (envfiles_inflate(data, len, p->max_inflate, p->spool_dir,
+		    &inflated, &inflated_len, err) != 0)
 			return (-1);
-		}
-		data = inflated.data != NULL ? inflated.data : "";
-		len = inflated.len;
+		data = inflated != NULL ? inflated : "";
+		len = inflated_len;
 	}
 #endif
 	if (multipart_init(&m, p->content_type, data, len, cause,
@@ -584,7 +637,7 @@ envfiles_work(void *arg, uid_t owner, struct proto_err *err)
 	else if (r == 0)
 		rc = 0;
 out:
-	proto_buf_free(&inflated);
+	spool_unmap(inflated, inflated_len);
 	return (rc);
 }
 

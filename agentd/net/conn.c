@@ -558,6 +558,7 @@ conn_send_error(struct conn *c, int status, const char *code,
 		{ 417, "Expectation Failed" },
 		{ 431, "Request Header Fields Too Large" },
 		{ 503, "Service Unavailable" },
+		{ 507, "Insufficient Storage" },
 		{ 505, "HTTP Version Not Supported" },
 	};
 	struct iovec	 iov[2];
@@ -572,9 +573,12 @@ conn_send_error(struct conn *c, int status, const char *code,
 	    evhttp_connection_get_bufferevent(c->evcon))) > 0)
 		return;
 	iov[1].iov_base = body;
-	iov[1].iov_len = (size_t)snprintf(body, sizeof body,
+	/* code NULL: envd's shape, for the spool's refusals (gate.c). */
+	iov[1].iov_len = (size_t)(code == NULL ? snprintf(body, sizeof body,
+	    "{\"code\": %d, \"message\": \"%s\"}\n", status, message) :
+	    snprintf(body, sizeof body,
 	    "{\"error\": {\"code\": \"%s\", \"message\": \"%s\"}}\n", code,
-	    message);
+	    message));
 	for (i = 0; i < nitems(reasons); i++) {
 		if (reasons[i].status == status)
 			reason = reasons[i].reason;
@@ -767,6 +771,7 @@ conn_closed(struct evhttp_connection *evcon, void *arg)
 	if (c->unproven)
 		TAILQ_REMOVE(&c->pool->unproven, c, uentry);
 	conn_peer_drop(c);
+	conn_spool_drop(c);
 	if (c->held != NULL)
 		evbuffer_free(c->held);
 	evbuffer_remove_cb_entry(bufferevent_get_input(
@@ -798,6 +803,21 @@ __wrap_evhttp_connection_set_closecb(struct evhttp_connection *evcon,
 	c->closecb_arg = arg;
 }
 
+/* The body the gate spooled for req's request, taken. */
+struct spool *
+conn_spool_take(struct evhttp_request *req)
+{
+	struct conn	*c;
+	struct spool	*s;
+
+	if ((c = conn_of(evhttp_request_get_connection(req))) == NULL ||
+	    c->state != CONN_BODY)
+		return (NULL);
+	s = c->spool;
+	c->spool = NULL;
+	return (s);
+}
+
 /* An answer went out: the next request has the idle time plus its own. */
 static void
 conn_request_done(struct evhttp_request *req, void *arg)
@@ -808,6 +828,7 @@ conn_request_done(struct evhttp_request *req, void *arg)
 
 	c->busy = 0;
 	conn_uncount(c);
+	conn_spool_drop(c);		/* not taken by a handler */
 	/* What came pipelined is still in flight: it counts on. */
 	in = bufferevent_get_input(evhttp_connection_get_bufferevent(c->evcon));
 	c->pending = evbuffer_get_length(in) +

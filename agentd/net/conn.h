@@ -15,6 +15,7 @@ struct config;
 struct event_base;
 struct evhttp_request;
 struct proto_buf;
+struct spool;
 
 /* The connections of one evhttp: TCP, the unix socket, or vsock. */
 struct conn_pool;
@@ -51,6 +52,13 @@ void	 conn_stop(void);
  * answered, and its bytes count until then.
  */
 void	 conn_request_whole(struct evhttp_request *);
+
+/*
+ * The body of req when the gate spooled it to disk (envd's POST /files
+ * over --max-body; the request evhttp has says Content-Length: 0), now the
+ * caller's to spool_free(); NULL when it was not spooled.
+ */
+struct spool *conn_spool_take(struct evhttp_request *);
 
 /*
  * After a restore: TCP keepalive on every TCP connection open now, a probe

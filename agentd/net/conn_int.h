@@ -23,6 +23,7 @@ enum conn_state {
 	CONN_CHUNK_END,		/* the line end after a chunk's data */
 	CONN_TRAILER,		/* trailer lines pass, up to an empty one */
 	CONN_DRAIN,		/* refused: input is dropped until the close */
+	CONN_SPOOL,		/* spool_left bytes of a body go to the spool */
 };
 
 /* The connections of one evhttp. */
@@ -73,6 +74,10 @@ struct conn {
 	size_t			 head_bytes;	/* of the head and trailer: evhttp
 						   takes HTTP_HEADERS_MAX in all */
 	int			 releasing;	/* the gate adds to the input */
+	/* envd's POST /files over --max-body: its body on disk (spool.h). */
+	struct spool		*spool;
+	struct evbuffer		*spool_head;	/* handed on once it is whole */
+	uint64_t		 spool_left;	/* CONN_SPOOL: bytes to come */
 	/* Another close callback set on this connection (files.c's). */
 	void			(*closecb)(struct evhttp_connection *, void *);
 	void			*closecb_arg;
@@ -90,5 +95,6 @@ void		 conn_gate(struct conn *, struct evbuffer *,
 			    size_t keep);
 void		 conn_prove(struct conn *);
 void		 conn_uncount(struct conn *);
+void		 conn_spool_drop(struct conn *);
 
 #endif /* AGENTD_CONN_INT_H */

@@ -34,6 +34,7 @@
 #include "log.h"
 #include "outq.h"
 #include "proto.h"
+#include "spool.h"
 #include "stats.h"
 #include "util.h"
 #include "vsock.h"
@@ -68,11 +69,14 @@ struct conn_head {
 	int		 chunked;
 	int		 nte;		/* Transfer-Encoding headers */
 	int		 expect;	/* 0; 1: 100-continue; 2: another */
+	int		 post_files;	/* POST /files (envd's upload) */
+	int		 spool;		/* its body goes to a spool (spool.h) */
 };
 
 /* Why the gate refuses a request. */
 struct conn_refusal {
 	int	 status;
+	int	 envd;		/* in envd's shape: {"code": N, "message"} */
 	char	 code[32];
 	char	 message[160];
 };
@@ -85,7 +89,7 @@ static void		 conn_admit(struct conn *, struct evbuffer *,
 			    size_t len);
 static int		 conn_parse(const char *, size_t, struct conn_head *,
 			    struct conn_refusal *);
-static int		 conn_policy(struct conn *, const struct conn_head *,
+static int		 conn_policy(struct conn *, struct conn_head *,
 			    struct conn_refusal *);
 static void		 conn_release(struct conn *, struct evbuffer *,
 			    size_t len);
@@ -97,6 +101,12 @@ static int		 conn_tchar(int);
 static int		 conn_is(const char *, size_t, const char *);
 static int		 conn_host_local(const char *, size_t);
 static int		 conn_origin_same(const struct conn_head *);
+static int		 conn_spool_start(struct conn *, const char *, size_t,
+			    const struct conn_head *, struct conn_refusal *);
+static int		 conn_spool_step(struct conn *, struct evbuffer *,
+			    size_t);
+static void		 conn_spool_finish(struct conn *, struct evbuffer *);
+static void		 conn_pass(struct conn *, struct evbuffer *, size_t);
 
 /*
  * Move what is in in to the held bytes.  Small reads are copied into the
@@ -165,6 +175,9 @@ conn_gate(struct conn *c, struct evbuffer *in, size_t keep)
 		case CONN_DRAIN:
 			evbuffer_drain(c->held, len);
 			return;
+		case CONN_SPOOL:
+			conn_spool_step(c, in, len);
+			break;
 		case CONN_HEAD:
 			if (conn_head_step(c, in) == 0)
 				return;
@@ -204,10 +217,11 @@ conn_refuse(struct conn *c, const struct conn_refusal *r)
 {
 	conn_refused++;
 	log_debug("%s: fd %d: %d %s", __func__, c->fd, r->status, r->code);
-	conn_send_error(c, r->status, r->code, r->message);
+	conn_send_error(c, r->status, r->envd ? NULL : r->code, r->message);
 	if (c->fd >= 0)
 		shutdown(c->fd, SHUT_WR);
 	c->state = CONN_DRAIN;
+	conn_spool_drop(c);
 	evbuffer_drain(c->held, evbuffer_get_length(c->held));
 	conn_uncount(c);
 	conn_arm(c, CONN_LINGER_MS);
@@ -221,6 +235,7 @@ conn_refusal(struct conn_refusal *r, int status, const char *code,
 	va_list	ap;
 
 	r->status = status;
+	r->envd = 0;
 	snprintf(r->code, sizeof r->code, "%s", code);
 	va_start(ap, fmt);
 	vsnprintf(r->message, sizeof r->message, fmt, ap);
@@ -321,7 +336,12 @@ conn_admit(struct conn *c, struct evbuffer *in, size_t len)
 	c->nlines = 0;
 	c->chunked_total = 0;
 	c->head_bytes = len;
-	conn_release(c, in, len);
+	if (!h.spool) {
+		conn_release(c, in, len);
+		return;
+	}
+	if (conn_spool_start(c, p, len, &h, &r) != 0)
+		conn_refuse(c, &r);
 }
 
 /* Whether c is a character of an HTTP token (a method, a header name). */
@@ -404,6 +424,9 @@ conn_parse(const char *p, size_t len, struct conn_head *h,
 		return (conn_refusal(r, 400, "invalid_request",
 		    "malformed request target"));
 	evhttp_uri_free(u);
+	h->post_files = sp1 - p == 4 && memcmp(p, "POST", 4) == 0 &&
+	    sp2 - sp1 - 1 >= 6 && memcmp(sp1 + 1, "/files", 6) == 0 &&
+	    (sp2 - sp1 - 1 == 6 || sp1[7] == '?');
 
 	for (p = eol + 1; p < end; p = eol + 1) {
 		eol = memchr(p, '\n', end - p);
@@ -534,7 +557,7 @@ conn_origin_same(const struct conn_head *h)
  * no Expect but 100-continue.  Returns 0, or -1 with a refusal.
  */
 static int
-conn_policy(struct conn *c, const struct conn_head *h,
+conn_policy(struct conn *c, struct conn_head *h,
     struct conn_refusal *r)
 {
 	int	authorized;
@@ -575,12 +598,32 @@ conn_policy(struct conn *c, const struct conn_head *h,
 	    (h->chunked || h->content_length > 0))
 		return (conn_refusal(r, 401, "unauthorized", "missing or wrong "
 		    "token (a body is read only after it)"));
-	if (h->content_length > 0 &&
+	/*
+	 * envd's POST /files over --max-body goes to disk (a chunked one
+	 * always: its size is not known yet), only with the token: else
+	 * anyone could fill the disk.
+	 */
+	h->spool = c->pool->own_auth && h->post_files && authorized &&
+	    !c->pool->unix_socket && conn_cfg->envd_max_upload > 0 &&
+	    (h->chunked || (h->content_length > 0 &&
+	    (uint64_t)h->content_length > conn_cfg->max_body));
+	if (h->spool && h->content_length > 0 &&
+	    (uint64_t)h->content_length > conn_cfg->envd_max_upload) {
+		conn_refusal(r, 413, "body_too_large", "the body has %lld "
+		    "bytes; --envd-max-upload is %llu",
+		    (long long)h->content_length,
+		    (unsigned long long)conn_cfg->envd_max_upload);
+		r->envd = 1;
+		return (-1);
+	}
+	if (!h->spool && h->content_length > 0 &&
 	    (uint64_t)h->content_length > conn_cfg->max_body)
 		return (conn_refusal(r, 413, "body_too_large", "the body has "
-		    "%lld bytes; --max-body is %llu",
+		    "%lld bytes; --max-body is %llu%s",
 		    (long long)h->content_length,
-		    (unsigned long long)conn_cfg->max_body));
+		    (unsigned long long)conn_cfg->max_body, c->pool->own_auth &&
+		    h->post_files ? " (larger uploads need the access token)" :
+		    ""));
 	if (h->expect == 2)
 		return (conn_refusal(r, 417, "expectation_failed", "only "
 		    "Expect: 100-continue"));
@@ -606,7 +649,11 @@ conn_chunk_step(struct conn *c, struct evbuffer *in)
 	len = evbuffer_get_length(c->held);
 	if (c->state == CONN_CHUNK_DATA) {
 		n = len < c->chunk_left ? len : (size_t)c->chunk_left;
-		conn_release(c, in, n);
+		if (c->spool != NULL) {
+			if (conn_spool_step(c, in, n) != 0)
+				return (1);
+		} else
+			conn_release(c, in, n);
 		if ((c->chunk_left -= n) == 0)
 			c->state = CONN_CHUNK_END;
 		return (1);
@@ -624,7 +671,7 @@ conn_chunk_step(struct conn *c, struct evbuffer *in)
 	case CONN_CHUNK_END:
 		if (p.pos != 0)
 			goto bad;
-		conn_release(c, in, eol);
+		conn_pass(c, in, eol);
 		c->state = CONN_CHUNK_SIZE;
 		return (1);
 	case CONN_TRAILER:
@@ -639,8 +686,10 @@ conn_chunk_step(struct conn *c, struct evbuffer *in)
 		    !conn_trailer_ok((const char *)evbuffer_pullup(c->held,
 		    p.pos), (size_t)p.pos)))
 			goto bad;
-		conn_release(c, in, (size_t)p.pos + eol);
-		if (p.pos == 0) {
+		conn_pass(c, in, (size_t)p.pos + eol);
+		if (p.pos == 0 && c->spool != NULL)
+			conn_spool_finish(c, in);
+		else if (p.pos == 0) {
 			c->state = CONN_BODY;	/* the request is whole */
 			c->nlines = 0;
 		}
@@ -660,17 +709,29 @@ conn_chunk_step(struct conn *c, struct evbuffer *in)
 	end += strspn(end, " \t");
 	if (*end != '\0' && *end != ';')
 		goto bad;
-	if (size > conn_cfg->max_body || (c->chunked_total += size) > conn_cfg->max_body) {
+	if (c->spool != NULL && (size > conn_cfg->envd_max_upload ||
+	    (c->chunked_total += size) > conn_cfg->envd_max_upload)) {
+		conn_refusal(&r, 413, "body_too_large", "the body is larger "
+		    "than --envd-max-upload (%llu bytes)",
+		    (unsigned long long)conn_cfg->envd_max_upload);
+		r.envd = 1;
+		conn_refuse(c, &r);
+		return (1);
+	}
+	if (c->spool == NULL && (size > conn_cfg->max_body ||
+	    (c->chunked_total += size) > conn_cfg->max_body)) {
 		conn_refusal(&r, 413, "body_too_large", "the body is larger "
 		    "than --max-body (%llu bytes)",
 		    (unsigned long long)conn_cfg->max_body);
 		conn_refuse(c, &r);
 		return (1);
 	}
-	n = (size_t)snprintf(line, sizeof line, "%llx\r\n",
-	    (unsigned long long)size);
-	evbuffer_prepend(c->held, line, n);
-	conn_release(c, in, n);
+	if (c->spool == NULL) {
+		n = (size_t)snprintf(line, sizeof line, "%llx\r\n",
+		    (unsigned long long)size);
+		evbuffer_prepend(c->held, line, n);
+		conn_release(c, in, n);
+	}
 	c->chunk_left = size;
 	c->state = size == 0 ? CONN_TRAILER : CONN_CHUNK_DATA;
 	return (1);
@@ -699,4 +760,133 @@ conn_trailer_ok(const char *line, size_t len)
 			return (0);
 	}
 	return (1);
+}
+
+/*
+ * Hand len held bytes of a chunked body's framing to evhttp, or drop them
+ * when the body goes to a spool.
+ */
+static void
+conn_pass(struct conn *c, struct evbuffer *in, size_t len)
+{
+	if (c->spool != NULL)
+		evbuffer_drain(c->held, len);
+	else
+		conn_release(c, in, len);
+}
+
+/*
+ * envd's POST /files whose body goes to disk: open the spool, keep the
+ * head of len bytes at p for evhttp with Content-Length: 0 instead of its
+ * framing (and without Expect: the 100 Continue is ours), and let the body
+ * come.  0, or -1 with a refusal.
+ */
+static int
+conn_spool_start(struct conn *c, const char *p, size_t len,
+    const struct conn_head *h, struct conn_refusal *r)
+{
+	const char	*end = p + len, *eol, *colon;
+	char		 cause[SPOOL_CAUSE_MAX];
+	int		 status;
+	ssize_t		 n;
+
+	if ((c->spool = spool_open(conn_cfg->envd_spool_dir, h->chunked ? 0 :
+	    (uint64_t)h->content_length, &status, cause, sizeof cause)) ==
+	    NULL) {
+		log_warn("%s: fd %d: %s", __func__, c->fd, cause);
+		conn_refusal(r, status, "spool_failed", "%s", cause);
+		r->envd = 1;
+		return (-1);
+	}
+	if ((c->spool_head = evbuffer_new()) == NULL)
+		fatal("%s: out of memory", __func__);
+	eol = memchr(p, '\n', len);
+	evbuffer_add(c->spool_head, p, (size_t)(eol + 1 - p));
+	for (p = eol + 1; p < end; p = eol + 1) {
+		eol = memchr(p, '\n', (size_t)(end - p));
+		if (eol == p || (eol == p + 1 && *p == '\r'))
+			break;		/* the empty line */
+		colon = memchr(p, ':', (size_t)(eol - p));
+		if (conn_is(p, (size_t)(colon - p), "Content-Length") ||
+		    conn_is(p, (size_t)(colon - p), "Transfer-Encoding") ||
+		    conn_is(p, (size_t)(colon - p), "Expect"))
+			continue;
+		evbuffer_add(c->spool_head, p, (size_t)(eol + 1 - p));
+	}
+	evbuffer_add(c->spool_head, "Content-Length: 0\r\n\r\n", 21);
+	evbuffer_drain(c->held, len);
+	if (h->expect == 1 && c->fd >= 0) {
+		/* Best effort, as conn_send_error(): nothing was written yet. */
+		n = send(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25,
+		    MSG_DONTWAIT | MSG_NOSIGNAL);
+		(void)n;
+	}
+	log_debug("%s: fd %d: %s body to spool", __func__, c->fd,
+	    h->chunked ? "a chunked" : "a");
+	if (!h->chunked) {
+		c->state = CONN_SPOOL;
+		c->spool_left = (uint64_t)h->content_length;
+	}
+	return (0);
+}
+
+/*
+ * Write len held bytes (at most what the body has left) to the spool; at
+ * the body's end hand the head on.  Bytes on disk are not in flight, and
+ * each write is progress: the deadline starts again.  0, or -1 after a
+ * refusal (507 when the disk is full).
+ */
+static int
+conn_spool_step(struct conn *c, struct evbuffer *in, size_t len)
+{
+	struct conn_refusal	 r;
+	char			 cause[SPOOL_CAUSE_MAX];
+	size_t			 done;
+	int			 status;
+
+	if (c->state == CONN_SPOOL && len > c->spool_left)
+		len = (size_t)c->spool_left;
+	if (spool_write_buffer(c->spool, c->held, len, &status, cause,
+	    sizeof cause) != 0) {
+		log_warn("%s: fd %d: %s", __func__, c->fd, cause);
+		conn_refusal(&r, status, "spool_failed", "%s", cause);
+		r.envd = 1;
+		conn_refuse(c, &r);
+		return (-1);
+	}
+	done = len < c->pending ? len : c->pending;
+	c->pending -= done;
+	conn_inflight -= done;
+	conn_arm(c, conn_cfg->header_timeout_ms);
+	/* A chunk's data: conn_chunk_step() counts it. */
+	if (c->state == CONN_SPOOL && (c->spool_left -= len) == 0)
+		conn_spool_finish(c, in);
+	return (0);
+}
+
+/* The spooled body is whole: hand evhttp the head, Content-Length: 0. */
+static void
+conn_spool_finish(struct conn *c, struct evbuffer *in)
+{
+	size_t	len = evbuffer_get_length(c->spool_head);
+
+	log_debug("%s: fd %d: %llu bytes spooled", __func__, c->fd,
+	    (unsigned long long)spool_size(c->spool));
+	c->state = CONN_BODY;
+	c->nlines = 0;
+	evbuffer_prepend_buffer(c->held, c->spool_head);
+	evbuffer_free(c->spool_head);
+	c->spool_head = NULL;
+	conn_release(c, in, len);
+}
+
+/* Free a connection's spool, unless a handler took it. */
+void
+conn_spool_drop(struct conn *c)
+{
+	spool_free(c->spool);
+	c->spool = NULL;
+	if (c->spool_head != NULL)
+		evbuffer_free(c->spool_head);
+	c->spool_head = NULL;
 }
