@@ -54,7 +54,6 @@ static int	ht_tail_feed(struct ht_stream *, uint64_t, uint64_t,
 static void	ht_tail_drop(struct ht_stream *, size_t);
 static void	ht_rotate(uint8_t *, size_t, size_t);
 static void	ht_reverse(uint8_t *, size_t);
-static size_t	ht_utf8_back(const uint8_t *, size_t);
 static int	ht_piece_cmp(const void *, const void *);
 
 /* A new object with no buffers. */
@@ -299,32 +298,6 @@ ht_rotate(uint8_t *buf, size_t n, size_t k)
 	ht_reverse(buf, n);
 }
 
-/*
- * Where a cut at end (the bytes before it kept) must go back to so that no
- * UTF-8 sequence is split: the start of a sequence the cut would split.
- */
-static size_t
-ht_utf8_back(const uint8_t *buf, size_t end)
-{
-	size_t	i = end, n;
-	uint8_t	c;
-
-	while (i > 0 && end - i < 3 && (buf[i - 1] & 0xc0) == 0x80)
-		i--;
-	if (i == 0)
-		return (end);
-	c = buf[i - 1];
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return (end);
-	return (i - 1 + n > end ? i - 1 : end);
-}
-
 /* Pieces by id, then offset. */
 static int
 ht_piece_cmp(const void *a, const void *b)
@@ -376,7 +349,7 @@ proto_headtail_finish(struct proto_headtail *ht, struct proto_chunk *out,
 		if (trunc) {
 			if (keep > st->hbudget)
 				keep = st->hbudget;
-			keep = ht_utf8_back(st->hbuf, keep);
+			keep = proto_utf8_cut(st->hbuf, keep);
 			while (skip < 3 && skip < st->tlen &&
 			    (st->tbuf[skip] & 0xc0) == 0x80)
 				skip++;

@@ -334,6 +334,9 @@ struct proto_session {
 size_t	proto_text_len(const uint8_t *p, size_t len);
 size_t	proto_text_write(char *out, const uint8_t *p, size_t len);
 int	proto_text_encode(struct proto_buf *, const uint8_t *p, size_t len);
+/* Length of the valid UTF-8 sequence at p (n bytes left; 1 for ASCII), 0
+   if it is not one (overlong, surrogate, past U+10FFFF, cut short). */
+size_t	proto_utf8_len(const uint8_t *p, size_t n);
 /*
  * The largest cut at or before end of p[0..end) that splits no UTF-8
  * sequence (end itself when p[end-1] ends one, or when the bytes before end

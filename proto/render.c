@@ -21,7 +21,6 @@ static void	proto_put_bool(struct proto_buf *, int);
 static void	proto_put_usage(struct proto_buf *, int64_t);
 static void	proto_put_str(struct proto_buf *, const char *);
 static void	proto_put_time(struct proto_buf *, int64_t);
-static size_t	proto_utf8_len(const uint8_t *, size_t);
 static void	proto_put_digits(char *, unsigned, unsigned);
 static void	proto_session_fields(struct proto_buf *,
 		    const struct proto_session *);
@@ -95,7 +94,7 @@ proto_put_time(struct proto_buf *b, int64_t ms)
 }
 
 /* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid. */
-static size_t
+size_t
 proto_utf8_len(const uint8_t *p, size_t n)
 {
 	uint8_t	c = p[0], lo = 0x80, hi = 0xbf;

@@ -14,7 +14,6 @@
 #define TEXT_SKIP_MAX	((1u << 21) - 1) /* bytes into a chunk a cursor
 					   says: the cursor stays below 2^53 */
 
-static size_t	text_seq(const uint8_t *, size_t);
 static size_t	text_plain(const uint8_t *, size_t);
 
 /* Extra bytes each ASCII byte takes escaped: 1 for \n and the like, 5 for \u00XX. */
@@ -59,38 +58,6 @@ text_plain(const uint8_t *p, size_t len)
 	return (i);
 }
 
-/* Length of the valid multibyte UTF-8 sequence at p (n left), 0 if none. */
-static size_t
-text_seq(const uint8_t *p, size_t n)
-{
-	uint8_t	c = p[0], lo = 0x80, hi = 0xbf;
-	size_t	len, i;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		if (c == 0xe0)
-			lo = 0xa0;	/* no overlong forms */
-		else if (c == 0xed)
-			hi = 0x9f;	/* no surrogates */
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		if (c == 0xf0)
-			lo = 0x90;	/* no overlong forms */
-		else if (c == 0xf4)
-			hi = 0x8f;	/* nothing above U+10FFFF */
-	} else
-		return (0);
-	if (n < len || p[1] < lo || p[1] > hi)
-		return (0);
-	for (i = 2; i < len; i++) {
-		if (p[i] < 0x80 || p[i] > 0xbf)
-			return (0);
-	}
-	return (len);
-}
-
 /* The escaped length of p[0..len), or SIZE_MAX when it is not UTF-8. */
 size_t
 proto_text_len(const uint8_t *p, size_t len)
@@ -104,7 +71,7 @@ proto_text_len(const uint8_t *p, size_t len)
 			out += text_extra[p[i++]];
 			continue;
 		}
-		if ((n = text_seq(p + i, len - i)) == 0)
+		if ((n = proto_utf8_len(p + i, len - i)) == 0)
 			return (SIZE_MAX);
 		i += n;
 	}
@@ -186,7 +153,7 @@ proto_text_encode(struct proto_buf *b, const uint8_t *p, size_t len)
 			if ((run += text_plain(p + run, len - run)) >= len ||
 			    p[run] < 0x80)
 				break;
-			if ((n = text_seq(p + run, len - run)) == 0) {
+			if ((n = proto_utf8_len(p + run, len - run)) == 0) {
 				if (!b->oom)
 					b->len = start;
 				return (-1);
