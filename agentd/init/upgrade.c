@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
+#include <linux/vm_sockets.h>
 #include <netinet/in.h>
 
 #include <ctype.h>
@@ -105,6 +106,7 @@ static void	upgrade_load_companion(struct upgstate *, struct config *,
 		    int *);
 static void	upgrade_reject(struct evhttp_request *, const char *);
 static void	upgrade_rescue(void);
+static void	upgrade_listener_done(const char *, int);
 
 /* --upgrade-check: print the state format this binary reads. */
 int
@@ -504,6 +506,7 @@ upgrade_route(struct http_req *hr)
 	json_t			*root, *jp, *js;
 	const char		*path, *sha = NULL;
 	char			 cause[UPGSTATE_CAUSE_MAX + PATH_MAX];
+	char			 real[PATH_MAX];
 	size_t			 i;
 
 	if ((root = json_loadb(hr->body, hr->body_len, JSON_REJECT_DUPLICATES,
@@ -547,11 +550,20 @@ upgrade_route(struct http_req *hr)
 		upgrade_reject(hr->req, "this agentd cannot execve itself");
 		goto out;
 	}
-	if (upgrade_verify(path, sha, cause, sizeof cause) != 0) {
+	/*
+	 * The path with no symlink left: its folders are the ones checked,
+	 * and it is what the check runs and the execve takes.
+	 */
+	if (realpath(path, real) == NULL) {
+		snprintf(cause, sizeof cause, "%s: %s", path, strerror(errno));
 		upgrade_reject(hr->req, cause);
 		goto out;
 	}
-	upgrade_check_start(hr->req, path);
+	if (upgrade_verify(real, sha, cause, sizeof cause) != 0) {
+		upgrade_reject(hr->req, cause);
+		goto out;
+	}
+	upgrade_check_start(hr->req, real);
 	goto out;
 badsha:
 	http_fail(hr->req, 400, "invalid_request", "'sha256' must be 64 hex "
@@ -728,7 +740,9 @@ upgrade_save(int *keep, size_t *nkeep, int *textfd, int *blobfd,
  * The state was refused: take over at least the listening sockets the old
  * agentd left open (without FD_CLOEXEC), named as http.c names them, so
  * that binding again does not fail on the addresses they hold (as PID 1
- * that would be fatal).
+ * that would be fatal); close every other fd it left open (ring memfds,
+ * sessions' PTYs and pipes, cgroup folders), which nobody will read now:
+ * the memfds would pin their RAM, and the sessions get their hang-up.
  */
 static void
 upgrade_rescue(void)
@@ -737,11 +751,13 @@ upgrade_rescue(void)
 	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
 	struct sockaddr_un	*sun = (struct sockaddr_un *)&ss;
+	struct sockaddr_vm	*svm = (struct sockaddr_vm *)&ss;
 	struct dirent		*d;
 	socklen_t		 len, olen;
 	DIR			*dir;
 	char			 addr[INET6_ADDRSTRLEN], name[PATH_MAX + 64];
 	int			 fd, on, flags;
+	size_t			 closed = 0;
 
 	if ((dir = opendir("/proc/self/fd")) == NULL)
 		return;
@@ -753,8 +769,11 @@ upgrade_rescue(void)
 		len = sizeof ss;
 		memset(&ss, 0, sizeof ss);
 		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &olen) != 0 ||
-		    !on || getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+		    !on || getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
+			close(fd);
+			closed++;
 			continue;
+		}
 		if (ss.ss_family == AF_INET &&
 		    inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof addr))
 			snprintf(name, sizeof name, "%s:%u", addr,
@@ -766,14 +785,34 @@ upgrade_rescue(void)
 		else if (ss.ss_family == AF_UNIX && sun->sun_path[0] != '\0')
 			snprintf(name, sizeof name, "%.*s",
 			    (int)sizeof sun->sun_path, sun->sun_path);
-		else
+		else if (ss.ss_family == AF_VSOCK)
+			snprintf(name, sizeof name, "vsock:*:%u",
+			    svm->svm_port);
+		else {
+			close(fd);
+			closed++;
 			continue;
+		}
 		fcntl(fd, F_SETFD, FD_CLOEXEC);
 		log_warn("%s: taking over listener %s (fd %d)", __func__, name,
 		    fd);
 		http_inherit(name, fd);
 	}
 	closedir(dir);
+	if (closed > 0)
+		log_warn("%s: closed %zu fds the old agentd handed over",
+		    __func__, closed);
+}
+
+/* A [listener] section read: hand its fd to http under its name. */
+static void
+upgrade_listener_done(const char *name, int fd)
+{
+	if (name[0] != '\0' && fd != -1)
+		http_inherit(name, fd);
+	else
+		log_warn("upgrade_resume_early: ignoring a listener without "
+		    "name or fd");
 }
 
 /* The successor, before it listens: the state, its token, listeners. */
@@ -811,19 +850,14 @@ upgrade_resume_early(struct config *cfg)
 	name[0] = '\0';
 	while ((kind = upgstate_next(state, &key, &value, &len)) !=
 	    UPGSTATE_END) {
-		if (kind == UPGSTATE_SECTION || section == 1) {
-			/* The end of a [listener]: hand it to http. */
-			if (section == 1 && name[0] != '\0' && lfd != -1)
-				http_inherit(name, lfd);
-			else if (section == 1 && kind == UPGSTATE_SECTION)
-				log_warn("%s: ignoring a listener without "
-				    "name or fd", __func__);
-			if (kind == UPGSTATE_SECTION) {
-				section = strcmp(key, "listener") == 0 ? 1 : 2;
-				name[0] = '\0';
-				lfd = -1;
-				continue;
-			}
+		if (kind == UPGSTATE_SECTION) {
+			/* The end of a [listener]: hand it to http, once. */
+			if (section == 1)
+				upgrade_listener_done(name, lfd);
+			section = strcmp(key, "listener") == 0 ? 1 : 2;
+			name[0] = '\0';
+			lfd = -1;
+			continue;
 		}
 		if (section == 1) {
 			if (strcmp(key, "name") == 0 && len < sizeof name)
@@ -876,8 +910,8 @@ upgrade_resume_early(struct config *cfg)
 			log_warn("%s: line %zu: ignoring %s", __func__,
 			    upgstate_line(state), key);
 	}
-	if (section == 1 && name[0] != '\0' && lfd != -1)
-		http_inherit(name, lfd);
+	if (section == 1)
+		upgrade_listener_done(name, lfd);
 }
 
 /* The [events] section: the feed's ids, drops and events. */
@@ -899,7 +933,7 @@ upgrade_load_events(struct upgstate *r)
 		    upgstate_u64(value, &dropped) == 0)
 			continue;
 		if (strcmp(key, "event") != 0 || sscanf(value, "%" SCNu64
-		    " %64s %65s %n", &id, type, sess, &n) != 3 ||
+		    " %64s %65s %n", &id, type, sess, &n) != 3 || id == 0 ||
 		    (want != 0 && id != want) || ring == NULL) {
 			log_warn("%s: line %zu: ignoring %s", __func__,
 			    upgstate_line(r), key);

@@ -460,13 +460,33 @@ upgstate_close(struct upgstate *r)
 	free(r);
 }
 
+/* The byte two hex digits at p spell, or -1 (sscanf's %x took " 5", "-1"). */
+static int
+upgstate_hex2(const char *p)
+{
+	int	v = 0, i, c;
+
+	for (i = 0; i < 2; i++) {
+		c = (unsigned char)p[i];
+		if (c >= '0' && c <= '9')
+			v = v * 16 + c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			v = v * 16 + c - 'A' + 10;
+		else
+			return (-1);
+	}
+	return (v);
+}
+
 /* Unescape s (len bytes) into r->value; -1 on a bad escape. */
 static int
 upgstate_unescape(struct upgstate *r, const char *s, size_t len,
     size_t *outlen)
 {
 	size_t		i, o = 0;
-	unsigned	x;
+	int		x;
 
 	if (len + 1 > r->value_cap) {
 		r->value_cap = len + 1;
@@ -482,7 +502,7 @@ upgstate_unescape(struct upgstate *r, const char *s, size_t len,
 		else if (i + 1 < len && s[i + 1] == 'n')
 			r->value[o++] = '\n';
 		else if (i + 3 < len && s[i + 1] == 'x' &&
-		    sscanf(s + i + 2, "%2x", &x) == 1) {
+		    (x = upgstate_hex2(s + i + 2)) != -1) {
 			r->value[o++] = (char)x;
 			i += 2;
 		} else

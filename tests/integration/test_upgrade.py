@@ -295,8 +295,10 @@ class UpgradeFailureTest(UpgradeTestCase):
         self.expect(self.delete('stay'), 200)
 
     def test_state_refused(self):
-        # No session: a state refused loses them (their processes run on).
+        # A state refused loses the sessions; what was handed over for
+        # them (the ring memfds, the PTYs) is closed, not left pinned.
         pid = self.healthz()['pid']
+        self.create(id='lost', cmd='sleep 30', tty=True)
         self.upgrade(self.script('corrupt', CORRUPT))
         deadline = time.monotonic() + 10
         while 'the state is refused' not in self.agentd.stderr():
@@ -307,6 +309,11 @@ class UpgradeFailureTest(UpgradeTestCase):
         self.assertEqual((h['pid'], h['upgrades']), (pid, 0))
         self.assertEqual(self.healthz(client=self.agentd.unix_client())['pid'], pid)
         self.assertIn('taking over listener', self.agentd.stderr())
+        self.assertIn('fds the old agentd handed over', self.agentd.stderr())
+        links = [os.readlink('/proc/%d/fd/%s' % (pid, fd))
+                 for fd in os.listdir('/proc/%d/fd' % pid)]
+        self.assertFalse([l for l in links if l.startswith('/memfd:') or
+                          'ptmx' in l], links)
         self.create(id='fresh', cmd='echo ok', yield_ms=5000)
 
 
@@ -353,6 +360,11 @@ class UpgradeRefusedTest(UpgradeTestCase):
         os.chmod(open_dir, 0o777)
         r = self.upgrade(swappable, status=422)
         self.assertIn('folder another user can write', r.json['error']['message'])
+        # A symlink in a safe folder to a binary in that open folder.
+        link = os.path.join(d, 'link')
+        os.symlink(swappable, link)
+        r = self.upgrade(link, status=422)
+        self.assertIn('folder another user can write', r.json['error']['message'])
         os.chmod(open_dir, 0o755)
         # Wrong sha256; then the right one goes through the other checks.
         with open(good, 'rb') as f:
@@ -375,7 +387,7 @@ class UpgradeRefusedTest(UpgradeTestCase):
             os.chmod(bad, 0o755)
             self.assertError(self.upgrade(bad, status=422), 422, 'upgrade_rejected')
         self.assertNothingChanged(pid, 'run')
-        self.assertGreaterEqual(self.metric('agentd_upgrade_failures_total'), 10)
+        self.assertGreaterEqual(self.metric('agentd_upgrade_failures_total'), 11)
         self.assertEqual(self.metric('agentd_upgrades_total'), 0)
         # And the right binary with its digest is taken.
         self.upgrade(good, sha256=digest)
