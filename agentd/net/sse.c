@@ -625,7 +625,14 @@ sse_session_pull(struct sse *sse, void *arg)
 			c.data = sse_chunks[i].data;
 			c.len = sse_chunks[i].len;
 			c.stream = sse_chunks[i].stream;
-			if (ss->skip > 0 && ss->skip < c.len) {
+			if (ss->skip >= c.len) {
+				/* A crafted cursor past the chunk's end: it
+				   was read whole; never send it again. */
+				ss->skip = 0;
+				ss->cursor = c.id;
+				continue;
+			}
+			if (ss->skip > 0) {
 				c.data += ss->skip;
 				c.offset += ss->skip;
 				c.len -= (uint32_t)ss->skip;
