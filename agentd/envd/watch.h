@@ -53,7 +53,10 @@ int	watch_start(struct watch *, struct event_base *, watch_event_fn fn,
 	    void *arg);
 /* envd's name of a type: "EVENT_TYPE_CREATE" and so on. */
 const char *watch_type_name(enum watch_type);
-/* Stop and free (on the loop, or on the worker before watch_start()). */
+/*
+ * Stop and free (on the loop, or on the worker before watch_start()).  From
+ * within fn the watch only stops: it is freed once fn's caller returns.
+ */
 void	watch_free(struct watch *);
 
 #endif /* AGENTD_WATCH_H */

@@ -321,6 +321,24 @@ class TestWatchLimits(EnvdFsCase):
         self.assertEqual(st, 200)
         st, r = self.rpc('CreateWatcher', {'path': self.p('w')})
         self.assertEqual(st, 200, r)
+        st, r = self.rpc('RemoveWatcher', {'watcherId': r['watcherId']})
+        self.assertEqual(st, 200, r)
+        # A recursive stream that grows past --envd-watch-dirs ends with it.
+        os.makedirs(self.p('v', 'a'))
+        s, f = self.stream('WatchDir', {'path': self.p('v'),
+                                        'recursive': True})
+        try:
+            self.assertEqual(self.envelopes(f, 1), [(0, {'start': {}})])
+            for d in ('b', 'c', 'd'):
+                os.mkdir(self.p('v', d))
+            got = self.envelopes(f)
+        finally:
+            s.close()
+        self.assertEqual(got[-1][0], 2, got)
+        self.assertIn('--envd-watch-dirs', got[-1][1]['error']['message'])
+        st, r = self.rpc('Stat', {'path': self.root})
+        self.assertEqual(st, 200, r)
+        self.assertIsNone(self.agentd.proc.poll())
 
 
 def multipart(parts, boundary='b0undary'):
