@@ -292,6 +292,36 @@ class TestFilesystem(EnvdFsCase):
         self.assertLessEqual(fds(), before)
 
 
+class TestListLimits(EnvdFsCase):
+    """ListDir goes down at most 64 levels, and stops at --envd-max-message
+    while it walks."""
+
+    extra = ('--envd-max-message', '65536')
+
+    def test_depth_and_size(self):
+        fd = os.open(self.root, os.O_RDONLY)
+        try:
+            for _ in range(100):
+                os.mkdir('d', dir_fd=fd)
+                nfd = os.open('d', os.O_RDONLY, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+        finally:
+            os.close(fd)
+        t = time.monotonic()
+        st, r = self.rpc('ListDir', {'path': self.root, 'depth': 1000})
+        self.assertEqual(st, 200, r)
+        self.assertEqual(len(r['entries']), 64)         # clamped
+        self.assertLess(time.monotonic() - t, 5)
+        os.mkdir(self.p('many'))
+        for i in range(300):
+            open(self.p('many', '%03d' % i + 'x' * 200), 'w').close()
+        st, r = self.rpc('ListDir', {'path': self.p('many')})
+        self.assertEqual((st, r['code']), (429, 'resource_exhausted'))
+        self.assertIn('--envd-max-message', r['message'])
+        self.assertIsNone(self.agentd.proc.poll())
+
+
 class TestWatchLimits(EnvdFsCase):
     """--envd-watchers, --envd-watch-events and --envd-watch-dirs."""
 
