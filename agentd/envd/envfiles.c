@@ -246,11 +246,14 @@ envfiles_route(struct http_req *hr, const struct pty_user *user,
 	if (!authorized && envfiles_signed(hr, &q,
 	    hr->method == EVHTTP_REQ_GET ? "read" : "write") != 0)
 		goto out;
-	if (q.username != NULL) {
-		if (pty_user_lookup(q.username, &named, cause,
+	if (q.username != NULL || !authorized) {
+		/* Signed only: the URL's user, never Basic auth's. */
+		if (pty_user_lookup(q.username != NULL ? q.username :
+		    envd_default_user(), &named, cause,
 		    sizeof cause) != 0) {
 			envd_plain_fail(hr, 401, "error looking up user "
-			    "'%.64s': %s", q.username, cause);
+			    "'%.64s': %s", q.username != NULL ? q.username :
+			    envd_default_user(), cause);
 			goto out;
 		}
 		user = &named;

@@ -500,6 +500,20 @@ class TestFilesRoutes(EnvdFsCase):
                                  token=False, path=path,
                                  signature=sign('write'))
         self.assertEqual(st, 200, data)
+        # Signed without username: the default user, whatever Basic says.
+        st, _, _ = self.http('POST', '/init',
+                             json.dumps({'defaultUser': 'nobody'}).encode(),
+                             {'Content-Type': 'application/json'})
+        self.assertEqual(st, 204)
+        os.chmod(self.agentd.dir, 0o711)
+        os.chmod(self.root, 0o777)
+        path = self.p('by-nobody.txt')
+        st, _, data = self.files('POST', b'n', 'application/octet-stream',
+                                 token=False, path=path,
+                                 signature=sign('write'),
+                                 headers={'Authorization': 'Basic cm9vdDo='})
+        self.assertEqual(st, 200, data)
+        self.assertEqual(os.stat(path).st_uid, pwd.getpwnam('nobody').pw_uid)
 
 
 class TestBigUploads(EnvdFsCase):
