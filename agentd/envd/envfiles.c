@@ -550,9 +550,14 @@ static json_t *
 envfiles_entry(const char *path)
 {
 	const char	*slash = strrchr(path, '/');
+	json_t		*o;
 
-	return (json_pack("{s:s,s:s,s:s}", "name", slash != NULL &&
-	    slash[1] != '\0' ? slash + 1 : path, "type", "file", "path", path));
+	o = json_object();
+	json_object_set_new(o, "name", fsentry_string(slash != NULL &&
+	    slash[1] != '\0' ? slash + 1 : path));
+	json_object_set_new(o, "type", json_string("file"));
+	json_object_set_new(o, "path", fsentry_string(path));
+	return (o);
 }
 
 /* On a worker: write the files of a POST as the user. */

@@ -264,6 +264,22 @@ class TestFilesystem(EnvdFsCase):
         st, r = self.rpc('RemoveWatcher', {'watcherId': wid})
         self.assertEqual((st, r['code']), (404, 'not_found'))
 
+    def test_names_not_utf8(self):
+        """A file name that is not UTF-8 keeps its name and path (its bad
+        bytes as U+FFFD), in ListDir and in POST /files' answer."""
+        os.mkdir(self.p('u'))
+        open(os.path.join(os.fsencode(self.p('u')), b'\xff\xfe'), 'w').close()
+        st, r = self.rpc('ListDir', {'path': self.p('u')})
+        self.assertEqual(st, 200, r)
+        self.assertEqual(r['entries'][0]['name'], '\ufffd\ufffd')
+        self.assertEqual(r['entries'][0]['path'],
+                         self.p('u') + '/\ufffd\ufffd')
+        q = urllib.parse.quote(os.fsencode(self.p('u')) + b'/\xff\xfd')
+        st, _, data = self.http('POST', '/files?path=' + q, b'x',
+                                {'Content-Type': 'application/octet-stream'})
+        self.assertEqual(st, 200, data)
+        self.assertEqual(json.loads(data)[0]['name'], '\ufffd\ufffd')
+
     def test_no_fd_left(self):
         """Streams whose client left, removed watchers, failed calls: agentd
         holds no more fds (inotify, folders) after them than before."""
