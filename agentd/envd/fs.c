@@ -934,8 +934,13 @@ fs_event(void *arg, const char *name, enum watch_type type, const char *cause)
 	    type == WATCH_CHMOD)) {
 		xasprintf(&path, "%s/%s", fw->root, name);
 		base = strrchr(path, '/') + 1;
-		/* Best effort, as envd's: a stat that fails sends none. */
-		if (lstat(path, &st) == 0 &&
+		/*
+		 * Best effort, as envd's: a stat that fails sends none.  On
+		 * the loop (root): beneath the watched folder, and none for
+		 * a symlink (its target is not looked at).
+		 */
+		if (watch_stat(fw->watch, name, &st) == 0 &&
+		    !S_ISLNK(st.st_mode) &&
 		    (entry = fsentry_from_stat(&st, base, path)) != NULL)
 			envd_json_set_new(ev, "entry", entry);
 		free(path);

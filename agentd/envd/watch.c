@@ -313,6 +313,28 @@ watch_read(evutil_socket_t fd, short events, void *arg)
 		watch_free(w);
 }
 
+/* lstat name (an event's) under the root, no symlink followed on the way. */
+int
+watch_stat(struct watch *w, const char *name, struct stat *st)
+{
+	const char	*slash = strrchr(name, '/');
+	char		*dir;
+	int		 fd, rc;
+
+	if (strcmp(name, ".") == 0)
+		return (fstat(w->root, st));
+	dir = xstrdup(name);
+	dir[slash != NULL ? (size_t)(slash - name) : 0] = '\0';
+	fd = watch_open_beneath(w->root, dir);
+	free(dir);
+	if (fd == -1)
+		return (-1);
+	rc = fstatat(fd, slash != NULL ? slash + 1 : name, st,
+	    AT_SYMLINK_NOFOLLOW);
+	close(fd);
+	return (rc);
+}
+
 /* envd's name of an event type. */
 const char *
 watch_type_name(enum watch_type t)

@@ -280,6 +280,26 @@ class TestFilesystem(EnvdFsCase):
         self.assertEqual(st, 200, data)
         self.assertEqual(json.loads(data)[0]['name'], '\ufffd\ufffd')
 
+    def test_watch_entry_of_a_symlink(self):
+        """includeEntry: the entry is taken beneath the watched folder and a
+        symlink's target is not looked at (agentd stats as root there)."""
+        os.mkdir(self.p('we'))
+        st, r = self.rpc('CreateWatcher', {'path': self.p('we'),
+                                           'includeEntry': True})
+        self.assertEqual(st, 200, r)
+        wid = r['watcherId']
+        os.symlink('/etc/shadow', self.p('we', 'l'))
+        with open(self.p('we', 'f'), 'w') as fh:
+            fh.write('x')
+        time.sleep(0.2)
+        st, r = self.rpc('GetWatcherEvents', {'watcherId': wid})
+        self.assertEqual(st, 200, r)
+        got = {e['name']: e for e in r['events']
+               if e['type'] == 'EVENT_TYPE_CREATE'}
+        self.assertNotIn('entry', got['l'])
+        self.assertEqual(got['f']['entry']['path'], self.p('we', 'f'))
+        self.rpc('RemoveWatcher', {'watcherId': wid})
+
     def test_no_fd_left(self):
         """Streams whose client left, removed watchers, failed calls: agentd
         holds no more fds (inotify, folders) after them than before."""
