@@ -25,7 +25,8 @@
 #include "pty.h"
 #include "util.h"
 
-#define ENVD_VARS_MAX		4096	/* /init's envVars at most */
+#define ENVD_VARS_MAX		4096	/* /init's envVars at most, merged */
+#define ENVD_VARS_BYTES_MAX	(1 << 20) /* their NAME=value bytes, merged */
 
 static struct config	*envd_cfg;
 static char		*envd_user;	/* /init's defaultUser */
@@ -124,7 +125,7 @@ envd_take_vars(json_t *vars, char *msg, size_t len)
 	const char	*k;
 	json_t		*v;
 	char		**list;
-	size_t		 n = 0;
+	size_t		 n = 0, bytes = 0;
 
 	if (!json_is_object(vars)) {
 		cause_set(msg, len, "envVars must be an object of strings");
@@ -141,7 +142,24 @@ envd_take_vars(json_t *vars, char *msg, size_t len)
 			return (-1);
 		}
 	}
-	/* envd merges them into what an earlier /init set. */
+	/* envd merges them into what an earlier /init set: the sum fits. */
+	json_object_foreach(envd_vars_json, k, v) {
+		if (json_object_get(vars, k) == NULL) {
+			n++;
+			bytes += strlen(k) + json_string_length(v) + 2;
+		}
+	}
+	json_object_foreach(vars, k, v) {
+		n++;
+		bytes += strlen(k) + json_string_length(v) + 2;
+	}
+	if (n > ENVD_VARS_MAX || bytes > ENVD_VARS_BYTES_MAX) {
+		cause_set(msg, len, "envVars: more than %d, or more than %d "
+		    "bytes, with those set before", ENVD_VARS_MAX,
+		    ENVD_VARS_BYTES_MAX);
+		return (-1);
+	}
+	n = 0;
 	if (envd_vars_json == NULL)
 		envd_vars_json = json_object();
 	json_object_update(envd_vars_json, vars);

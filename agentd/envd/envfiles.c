@@ -246,11 +246,14 @@ envfiles_route(struct http_req *hr, const struct pty_user *user,
 	if (!authorized && envfiles_signed(hr, &q,
 	    hr->method == EVHTTP_REQ_GET ? "read" : "write") != 0)
 		goto out;
-	if (q.username != NULL) {
-		if (pty_user_lookup(q.username, &named, cause,
+	if (q.username != NULL || !authorized) {
+		/* Signed only: the URL's user, never Basic auth's. */
+		if (pty_user_lookup(q.username != NULL ? q.username :
+		    envd_default_user(), &named, cause,
 		    sizeof cause) != 0) {
 			envd_plain_fail(hr, 401, "error looking up user "
-			    "'%.64s': %s", q.username, cause);
+			    "'%.64s': %s", q.username != NULL ? q.username :
+			    envd_default_user(), cause);
 			goto out;
 		}
 		user = &named;
@@ -547,9 +550,14 @@ static json_t *
 envfiles_entry(const char *path)
 {
 	const char	*slash = strrchr(path, '/');
+	json_t		*o;
 
-	return (json_pack("{s:s,s:s,s:s}", "name", slash != NULL &&
-	    slash[1] != '\0' ? slash + 1 : path, "type", "file", "path", path));
+	o = json_object();
+	json_object_set_new(o, "name", fsentry_string(slash != NULL &&
+	    slash[1] != '\0' ? slash + 1 : path));
+	json_object_set_new(o, "type", json_string("file"));
+	json_object_set_new(o, "path", fsentry_string(path));
+	return (o);
 }
 
 /* On a worker: write the files of a POST as the user. */

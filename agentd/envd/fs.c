@@ -45,6 +45,13 @@ enum fs_op {
 };
 
 /* A call on its way through a files worker. */
+/* A ListDir's walk: its entries so far and their rendered size. */
+struct fs_walk {
+	json_t			*out;
+	uint32_t		 depth;
+	size_t			 bytes;
+};
+
 struct fs_job {
 	enum fs_op		 op;
 	struct envd_call	*call;
@@ -87,6 +94,7 @@ static struct event_base	*fs_base;		/* the loop */
 static size_t			 fs_watchers_max;	/* --envd-watchers */
 static size_t			 fs_watch_dirs;		/* --envd-watch-dirs */
 static size_t			 fs_events_max;		/* --envd-watch-events */
+static size_t			 fs_max_message;	/* --envd-max-message */
 
 static void	fs_stat(struct envd_call *, json_t *);
 static void	fs_mkdir(struct envd_call *, json_t *);
@@ -109,7 +117,7 @@ static int	fs_work_stat(struct fs_job *, uid_t, struct proto_err *);
 static int	fs_work_mkdir(struct fs_job *, uid_t, struct proto_err *);
 static int	fs_work_move(struct fs_job *, uid_t, struct proto_err *);
 static int	fs_work_list(struct fs_job *, uid_t, struct proto_err *);
-static int	fs_walk(int, const char *, uint32_t, uint32_t, json_t *,
+static int	fs_walk(int, const char *, uint32_t, struct fs_walk *,
 		    struct proto_err *);
 static int	fs_work_remove(struct fs_job *, uid_t, struct proto_err *);
 static int	fs_rmtree(int, const char *, int);
@@ -146,6 +154,7 @@ fs_register(struct event_base *base, const struct config *cfg)
 	fs_watchers_max = (size_t)cfg->envd_watchers;
 	fs_watch_dirs = (size_t)cfg->envd_watch_dirs;
 	fs_events_max = (size_t)cfg->envd_watch_events;
+	fs_max_message = (size_t)cfg->envd_max_message;
 	envd_register(fs_methods, nitems(fs_methods));
 }
 
@@ -332,6 +341,8 @@ fs_list(struct envd_call *call, json_t *msg)
 	if ((j = fs_job_new(call, msg, FS_LIST)) == NULL)
 		return;
 	j->depth = depth == 0 ? 1 : depth;
+	if (j->depth > FS_LIST_DEPTH_MAX)
+		j->depth = FS_LIST_DEPTH_MAX;
 	fs_job_start(j);
 }
 
@@ -603,15 +614,17 @@ fs_namecmp(const void *a, const void *b)
 }
 
 /*
- * Append the entries of the folder fd (taken and closed) to out, named
- * prefix/name, and those of its folders down to depth: in WalkDir's order
- * (each folder's entries sorted, a folder before what is in it).  Symlinks
- * are never followed; a folder that cannot be read is listed, not entered.
+ * Append the entries of the folder fd (taken and closed) to wk->out, named
+ * prefix/name, and those of its folders down to wk->depth: in WalkDir's
+ * order (each folder's entries sorted, a folder before what is in it).
+ * Symlinks are never followed; a folder that cannot be read is listed, not
+ * entered.  More than --envd-max-message rendered is resource_exhausted.
  */
 static int
-fs_walk(int fd, const char *prefix, uint32_t level, uint32_t depth,
-    json_t *out, struct proto_err *err)
+fs_walk(int fd, const char *prefix, uint32_t level, struct fs_walk *wk,
+    struct proto_err *err)
 {
+	json_t		 *entry;
 	struct dirent	 *de;
 	struct stat	  st;
 	DIR		 *dir;
@@ -639,7 +652,7 @@ fs_walk(int fd, const char *prefix, uint32_t level, uint32_t depth,
 		if (fstatat(dirfd(dir), names[i], &st,
 		    AT_SYMLINK_NOFOLLOW) == -1)
 			continue;	/* gone meanwhile */
-		if (json_array_size(out) >= FS_LIST_MAX) {
+		if (json_array_size(wk->out) >= FS_LIST_MAX) {
 			rc = proto_fail(err, 429, "resource_exhausted",
 			    "the folder has more than %d entries to list",
 			    FS_LIST_MAX);
@@ -647,12 +660,23 @@ fs_walk(int fd, const char *prefix, uint32_t level, uint32_t depth,
 		}
 		xasprintf(&path, "%s%s%s", prefix, strcmp(prefix, "/") == 0 ?
 		    "" : "/", names[i]);
-		json_array_append_new(out, fsentry_from_stat(&st, names[i],
-		    path));
-		if (S_ISDIR(st.st_mode) && level < depth &&
+		entry = fsentry_from_stat(&st, names[i], path);
+		/* The answer as it will be rendered: the entry and a comma. */
+		if (entry != NULL)
+			wk->bytes += json_dumpb(entry, NULL, 0,
+			    JSON_COMPACT) + 1;
+		json_array_append_new(wk->out, entry);
+		if (wk->bytes > fs_max_message) {
+			free(path);
+			rc = proto_fail(err, 429, "resource_exhausted", "the "
+			    "listing is larger than configured max %zu bytes "
+			    "(--envd-max-message)", fs_max_message);
+			break;
+		}
+		if (S_ISDIR(st.st_mode) && level < wk->depth &&
 		    (sub = openat(dirfd(dir), names[i], O_RDONLY |
 		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
-			rc = fs_walk(sub, path, level + 1, depth, out, err);
+			rc = fs_walk(sub, path, level + 1, wk, err);
 		free(path);
 	}
 	for (i = 0; i < n; i++)
@@ -667,7 +691,7 @@ static int
 fs_work_list(struct fs_job *j, uid_t owner, struct proto_err *err)
 {
 	struct stat	 st;
-	json_t		*entries;
+	struct fs_walk	 wk;
 	int		 fd, dfd;
 
 	if ((fd = fileio_open(j->path, O_PATH, owner, err)) == -1)
@@ -685,16 +709,18 @@ fs_work_list(struct fs_job *j, uid_t owner, struct proto_err *err)
 	close(fd);
 	if (dfd == -1)
 		return (fileio_fail(err, errno, "open", j->path));
-	entries = json_array();
-	if (fs_walk(dfd, j->path, 1, j->depth, entries, err) != 0) {
-		json_decref(entries);
+	wk.out = json_array();
+	wk.depth = j->depth;
+	wk.bytes = 0;
+	if (fs_walk(dfd, j->path, 1, &wk, err) != 0) {
+		json_decref(wk.out);
 		return (-1);
 	}
 	j->answer = json_object();
-	if (json_array_size(entries) > 0)
-		json_object_set_new(j->answer, "entries", entries);
+	if (json_array_size(wk.out) > 0)
+		json_object_set_new(j->answer, "entries", wk.out);
 	else
-		json_decref(entries);
+		json_decref(wk.out);
 	return (0);
 }
 
@@ -908,8 +934,13 @@ fs_event(void *arg, const char *name, enum watch_type type, const char *cause)
 	    type == WATCH_CHMOD)) {
 		xasprintf(&path, "%s/%s", fw->root, name);
 		base = strrchr(path, '/') + 1;
-		/* Best effort, as envd's: a stat that fails sends none. */
-		if (lstat(path, &st) == 0 &&
+		/*
+		 * Best effort, as envd's: a stat that fails sends none.  On
+		 * the loop (root): beneath the watched folder, and none for
+		 * a symlink (its target is not looked at).
+		 */
+		if (watch_stat(fw->watch, name, &st) == 0 &&
+		    !S_ISLNK(st.st_mode) &&
 		    (entry = fsentry_from_stat(&st, base, path)) != NULL)
 			envd_json_set_new(ev, "entry", entry);
 		free(path);

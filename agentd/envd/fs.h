@@ -28,6 +28,7 @@ struct config;
 struct event_base;
 
 #define FS_LIST_MAX		100000	/* entries one ListDir answers */
+#define FS_LIST_DEPTH_MAX	64	/* levels ListDir goes down (clamped) */
 #define FS_REMOVE_DEPTH_MAX	256	/* levels Remove goes down */
 
 /* Register the methods with the Connect core; cfg's limits. */

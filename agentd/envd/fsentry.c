@@ -9,6 +9,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <jansson.h>
 
 #include "fsentry.h"
+#include "proto.h"
 #include "util.h"
 
 #define FSENTRY_NAME_BUF	1024	/* bytes for getpwuid_r's strings */
@@ -190,10 +192,10 @@ fsentry_from_stat(const struct stat *st, const char *name, const char *path)
 	fsentry_owner(st->st_uid, st->st_gid, user, group, sizeof user);
 	snprintf(size, sizeof size, "%lld", (long long)st->st_size);
 	o = json_object();
-	json_object_set_new(o, "name", json_string(name));
+	json_object_set_new(o, "name", fsentry_string(name));
 	if (type != NULL)
 		json_object_set_new(o, "type", json_string(type));
-	json_object_set_new(o, "path", json_string(path));
+	json_object_set_new(o, "path", fsentry_string(path));
 	if (st->st_size != 0)
 		json_object_set_new(o, "size", json_string(size));
 	if ((m & 0777) != 0)
@@ -206,7 +208,8 @@ fsentry_from_stat(const struct stat *st, const char *name, const char *path)
 		json_object_set_new(o, "modifiedTime", json_string(fsentry_time(
 		    st->st_mtim.tv_sec, st->st_mtim.tv_nsec, tm)));
 	if (target != NULL) {
-		json_object_set_new(o, "symlinkTarget", json_string(target));
+		json_object_set_new(o, "symlinkTarget",
+		    fsentry_string(target));
 		free(target);
 	}
 	return (o);
@@ -222,4 +225,32 @@ fsentry_build(int dfd, const char *name, const char *path)
 	    (*name == '\0' ? AT_EMPTY_PATH : 0)) == -1)
 		return (NULL);
 	return (fsentry_from_stat(&st, name, path));
+}
+
+/* A JSON string of s; bytes that are not UTF-8 become U+FFFD. */
+json_t *
+fsentry_string(const char *s)
+{
+	const uint8_t	*p = (const uint8_t *)s;
+	size_t		 n = strlen(s), i, k, o = 0;
+	char		*buf;
+	json_t		*v;
+
+	if ((v = json_string(s)) != NULL)
+		return (v);
+	buf = xmalloc(n * 3 + 1);
+	for (i = 0; i < n; i += k) {
+		if ((k = proto_utf8_len(p + i, n - i)) == 0) {
+			memcpy(buf + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			k = 1;
+		} else {
+			memcpy(buf + o, p + i, k);
+			o += k;
+		}
+	}
+	if ((v = json_stringn(buf, o)) == NULL)
+		fatal("%s: out of memory", __func__);
+	free(buf);
+	return (v);
 }

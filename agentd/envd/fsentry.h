@@ -47,4 +47,11 @@ json_t	*fsentry_build(int dfd, const char *name, const char *path);
 json_t	*fsentry_from_stat(const struct stat *, const char *name,
 	    const char *path);
 
+/*
+ * A JSON string of a name or path (file names are bytes): as it is when
+ * UTF-8, else with each byte that is not UTF-8 as U+FFFD, as Go's JSON
+ * does.  Never NULL.
+ */
+json_t	*fsentry_string(const char *);
+
 #endif /* AGENTD_FSENTRY_H */

@@ -525,7 +525,9 @@ process_data(struct envd_stream *st, const char *name,
 	size_t	piece, off;
 	json_t	*o;
 
-	piece = (process_cfg->envd_max_message - PROCESS_EVENT_SLACK) / 4 * 3;
+	/* config.c keeps --envd-max-message >= 1024: never 0 or less. */
+	piece = process_cfg->envd_max_message > PROCESS_EVENT_SLACK + 4 ?
+	    (process_cfg->envd_max_message - PROCESS_EVENT_SLACK) / 4 * 3 : 3;
 	if (piece > PROCESS_PIECE_MAX)
 		piece = PROCESS_PIECE_MAX;
 	for (off = 0; off < c->len; off += piece) {

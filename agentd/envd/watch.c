@@ -39,6 +39,8 @@ struct watch {
 	int			 root;	/* O_PATH fd of the watched folder */
 	int			 recursive;
 	int			 failed;	/* an error was reported */
+	int			 in_cb;		/* watch_read() is running */
+	int			 dead;		/* freed from a callback */
 	size_t			 ndirs;		/* watched now */
 	size_t			 max_dirs;
 	struct watch_dir	**dirs;		/* by inotify descriptor */
@@ -253,16 +255,20 @@ watch_emit(struct watch *w, struct watch_dir *d, const struct inotify_event *e)
 		watch_fail(w, err.message);
 		return;
 	}
-	for (i = 0; i < sizeof map / sizeof map[0]; i++) {
+	for (i = 0; i < sizeof map / sizeof map[0] && !w->dead; i++) {
 		if (e->mask & map[i].mask)
 			w->fn(w->arg, name, map[i].type, NULL);
 	}
 	free(name);
-	if (self && (e->mask & IN_DELETE_SELF))
+	if (!w->dead && self && (e->mask & IN_DELETE_SELF))
 		watch_fail(w, "the watched folder was removed");
 }
 
-/* inotify has events: read and report them. */
+/*
+ * inotify has events: read and report them.  A callback may free the watch
+ * (the stream ends): watch_free() then only marks it dead, and it is freed
+ * here on the way out.
+ */
 static void
 watch_read(evutil_socket_t fd, short events, void *arg)
 {
@@ -274,19 +280,20 @@ watch_read(evutil_socket_t fd, short events, void *arg)
 	ssize_t				 n;
 	size_t				 off;
 
-	while (!w->failed) {
+	w->in_cb = 1;
+	while (!w->failed && !w->dead) {
 		n = read(fd, buf, sizeof buf);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return;
-		for (off = 0; off + sizeof *e <= (size_t)n && !w->failed;
-		    off += sizeof *e + e->len) {
+			break;
+		for (off = 0; off + sizeof *e <= (size_t)n && !w->failed &&
+		    !w->dead; off += sizeof *e + e->len) {
 			e = (struct inotify_event *)(buf + off);
 			if (e->mask & IN_Q_OVERFLOW) {
 				watch_fail(w, "too many events: the inotify "
 				    "queue overflowed");
-				return;
+				break;
 			}
 			if (e->wd < 0 || (size_t)e->wd >= w->dirs_len ||
 			    (d = w->dirs[e->wd]) == NULL)
@@ -301,6 +308,31 @@ watch_read(evutil_socket_t fd, short events, void *arg)
 			watch_emit(w, d, e);
 		}
 	}
+	w->in_cb = 0;
+	if (w->dead)
+		watch_free(w);
+}
+
+/* lstat name (an event's) under the root, no symlink followed on the way. */
+int
+watch_stat(struct watch *w, const char *name, struct stat *st)
+{
+	const char	*slash = strrchr(name, '/');
+	char		*dir;
+	int		 fd, rc;
+
+	if (strcmp(name, ".") == 0)
+		return (fstat(w->root, st));
+	dir = xstrdup(name);
+	dir[slash != NULL ? (size_t)(slash - name) : 0] = '\0';
+	fd = watch_open_beneath(w->root, dir);
+	free(dir);
+	if (fd == -1)
+		return (-1);
+	rc = fstatat(fd, slash != NULL ? slash + 1 : name, st,
+	    AT_SYMLINK_NOFOLLOW);
+	close(fd);
+	return (rc);
 }
 
 /* envd's name of an event type. */
@@ -330,6 +362,12 @@ watch_free(struct watch *w)
 
 	if (w == NULL)
 		return;
+	if (w->in_cb) {		/* from a callback: watch_read() frees it */
+		w->dead = 1;
+		if (w->ev != NULL)
+			event_del(w->ev);
+		return;
+	}
 	if (w->ev != NULL)
 		event_free(w->ev);
 	for (i = 0; i < w->dirs_len; i++) {

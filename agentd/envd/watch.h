@@ -17,6 +17,7 @@
 
 struct event_base;
 struct proto_err;
+struct stat;
 struct watch;
 
 #define WATCH_DEPTH_MAX		64	/* levels a recursive watch goes down */
@@ -51,9 +52,18 @@ struct watch *watch_open(int dirfd, int recursive, size_t max_dirs,
 /* On the loop: start reporting events to fn; 0 or -1. */
 int	watch_start(struct watch *, struct event_base *, watch_event_fn fn,
 	    void *arg);
+/*
+ * lstat an event's name under the watched folder, opened beneath it with
+ * no symlink followed on the way (the path a client named cannot be swapped
+ * for one elsewhere): 0, or -1 with errno.
+ */
+int	watch_stat(struct watch *, const char *name, struct stat *);
 /* envd's name of a type: "EVENT_TYPE_CREATE" and so on. */
 const char *watch_type_name(enum watch_type);
-/* Stop and free (on the loop, or on the worker before watch_start()). */
+/*
+ * Stop and free (on the loop, or on the worker before watch_start()).  From
+ * within fn the watch only stops: it is freed once fn's caller returns.
+ */
 void	watch_free(struct watch *);
 
 #endif /* AGENTD_WATCH_H */

@@ -164,6 +164,22 @@ START_TEST(fsentry_strings)
 }
 END_TEST
 
+/* Names that are not UTF-8: each bad byte is U+FFFD, the rest kept. */
+START_TEST(fsentry_names)
+{
+	json_t	*v;
+
+	v = fsentry_string("a\xff\xfe\xc3\xa9" "b\xe2\x82");
+	ck_assert_ptr_nonnull(v);
+	ck_assert_str_eq(json_string_value(v),
+	    "a\xef\xbf\xbd\xef\xbf\xbd\xc3\xa9" "b\xef\xbf\xbd\xef\xbf\xbd");
+	json_decref(v);
+	v = fsentry_string("plain");
+	ck_assert_str_eq(json_string_value(v), "plain");
+	json_decref(v);
+}
+END_TEST
+
 /* The suite. */
 static Suite *
 envdfs_suite(void)
@@ -176,6 +192,7 @@ envdfs_suite(void)
 	tcase_add_test(tc, multipart_bad);
 	tcase_add_test(tc, fsentry_paths);
 	tcase_add_test(tc, fsentry_strings);
+	tcase_add_test(tc, fsentry_names);
 	suite_add_tcase(s, tc);
 	return (s);
 }

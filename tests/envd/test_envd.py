@@ -431,6 +431,30 @@ class PlainRoutesTest(EnvdCase):
         self.assertEqual(st, 400)
         self.assertEqual(json.loads(data)['code'], 400)
 
+    def test_init_vars_capped(self):
+        """envVars merge across /init calls, up to 4096 names and 1 MiB
+        in all: past that 400, and what was set stays."""
+        def init(env):
+            st, ct, data = self.raw('POST', '/init', json.dumps(
+                {'envVars': env}).encode(),
+                {'Content-Type': 'application/json'})
+            return st, data
+        for b in range(2):
+            st, data = init({'V%d_%d' % (b, i): 'x' for i in range(1500)})
+            self.assertEqual(st, 204, data)
+        st, data = init({'V0_%d' % i: 'y' for i in range(1500)})
+        self.assertEqual(st, 204, data)            # the same names again
+        st, data = init({'V2_%d' % i: 'x' for i in range(1500)})
+        self.assertEqual(st, 400, data)
+        self.assertEqual(json.loads(data)['code'], 400)
+        st, ct, data = self.raw('GET', '/envs')
+        self.assertEqual((st, len(json.loads(data))), (200, 3000))
+        for i in range(3):
+            st, data = init({'BIG%d' % i: 'z' * 300000})
+            self.assertEqual(st, 204, data)
+        st, data = init({'BIG3': 'z' * 300000})
+        self.assertEqual(st, 400, data)
+
     def test_host_rule_without_a_token(self):
         st, ct, data = self.raw('GET', '/health',
                                 headers={'Host': 'evil.example'})

@@ -264,6 +264,42 @@ class TestFilesystem(EnvdFsCase):
         st, r = self.rpc('RemoveWatcher', {'watcherId': wid})
         self.assertEqual((st, r['code']), (404, 'not_found'))
 
+    def test_names_not_utf8(self):
+        """A file name that is not UTF-8 keeps its name and path (its bad
+        bytes as U+FFFD), in ListDir and in POST /files' answer."""
+        os.mkdir(self.p('u'))
+        open(os.path.join(os.fsencode(self.p('u')), b'\xff\xfe'), 'w').close()
+        st, r = self.rpc('ListDir', {'path': self.p('u')})
+        self.assertEqual(st, 200, r)
+        self.assertEqual(r['entries'][0]['name'], '\ufffd\ufffd')
+        self.assertEqual(r['entries'][0]['path'],
+                         self.p('u') + '/\ufffd\ufffd')
+        q = urllib.parse.quote(os.fsencode(self.p('u')) + b'/\xff\xfd')
+        st, _, data = self.http('POST', '/files?path=' + q, b'x',
+                                {'Content-Type': 'application/octet-stream'})
+        self.assertEqual(st, 200, data)
+        self.assertEqual(json.loads(data)[0]['name'], '\ufffd\ufffd')
+
+    def test_watch_entry_of_a_symlink(self):
+        """includeEntry: the entry is taken beneath the watched folder and a
+        symlink's target is not looked at (agentd stats as root there)."""
+        os.mkdir(self.p('we'))
+        st, r = self.rpc('CreateWatcher', {'path': self.p('we'),
+                                           'includeEntry': True})
+        self.assertEqual(st, 200, r)
+        wid = r['watcherId']
+        os.symlink('/etc/shadow', self.p('we', 'l'))
+        with open(self.p('we', 'f'), 'w') as fh:
+            fh.write('x')
+        time.sleep(0.2)
+        st, r = self.rpc('GetWatcherEvents', {'watcherId': wid})
+        self.assertEqual(st, 200, r)
+        got = {e['name']: e for e in r['events']
+               if e['type'] == 'EVENT_TYPE_CREATE'}
+        self.assertNotIn('entry', got['l'])
+        self.assertEqual(got['f']['entry']['path'], self.p('we', 'f'))
+        self.rpc('RemoveWatcher', {'watcherId': wid})
+
     def test_no_fd_left(self):
         """Streams whose client left, removed watchers, failed calls: agentd
         holds no more fds (inotify, folders) after them than before."""
@@ -290,6 +326,36 @@ class TestFilesystem(EnvdFsCase):
         while fds() > before and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertLessEqual(fds(), before)
+
+
+class TestListLimits(EnvdFsCase):
+    """ListDir goes down at most 64 levels, and stops at --envd-max-message
+    while it walks."""
+
+    extra = ('--envd-max-message', '65536')
+
+    def test_depth_and_size(self):
+        fd = os.open(self.root, os.O_RDONLY)
+        try:
+            for _ in range(100):
+                os.mkdir('d', dir_fd=fd)
+                nfd = os.open('d', os.O_RDONLY, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+        finally:
+            os.close(fd)
+        t = time.monotonic()
+        st, r = self.rpc('ListDir', {'path': self.root, 'depth': 1000})
+        self.assertEqual(st, 200, r)
+        self.assertEqual(len(r['entries']), 64)         # clamped
+        self.assertLess(time.monotonic() - t, 5)
+        os.mkdir(self.p('many'))
+        for i in range(300):
+            open(self.p('many', '%03d' % i + 'x' * 200), 'w').close()
+        st, r = self.rpc('ListDir', {'path': self.p('many')})
+        self.assertEqual((st, r['code']), (429, 'resource_exhausted'))
+        self.assertIn('--envd-max-message', r['message'])
+        self.assertIsNone(self.agentd.proc.poll())
 
 
 class TestWatchLimits(EnvdFsCase):
@@ -321,6 +387,24 @@ class TestWatchLimits(EnvdFsCase):
         self.assertEqual(st, 200)
         st, r = self.rpc('CreateWatcher', {'path': self.p('w')})
         self.assertEqual(st, 200, r)
+        st, r = self.rpc('RemoveWatcher', {'watcherId': r['watcherId']})
+        self.assertEqual(st, 200, r)
+        # A recursive stream that grows past --envd-watch-dirs ends with it.
+        os.makedirs(self.p('v', 'a'))
+        s, f = self.stream('WatchDir', {'path': self.p('v'),
+                                        'recursive': True})
+        try:
+            self.assertEqual(self.envelopes(f, 1), [(0, {'start': {}})])
+            for d in ('b', 'c', 'd'):
+                os.mkdir(self.p('v', d))
+            got = self.envelopes(f)
+        finally:
+            s.close()
+        self.assertEqual(got[-1][0], 2, got)
+        self.assertIn('--envd-watch-dirs', got[-1][1]['error']['message'])
+        st, r = self.rpc('Stat', {'path': self.root})
+        self.assertEqual(st, 200, r)
+        self.assertIsNone(self.agentd.proc.poll())
 
 
 def multipart(parts, boundary='b0undary'):
@@ -452,6 +536,20 @@ class TestFilesRoutes(EnvdFsCase):
                                  token=False, path=path,
                                  signature=sign('write'))
         self.assertEqual(st, 200, data)
+        # Signed without username: the default user, whatever Basic says.
+        st, _, _ = self.http('POST', '/init',
+                             json.dumps({'defaultUser': 'nobody'}).encode(),
+                             {'Content-Type': 'application/json'})
+        self.assertEqual(st, 204)
+        os.chmod(self.agentd.dir, 0o711)
+        os.chmod(self.root, 0o777)
+        path = self.p('by-nobody.txt')
+        st, _, data = self.files('POST', b'n', 'application/octet-stream',
+                                 token=False, path=path,
+                                 signature=sign('write'),
+                                 headers={'Authorization': 'Basic cm9vdDo='})
+        self.assertEqual(st, 200, data)
+        self.assertEqual(os.stat(path).st_uid, pwd.getpwnam('nobody').pw_uid)
 
 
 class TestBigUploads(EnvdFsCase):
