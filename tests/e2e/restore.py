@@ -108,10 +108,13 @@ def guest_conns(agent):
 
 def pid1_fds(agent):
     """What PID 1's fds are, sorted (pipe and socket inodes, and which
-    session's cgroup a cgroup fd names, left out)."""
+    session's cgroup a cgroup fd names, left out; so are the folders of
+    /proc that the port feed's pid look keeps open from one refresh to
+    the next while it walks, which come and go)."""
     out = sh(agent, "for f in /proc/1/fd/*; do readlink $f; done")
     return sorted(re.sub(r"/sessions/\d+$", "/sessions/N",
-                         re.sub(r"\[\d+\]", "[]", l)) for l in out.split())
+                         re.sub(r"\[\d+\]", "[]", l)) for l in out.split()
+                  if not re.fullmatch(r"/proc(/\d+/fd)?", l))
 
 
 def read_lines(agent, sid, cursor, want_last=None, deadline_s=30):
