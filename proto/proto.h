@@ -429,6 +429,20 @@ void	proto_render_chunk_enc(struct proto_buf *, const struct proto_chunk *,
 /* A stdin answer: "written", then "duplicate" when set, then the rest. */
 void	proto_render_stdin(struct proto_buf *, const struct proto_session *,
 	    const struct proto_window *w, int64_t written, int duplicate);
+/*
+ * The same answer in three parts, for a window rendered as it is sent: the
+ * object up to its "output" array ("{", "written" when >= 0, "duplicate"
+ * when set, the session's fields, ",\"output\":["); each chunk object
+ * (after a comma unless first; "text" as proto_render_stdin() does it for
+ * encoding); then the array's end, the window's fields after it (w's
+ * chunks are not looked at) and the object's end.
+ */
+void	proto_render_window_open(struct proto_buf *,
+	    const struct proto_session *, int64_t written, int duplicate);
+void	proto_render_window_chunk(struct proto_buf *,
+	    const struct proto_chunk *, int encoding, int first);
+void	proto_render_window_close(struct proto_buf *,
+	    const struct proto_window *);
 /* {"sessions": [...]} */
 void	proto_render_session_list(struct proto_buf *,
 	    const struct proto_session *, size_t n);

@@ -30,6 +30,10 @@ static int	proto_render_text(struct proto_buf *,
 		    const struct proto_chunk *, int);
 static void	proto_window_fields(struct proto_buf *,
 		    const struct proto_window *);
+static void	proto_window_tail(struct proto_buf *,
+		    const struct proto_window *);
+static void	proto_stdin_head(struct proto_buf *,
+		    const struct proto_session *, int64_t, int);
 
 static const char *const proto_streams[] = { "pty", "stdout", "stderr" };
 
@@ -419,20 +423,34 @@ proto_render_text(struct proto_buf *b, const struct proto_chunk *c,
 static void
 proto_window_fields(struct proto_buf *b, const struct proto_window *w)
 {
-	size_t				 i;
+	size_t	i;
 
 	/* Grow once for the whole window rather than chunk by chunk. */
 	if (proto_buf_space(b, proto_window_len(w)) == NULL)
 		return;
 
 	LIT(b, ",\"output\":[");
-	for (i = 0; i < w->n; i++) {
-		if (i > 0)
-			LIT(b, ",");
-		if (w->encoding != PROTO_ENC_TEXT ||
-		    proto_render_text(b, &w->chunks[i], 1) != 0)
-			proto_render_chunk(b, &w->chunks[i]);
-	}
+	for (i = 0; i < w->n; i++)
+		proto_render_window_chunk(b, &w->chunks[i], w->encoding,
+		    i == 0);
+	proto_window_tail(b, w);
+}
+
+/* One chunk of a window's "output", after a comma unless it is the first. */
+void
+proto_render_window_chunk(struct proto_buf *b, const struct proto_chunk *c,
+    int encoding, int first)
+{
+	if (!first)
+		LIT(b, ",");
+	if (encoding != PROTO_ENC_TEXT || proto_render_text(b, c, 1) != 0)
+		proto_render_chunk(b, c);
+}
+
+/* The end of a window's "output", and the fields after it. */
+static void
+proto_window_tail(struct proto_buf *b, const struct proto_window *w)
+{
 	LIT(b, "],\"cursor\":");
 	proto_put_u64(b, w->cursor);
 	LIT(b, ",\"dropped_chunks\":");
@@ -460,6 +478,26 @@ proto_window_fields(struct proto_buf *b, const struct proto_window *w)
 	}
 }
 
+/*
+ * A stdin answer cut in three, for a window rendered as it is sent: the
+ * object up to its "output" array, each chunk, then the window's fields
+ * after the array (w's chunks are not looked at) and the object's end.
+ */
+void
+proto_render_window_open(struct proto_buf *b, const struct proto_session *s,
+    int64_t written, int duplicate)
+{
+	proto_stdin_head(b, s, written, duplicate);
+	LIT(b, ",\"output\":[");
+}
+
+void
+proto_render_window_close(struct proto_buf *b, const struct proto_window *w)
+{
+	proto_window_tail(b, w);
+	LIT(b, "}");
+}
+
 /* Render a session object, with a window and "written" when given. */
 void
 proto_render_session(struct proto_buf *b, const struct proto_session *s,
@@ -473,6 +511,17 @@ void
 proto_render_stdin(struct proto_buf *b, const struct proto_session *s,
     const struct proto_window *w, int64_t written, int duplicate)
 {
+	proto_stdin_head(b, s, written, duplicate);
+	if (w != NULL)
+		proto_window_fields(b, w);
+	LIT(b, "}");
+}
+
+/* "{", "written", "duplicate" and the session's fields. */
+static void
+proto_stdin_head(struct proto_buf *b, const struct proto_session *s,
+    int64_t written, int duplicate)
+{
 	LIT(b, "{");
 	if (written >= 0) {
 		LIT(b, "\"written\":");
@@ -482,9 +531,6 @@ proto_render_stdin(struct proto_buf *b, const struct proto_session *s,
 	if (duplicate)
 		LIT(b, "\"duplicate\":true,");
 	proto_session_fields(b, s);
-	if (w != NULL)
-		proto_window_fields(b, w);
-	LIT(b, "}");
 }
 
 /* Render {"sessions": [...]}. */

@@ -3,7 +3,9 @@
  * validity, escaping, cuts on UTF-8 boundaries, cursors inside a chunk,
  * and a randomized differential: a window rendered in text and in base64
  * decodes to the same bytes, chunk for chunk (the fuzz_proto harness does
- * the same with libFuzzer's inputs, selector 'x').
+ * the same with libFuzzer's inputs, selector 'x'); the same window rendered
+ * in three parts (open, chunks, close) as agentd/api/winstream.c sends a
+ * big one is the same bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,7 +34,7 @@ check_window(const struct proto_chunk *c, size_t n, int enc, size_t *ntext)
 {
 	struct proto_window	 w;
 	struct proto_session	 s;
-	struct proto_buf	 b = { 0 };
+	struct proto_buf	 b = { 0 }, p = { 0 };
 	json_error_t		 jerr;
 	json_t			*o, *out, *ch, *v;
 	const char		*argv[] = { "x", NULL };
@@ -49,6 +51,15 @@ check_window(const struct proto_chunk *c, size_t n, int enc, size_t *ntext)
 	proto_render_session(&b, &s, &w, -1);
 	ck_assert(!b.oom);
 	ck_assert_uint_le(b.len, proto_window_len(&w) + 4096);
+	/* In three parts, as a window sent as it is rendered: the same. */
+	proto_render_window_open(&p, &s, -1, 0);
+	for (i = 0; i < n; i++)
+		proto_render_window_chunk(&p, &c[i], enc, i == 0);
+	proto_render_window_close(&p, &w);
+	ck_assert(!p.oom);
+	ck_assert_uint_eq(p.len, b.len);
+	ck_assert(memcmp(p.data, b.data, b.len) == 0);
+	proto_buf_free(&p);
 	o = json_loadb(b.data, b.len, JSON_ALLOW_NUL, &jerr);
 	ck_assert_msg(o != NULL, "%s", jerr.text);
 	out = json_object_get(o, "output");
