@@ -593,7 +593,7 @@ envd_stream_open(struct envd_call *call, envd_pull_fn pull,
 	st->pull = pull;
 	st->gone = gone;
 	st->arg = arg;
-	st->sse = sse_start_raw(&call->hr, "application/connect+json",
+	st->sse = sse_start_raw(&call->hr, 200, "application/connect+json",
 	    envd_stream_pull, envd_stream_gone, st);
 	free(call);
 	return (st);

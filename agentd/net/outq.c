@@ -147,6 +147,20 @@ outq_admit_stream(size_t want, struct proto_err *err)
 	return (outq_fits_stream(want) ? 0 : outq_refuse(want, err));
 }
 
+/* Count n bytes more as held: promised, not rendered yet. */
+void
+outq_reserve(size_t n)
+{
+	outq_held += n;
+}
+
+/* Count n bytes fewer: rendered (and counted as output), or never. */
+void
+outq_release(size_t n)
+{
+	outq_held -= n < outq_held ? n : outq_held;
+}
+
 /* Bytes held now. */
 uint64_t
 outq_bytes(void)

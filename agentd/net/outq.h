@@ -50,6 +50,13 @@ int	 outq_fits(size_t want);
  */
 int	 outq_fits_stream(size_t want);
 int	 outq_admit_stream(size_t want, struct proto_err *err);
+/*
+ * Count n bytes more as held (reserve), or n fewer (release): an answer
+ * admitted whole but rendered as it is sent (sse.h's sse_promise()), whose
+ * bytes not rendered yet are counted until its output takes them.
+ */
+void	 outq_reserve(size_t n);
+void	 outq_release(size_t n);
 /* Bytes held now, and the budget. */
 uint64_t outq_bytes(void);
 uint64_t outq_max(void);

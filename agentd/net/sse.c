@@ -42,6 +42,10 @@
 #define SSE_ESCAPE_WORST	6	/* rendered bytes of an output byte */
 #define SSE_BUDGET_RETRY_MS	100	/* a stream waiting for the budget of
 					   answers held looks again */
+#define SSE_TURN_BYTES		(128 * 1024) /* bytes pulled into all streams
+					   in one loop turn (and one frame),
+					   past which the next pulls wait for
+					   the next turn */
 
 /* A stream. */
 struct sse {
@@ -57,6 +61,14 @@ struct sse {
 	int			 pulling;	/* in pull() now */
 	int			 ending;	/* sse_end() during the pull */
 	int			 starved;	/* waits for the answers' budget */
+	int			 deferred;	/* waits for the next loop turn */
+	size_t			 pull_base;	/* frames' bytes as the pull
+						   began */
+	size_t			 promised;	/* bytes reserved in the budget,
+						   not queued yet */
+	size_t			 reserved;	/* its buffer's bytes not taken
+						   by unsent ones, counted */
+	TAILQ_ENTRY(sse)	 dentry;	/* in sse_deferred */
 };
 TAILQ_HEAD(sses, sse);
 
@@ -74,6 +86,8 @@ struct sse_session {
 TAILQ_HEAD(sse_sessions, sse_session);
 
 static struct sses		 sse_streams = TAILQ_HEAD_INITIALIZER(sse_streams);
+static TAILQ_HEAD(, sse)	 sse_deferred =
+				    TAILQ_HEAD_INITIALIZER(sse_deferred);
 static struct sse_sessions	 sse_sessions =
 				    TAILQ_HEAD_INITIALIZER(sse_sessions);
 static size_t			 sse_count;
@@ -85,12 +99,17 @@ static int			 sse_encoding;	/* --encoding */
 static int64_t			 sse_idle_ms;
 static struct event		*sse_budget_ev;	/* wakes starved streams */
 static uint64_t			 sse_starved_total;
+static size_t			 sse_turn_bytes; /* pulled in this turn */
+static int			 sse_turn_open;	/* sse_turn_ev is active */
+static struct event		*sse_turn_ev;	/* ends a turn's count */
+static struct event		*sse_next_ev;	/* the next turn's pulls */
+static uint64_t			 sse_deferred_total;
 static uint8_t			*sse_buf;	/* a ring read's bytes */
 static size_t			 sse_buf_len;
 static struct ring_chunk	 sse_chunks[SSE_READ_CHUNKS];
 static struct event_base	*sse_base;	/* the loop */
 
-static struct sse *sse_open(struct http_req *, const char *, sse_pull_fn,
+static struct sse *sse_open(struct http_req *, int, const char *, sse_pull_fn,
 		    sse_gone_fn, void *);
 static void	sse_run(struct sse *);
 static void	sse_flush(struct sse *);
@@ -109,6 +128,14 @@ static void	sse_forget(struct sse *);
 static void	sse_session_pull(struct sse *, void *);
 static void	sse_session_gone(void *);
 static void	sse_session_exit(struct sse_session *);
+static int	sse_turn_spent(void);
+static size_t	sse_turn_used(const struct sse *);
+static void	sse_keep_promise(struct sse *, size_t);
+static void	sse_reserve(struct sse *);
+static int	sse_room_own(const struct sse *);
+static void	sse_turn_cb(evutil_socket_t, short, void *);
+static void	sse_defer(struct sse *);
+static void	sse_next_cb(evutil_socket_t, short, void *);
 
 /* Set the bounds. */
 void
@@ -116,6 +143,10 @@ sse_init(struct event_base *base, size_t buffer_bytes, int64_t keepalive_ms,
     int64_t idle_timeout_ms)
 {
 	sse_base = base;
+	if ((sse_turn_ev = event_new(base, -1, 0, sse_turn_cb, NULL)) ==
+	    NULL || (sse_next_ev = evtimer_new(base, sse_next_cb, NULL)) ==
+	    NULL)
+		fatal("%s: out of memory", __func__);
 	sse_buffer_bytes = buffer_bytes;
 	sse_keepalive_ms = keepalive_ms;
 	sse_idle_ms = idle_timeout_ms;
@@ -184,15 +215,15 @@ sse_query_has(const struct http_req *hr, const char *key)
 struct sse *
 sse_start(struct http_req *hr, sse_pull_fn pull, sse_gone_fn gone, void *arg)
 {
-	return (sse_open(hr, NULL, pull, gone, arg));
+	return (sse_open(hr, 200, NULL, pull, gone, arg));
 }
 
 /* A stream of raw bytes of a content type, without keepalive lines. */
 struct sse *
-sse_start_raw(struct http_req *hr, const char *type, sse_pull_fn pull,
-    sse_gone_fn gone, void *arg)
+sse_start_raw(struct http_req *hr, int status, const char *type,
+    sse_pull_fn pull, sse_gone_fn gone, void *arg)
 {
-	return (sse_open(hr, type, pull, gone, arg));
+	return (sse_open(hr, status, type, pull, gone, arg));
 }
 
 /* Queue raw bytes (a stream of sse_start_raw()). */
@@ -205,7 +236,7 @@ sse_send_raw(struct sse *st, const void *data, size_t len)
 
 /* Start a stream: SSE (type NULL), or raw bytes of type. */
 static struct sse *
-sse_open(struct http_req *hr, const char *type, sse_pull_fn pull,
+sse_open(struct http_req *hr, int status, const char *type, sse_pull_fn pull,
     sse_gone_fn gone, void *arg)
 {
 	struct evkeyvalq	*h = evhttp_request_get_output_headers(hr->req);
@@ -226,14 +257,15 @@ sse_open(struct http_req *hr, const char *type, sse_pull_fn pull,
 	    "text/event-stream");
 	evhttp_add_header(h, "Cache-Control", "no-cache");
 	evhttp_add_header(h, "X-Accel-Buffering", "no");
-	http_count(200);
-	evhttp_send_reply_start(hr->req, 200, "OK");
+	http_count(status);
+	evhttp_send_reply_start(hr->req, status, NULL);
 	sse_timeouts(st);	/* a silent stream is not cut before a frame */
 	evhttp_connection_set_closecb(st->evcon, sse_conn_gone, st);
 	st->closed = http_watch_stream(hr->req, sse_client_closed, st);
 	if (type == NULL)	/* a comment line is SSE's own */
 		evtimer_add(st->keepalive, timeval_ms(&tv, sse_keepalive_ms));
 	TAILQ_INSERT_TAIL(&sse_streams, st, entry);
+	sse_reserve(st);
 	sse_count++;
 	sse_started++;
 	log_debug("%s: stream %p on %s", __func__, (void *)st, hr->path);
@@ -258,8 +290,52 @@ sse_unsent(const struct sse *st)
 static int
 sse_budget_ok(const struct sse *st)
 {
-	return (outq_fits_stream(evbuffer_get_length(st->frames) +
-	    sse_budget_want()));
+	size_t	n = evbuffer_get_length(st->frames) + sse_budget_want();
+
+	/* Its bytes to come are counted already, or its share of them. */
+	if (st->promised > 0)
+		return (1);
+	return (outq_fits_stream(n > st->reserved ? n - st->reserved : 0));
+}
+
+/* The stream will queue about n bytes more, admitted already. */
+void
+sse_promise(struct sse *st, size_t n)
+{
+	st->promised += n;
+	outq_reserve(n);
+}
+
+/*
+ * Count what the stream was admitted for as long as it is open: its
+ * --sse-buffer share of the budget (sse_budget_want()), its unsent bytes
+ * when they are more.  So the streams open at once are bounded by the
+ * budget, whether their bytes wait here, in the kernel or were read (a
+ * stream whose next pull waits for a later loop turn still counts); and
+ * a stream's pulls within its share never wait for the budget.  Looked at
+ * after each pull, and when its output drained.
+ */
+static void
+sse_reserve(struct sse *st)
+{
+	size_t	want = sse_budget_want(), unsent = sse_unsent(st), n;
+
+	n = unsent < want ? want - unsent : 0;
+	if (n > st->reserved)
+		outq_reserve(n - st->reserved);
+	else
+		outq_release(st->reserved - n);
+	st->reserved = n;
+}
+
+/* n bytes were queued: as many of the promised ones are. */
+static void
+sse_keep_promise(struct sse *st, size_t n)
+{
+	if (n > st->promised)
+		n = st->promised;
+	st->promised -= n;
+	outq_release(n);
 }
 
 /*
@@ -281,6 +357,13 @@ sse_budget_want(void)
 int
 sse_room(const struct sse *st)
 {
+	return (sse_room_own(st) && sse_turn_used(st) < SSE_TURN_BYTES);
+}
+
+/* The same but for the loop turn's share: its buffer, the budget. */
+static int
+sse_room_own(const struct sse *st)
+{
 	return (!st->ending && sse_unsent(st) < sse_buffer_bytes &&
 	    sse_budget_ok(st));
 }
@@ -289,9 +372,20 @@ sse_room(const struct sse *st)
 size_t
 sse_room_bytes(const struct sse *st)
 {
-	size_t	n = sse_unsent(st);
+	size_t	n = sse_unsent(st), turn = sse_turn_used(st), room;
 
-	return (n < sse_buffer_bytes ? sse_buffer_bytes - n : 0);
+	room = n < sse_buffer_bytes ? sse_buffer_bytes - n : 0;
+	if (turn >= SSE_TURN_BYTES)
+		return (0);
+	return (room < SSE_TURN_BYTES - turn ? room : SSE_TURN_BYTES - turn);
+}
+
+/* Bytes pulled in this loop turn, the pull under way's too. */
+static size_t
+sse_turn_used(const struct sse *st)
+{
+	return (sse_turn_bytes + (st->pulling ?
+	    evbuffer_get_length(st->frames) - st->pull_base : 0));
 }
 
 /*
@@ -364,8 +458,8 @@ sse_send(struct sse *st, uint64_t id, const char *event, const char *data,
 void
 sse_kick(struct sse *st)
 {
-	if (!st->pulling && sse_room(st))
-		sse_run(st);
+	if (!st->pulling && sse_room_own(st))
+		sse_run(st);	/* or in the next loop turn */
 	else if (!st->pulling)
 		sse_starve(st);
 }
@@ -382,13 +476,26 @@ sse_end(struct sse *st)
 	sse_finish(st);
 }
 
-/* Pull frames, hand them to evhttp, and end the stream if asked. */
+/*
+ * Pull frames, hand them to evhttp, and end the stream if asked; or, when
+ * the pulls of this loop turn took SSE_TURN_BYTES, wait for the next.
+ */
 static void
 sse_run(struct sse *st)
 {
+	if (st->deferred)
+		return;
+	if (sse_turn_spent()) {
+		sse_defer(st);
+		return;
+	}
+	st->pull_base = evbuffer_get_length(st->frames);
 	st->pulling = 1;
 	st->pull(st, st->arg);
 	st->pulling = 0;
+	sse_turn_bytes += evbuffer_get_length(st->frames) - st->pull_base;
+	sse_keep_promise(st, evbuffer_get_length(st->frames) - st->pull_base);
+	sse_reserve(st);
 	sse_flush(st);
 	if (st->ending)
 		sse_finish(st);
@@ -433,11 +540,73 @@ sse_finish(struct sse *st)
 	free(st);
 }
 
+/*
+ * Whether the pulls of this loop turn took SSE_TURN_BYTES.  Many streams
+ * that drain at once would otherwise render --sse-buffer each in one
+ * turn, while requests wait behind them (400 streams read through qemu's
+ * network kept /healthz at 200 ms under TCG).  The turn's first look
+ * activates sse_turn_ev, which runs after the callbacks already queued in
+ * this turn and starts the count again (session/capture.c's way).
+ */
+static int
+sse_turn_spent(void)
+{
+	if (!sse_turn_open) {
+		sse_turn_open = 1;
+		sse_turn_bytes = 0;
+		event_active(sse_turn_ev, EV_TIMEOUT, 1);
+	}
+	return (sse_turn_bytes >= SSE_TURN_BYTES);
+}
+
+/* The loop turn's callbacks ran: the next pull starts a new count. */
+static void
+sse_turn_cb(evutil_socket_t fd, short events, void *arg)
+{
+	sse_turn_open = 0;
+}
+
+/* Pull the stream in the next loop turn, after the ones waiting before. */
+static void
+sse_defer(struct sse *st)
+{
+	struct timeval	tv = { 0, 0 };
+
+	st->deferred = 1;
+	TAILQ_INSERT_TAIL(&sse_deferred, st, dentry);
+	sse_deferred_total++;
+	/* A timer: it runs after the loop looked at the fds again. */
+	if (!evtimer_pending(sse_next_ev, NULL))
+		evtimer_add(sse_next_ev, &tv);
+}
+
+/* A new loop turn: pull the waiting streams, first come first. */
+static void
+sse_next_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct timeval	 tv = { 0, 0 };
+	struct sse	*st;
+
+	while ((st = TAILQ_FIRST(&sse_deferred)) != NULL &&
+	    !sse_turn_spent()) {
+		TAILQ_REMOVE(&sse_deferred, st, dentry);
+		st->deferred = 0;
+		sse_kick(st);	/* may end it, or starve it */
+	}
+	if (!TAILQ_EMPTY(&sse_deferred))
+		evtimer_add(sse_next_ev, &tv);
+}
+
 /* Unlink a stream; the budget's timer goes with the last one. */
 static void
 sse_forget(struct sse *st)
 {
 	TAILQ_REMOVE(&sse_streams, st, entry);
+	sse_keep_promise(st, st->promised);	/* never to come */
+	outq_release(st->reserved);
+	st->reserved = 0;
+	if (st->deferred)
+		TAILQ_REMOVE(&sse_deferred, st, dentry);
 	if (--sse_count == 0 && sse_budget_ev != NULL) {
 		event_free(sse_budget_ev);
 		sse_budget_ev = NULL;
@@ -450,6 +619,7 @@ sse_drained(struct evhttp_connection *evcon, void *arg)
 {
 	struct sse	*st = arg;
 
+	sse_reserve(st);
 	if (!st->pulling)
 		sse_run(st);
 }
@@ -460,7 +630,7 @@ sse_keepalive_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct sse	*st = arg;
 
-	if (!sse_room(st))
+	if (!sse_room_own(st))
 		return;		/* bytes are waiting: it is alive */
 	if (evbuffer_add(st->frames, ": keepalive\n\n", 13) != 0)
 		fatal("%s: out of memory", __func__);
@@ -514,9 +684,11 @@ sse_metrics(struct proto_buf *b)
 	    "# TYPE agentd_sse_buffer_bytes gauge\n"
 	    "agentd_sse_buffer_bytes %zu\n"
 	    "# TYPE agentd_sse_budget_waits_total counter\n"
-	    "agentd_sse_budget_waits_total %" PRIu64 "\n",
+	    "agentd_sse_budget_waits_total %" PRIu64 "\n"
+	    "# TYPE agentd_sse_turn_waits_total counter\n"
+	    "agentd_sse_turn_waits_total %" PRIu64 "\n",
 	    sse_count, sse_started, sse_gaps, sse_buffer_bytes,
-	    sse_starved_total);
+	    sse_starved_total, sse_deferred_total);
 }
 
 /* ---- session output ---------------------------------------------------- */

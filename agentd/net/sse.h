@@ -61,12 +61,19 @@ int	 sse_query_has(const struct http_req *, const char *key);
 struct sse *sse_start(struct http_req *, sse_pull_fn, sse_gone_fn,
 	    void *arg);
 /*
- * The same for a stream of raw bytes of a content type (Connect's
- * application/connect+json, envd.h): no keepalive comment lines; frames
- * are queued with sse_send_raw(), not sse_send().
+ * The same for a stream of raw bytes of a content type with a status
+ * (Connect's application/connect+json, envd.h; a big output window,
+ * winstream.h): no keepalive comment lines; frames are queued with
+ * sse_send_raw(), not sse_send().
  */
-struct sse *sse_start_raw(struct http_req *, const char *type,
+struct sse *sse_start_raw(struct http_req *, int status, const char *type,
 	    sse_pull_fn, sse_gone_fn, void *arg);
+/*
+ * The stream will queue about n more bytes, admitted already (outq.h's
+ * outq_admit()): they count in the budget of answers held until queued,
+ * and the stream's pulls are not held back by the budget meanwhile.
+ */
+void	 sse_promise(struct sse *, size_t n);
 /* Queue raw bytes on a stream of sse_start_raw(). */
 void	 sse_send_raw(struct sse *, const void *, size_t);
 /*
