@@ -35,6 +35,7 @@
 #include "sse.h"
 #include "util.h"
 #include "window.h"
+#include "winstream.h"
 
 #define SESSIONS_DELETE_GRACE_MS 2000	/* DELETE's default grace_ms */
 #define SESSIONS_DELETE_SLACK_MS 5000	/* DELETE answers at most this after
@@ -104,6 +105,9 @@ static int	sessions_cursor_bad(struct session *, uint64_t);
 static int	sessions_encoding(int);
 static void	sessions_answer(struct evhttp_request *, struct session *,
 		    const struct sessions_answer *);
+static int	sessions_stream(struct evhttp_request *, struct session *,
+		    const struct proto_session *,
+		    const struct sessions_answer *);
 static int	sessions_window_into(struct session *, uint64_t, size_t,
 		    struct proto_buf *, struct proto_window *,
 		    struct proto_err *);
@@ -118,6 +122,7 @@ static size_t	sessions_window_bytes(const struct proto_window *);
 static int	sessions_wait_flags(int64_t wait_ms, int64_t yield_ms,
 		    int64_t idle_ms, int64_t *ms);
 static void	sessions_waiter_idle(evutil_socket_t, short, void *);
+static void	sessions_wake(struct session *, int);
 static struct waiter *sessions_wait(struct evhttp_request *, struct session *,
 		    int flags, int64_t ms, const struct sessions_answer *,
 		    int delete);
@@ -517,6 +522,29 @@ sessions_worst(const struct proto_session *v)
 	return (n);
 }
 
+/*
+ * A plain window that may be big: sent as it is rendered (winstream.h).
+ * Returns whether req was answered.
+ */
+static int
+sessions_stream(struct evhttp_request *req, struct session *s,
+    const struct proto_session *v, const struct sessions_answer *a)
+{
+	struct winstream_ask	ask = {
+		.status = a->status,
+		.cursor = a->cursor,
+		.max_bytes = a->o.max_bytes,
+		.encoding = a->o.encoding,
+		.written = a->written,
+		.duplicate = a->duplicate,
+		.object_bytes = sessions_worst(v),
+	};
+
+	if (a->o.head_tail || a->o.strip_ansi)
+		return (0);
+	return (winstream_answer(req, s, v, &ask));
+}
+
 /* Answer with the session object, and its output window if asked. */
 static void
 sessions_answer(struct evhttp_request *req, struct session *s,
@@ -529,6 +557,8 @@ sessions_answer(struct evhttp_request *req, struct session *s,
 	size_t			 want;
 
 	session_view(s, &v);
+	if (a->window && sessions_stream(req, s, &v, a))
+		return;
 	if (a->window) {
 		if (sessions_window_opts(s, a->cursor, &a->o, &w, &err) != 0) {
 			http_reply_error(req, &err, NULL);
@@ -739,9 +769,20 @@ sessions_waiter_gone(void *arg)
 	sessions_waiter_done(w, 0);
 }
 
-/* The session observer: wake the waiters that what happened concerns. */
+/*
+ * The session observer: wake the waiters that what happened concerns; a
+ * removed session's windows being sent end (those answers too).
+ */
 void
 sessions_event(struct session *s, int events)
+{
+	sessions_wake(s, events);
+	winstream_session_event(s, events);
+}
+
+/* Wake the waiters that what happened concerns. */
+static void
+sessions_wake(struct session *s, int events)
 {
 	struct waiters	**slot = (struct waiters **)session_user(s);
 	struct waiter	 *w, *next;

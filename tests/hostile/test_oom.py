@@ -2,15 +2,18 @@
 
 As PID 1 the fatal path powers the machine off: a client that asks for a
 64 MiB window while memory is short must get 503 out_of_memory, and agentd
-must go on.  Memory runs short here by RLIMIT_AS, set on the running agentd
+must go on (over HTTP/1.0, rendered whole; over HTTP/1.1 it is sent as it
+is rendered and needs little memory).  Memory runs short here by RLIMIT_AS, set on the running agentd
 (prlimit) just above what it holds.
 """
 
+import http.client
+import json
 import os
 import resource
 import unittest
 
-from harness import AgentdTestCase
+from harness import AgentdTestCase, Response
 
 RING = 64 << 20
 
@@ -27,6 +30,20 @@ def vm_size(pid):
                  'sanitizers reserve terabytes of address space')
 class OomTest(AgentdTestCase):
 
+    def get10(self, sid, **q):
+        """A read over HTTP/1.0: its window rendered whole, never sent as
+        it is rendered (agentd/api/winstream.c)."""
+        c = http.client.HTTPConnection('127.0.0.1', self.agentd.port,
+                                       timeout=60)
+        c._http_vsn, c._http_vsn_str = 10, 'HTTP/1.0'
+        c.request('GET', '/v1/sessions/%s?%s' % (sid, '&'.join(
+            '%s=%s' % kv for kv in q.items())),
+            headers=self.agentd.auth_headers())
+        r = c.getresponse()
+        resp = Response(r.status, r.reason, r.msg, r.read(), 0)
+        c.close()
+        return resp
+
     def test_window_without_memory(self):
         s = self.create(cmd='head -c %d /dev/zero' % (50 << 20),
                         ring_bytes=RING, tty=False)
@@ -38,7 +55,14 @@ class OomTest(AgentdTestCase):
             limit = vm_size(pid) + extra
             hard = resource.prlimit(pid, resource.RLIMIT_AS)[1]
             resource.prlimit(pid, resource.RLIMIT_AS, (limit, hard))
+            # HTTP/1.1: sent as it is rendered, it needs neither.
             r = self.get_raw(s['id'], cursor=0, max_bytes=RING)
+            self.assertEqual(r.status, 200, r.body[:300])
+            # 4096 chunks at most, as a whole window would hold.
+            self.assertEqual(len(r.json['output']), 4096)
+            self.assertGreater(sum(len(c['data']) for c in r.json['output']),
+                               40 << 20)
+            r = self.get10(s['id'], cursor=0, max_bytes=RING)
             self.assertError(r, 503, 'out_of_memory')
             self.assertTrue(self.agentd.alive())
             self.assertEqual(self.healthz()['status'], 'ok')
