@@ -815,7 +815,7 @@ def vsock_checks(agent):
 HEALTHZ_PROBE = r"""
 import http.client, sys, time
 port, secs = int(sys.argv[1]), float(sys.argv[2])
-worst, n, end = 0.0, 0, time.monotonic() + secs
+worst, n, slow, end = 0.0, 0, 0, time.monotonic() + secs
 while time.monotonic() < end:
     t0 = time.monotonic()
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -825,9 +825,10 @@ while time.monotonic() < end:
     d = time.monotonic() - t0
     worst, n = max(worst, d), n + 1
     if d > 0.1:
+        slow += 1
         sys.stderr.write("slow /healthz at %.1f s: %.0f ms\n" % (time.time() % 1000, d * 1000))
     time.sleep(0.05)
-print("%d %.3f" % (n, worst))
+print("%d %.3f %d" % (n, worst, slow))
 """
 
 
@@ -907,13 +908,19 @@ def budget_checks(agent):
             agent.request("DELETE", f"/v1/sessions/{i}?grace_ms=100")
     check("budgets: some unread requests answered, the rest 503 too_busy",
           statuses.get(b"200", 0) > 0 and statuses.get(b"503", 0) > 0, f"{statuses}")
-    n, worst = (int(out[0]), float(out[1])) if len(out) == 2 else (0, 99.0)
+    n, worst, slow = ((int(out[0]), float(out[1]), int(out[2])) if len(out) == 3
+                      else (0, 99.0, 0))
     log(f"budgets: 40 unread 16 MiB windows, 400 unread streams, an MCP list: "
-        f"statuses {statuses}, /healthz worst {worst * 1000:.0f} ms over {n} probes")
-    # Liveness, not speed (HARDENING.md): under TCG the guest's one CPU is
-    # busy moving the streams' bytes; the figure is logged above.
-    check("budgets: /healthz answers throughout (within 1 s)", n > 0 and worst < 1.0,
-          f"worst {worst:.3f} s over {n}")
+        f"statuses {statuses}, /healthz worst {worst * 1000:.0f} ms over {n} probes, "
+        f"{slow} over 100 ms")
+    # The loop renders a slice of a big window or of the streams a turn
+    # (winstream.c, sse.c): /healthz within 100 ms but for a rare probe
+    # that meets the guest's one CPU busy in the kernel moving the
+    # streams' bytes under TCG (before: 282-321 ms worst, a 16 MiB window
+    # rendered in one turn).
+    check("budgets: /healthz answers throughout, 99% within 100 ms, all within 1 s",
+          n > 0 and slow * 100 <= n and worst < 1.0,
+          f"worst {worst:.3f} s, {slow} of {n} over 100 ms")
     st, _, _ = agent.request("GET", "/healthz", auth=False)
     check("budgets: agentd answers after the load", st == 200, f"{st}")
 
