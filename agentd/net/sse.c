@@ -564,6 +564,7 @@ static void
 sse_turn_cb(evutil_socket_t fd, short events, void *arg)
 {
 	sse_turn_open = 0;
+	sse_turn_bytes = 0;	/* a look outside a pull sees none */
 }
 
 /* Pull the stream in the next loop turn, after the ones waiting before. */
