@@ -625,6 +625,14 @@ class AgentdTestCase(unittest.TestCase):
             return c.request(method, path, json_body=body, **kw)
         return c.request(method, path, body=body, **kw)
 
+    def metric(self, name):
+        """A figure of /metrics (a line 'name value')."""
+        r = self.req('GET', '/metrics')
+        for line in r.body.decode().splitlines():
+            if line.startswith(name + ' '):
+                return float(line.split()[1])
+        self.fail('no metric %s' % name)
+
     def expect(self, resp, status, what=''):
         if resp.status != status:
             self.fail('%sexpected %d, got %d: %r' % (what and what + ': ', status,

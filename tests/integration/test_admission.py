@@ -22,14 +22,6 @@ class Held(AgentdTestCase):
 
     agentd_args = ()
 
-
-    def metric(self, name):
-        r = self.req('GET', '/metrics')
-        for line in r.body.decode().splitlines():
-            if line.startswith(name + ' '):
-                return float(line.split()[1])
-        self.fail('no metric %s' % name)
-
     def unread(self, path, headers=()):
         """A request whose answer is never read (a 4 KiB receive buffer);
         its status once it came."""

@@ -56,13 +56,6 @@ class BigWindowTest(AgentdTestCase):
 
     agentd_args = ('--max-answer-bytes', '48MiB')
 
-    def metric(self, name):
-        r = self.req('GET', '/metrics')
-        for line in r.body.decode().splitlines():
-            if line.startswith(name + ' '):
-                return float(line.split()[1])
-        self.fail('no metric %s' % name)
-
     def both(self, path):
         """The chunked answer and the whole one; they must be the same."""
         h = self.agentd.auth_headers()

@@ -102,13 +102,6 @@ class SpawnOffLoopTest(AgentdTestCase):
         t.start()
         return t, out
 
-    def metric(self, name):
-        r = self.req('GET', '/metrics')
-        for line in r.body.decode().splitlines():
-            if line.startswith(name + ' '):
-                return float(line.split()[1])
-        self.fail('no metric %s' % name)
-
     def test_leased_exec_times_out_alone(self):
         self.lease()
         stuck = [self.create_async(argv=[self.prog], id='stuck%d' % i)
@@ -260,13 +253,6 @@ class HeldMemoryTest(AgentdTestCase):
     """26.2: memory an authenticated client can pin is counted and capped."""
 
     agentd_args = ('--max-answer-bytes', '16MiB', '--max-session-bytes', '1MiB')
-
-    def metric(self, name):
-        r = self.req('GET', '/metrics')
-        for line in r.body.decode().splitlines():
-            if line.startswith(name + ' '):
-                return float(line.split()[1])
-        self.fail('no metric %s' % name)
 
     def test_unread_answers_are_capped(self):
         s = self.create(cmd="head -c 3000000 /dev/zero | tr '\\0' a",

@@ -65,13 +65,6 @@ class UpgradeTestCase(AgentdTestCase):
                 self.fail('upgrades %d, not %d: %r' % (h['upgrades'], n, h))
             time.sleep(0.02)
 
-    def metric(self, name):
-        m = self.req('GET', '/metrics').body.decode()
-        for line in m.split('\n'):
-            if line.startswith(name + ' '):
-                return float(line.split()[1])
-        self.fail('%s not in /metrics' % name)
-
     def events(self, **params):
         r = self.req('GET', '/v1/events' + query(**params))
         self.expect(r, 200, 'events')
