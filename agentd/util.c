@@ -88,6 +88,16 @@ clock_mono_ms(void)
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
+/* Microseconds of the monotonic clock. */
+int64_t
+clock_mono_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+}
+
 /* Milliseconds since the epoch. */
 int64_t
 clock_wall_ms(void)

@@ -28,6 +28,7 @@ int	 xasprintf(char **, const char *, ...)
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t	 clock_mono_ms(void);
+int64_t	 clock_mono_us(void);
 /* Milliseconds since the epoch (CLOCK_REALTIME). */
 int64_t	 clock_wall_ms(void);
 /* Fill tv with ms milliseconds (>= 0) for a libevent timer; returns tv. */

@@ -52,6 +52,11 @@ static TAILQ_HEAD(, winstream)	 winstreams =
 static size_t			 winstream_n;
 static uint8_t			*winstream_buf;	/* while a window is sent */
 static size_t			 winstream_buf_len;
+static struct proto_buf		 winstream_out;	/* a pull's chunks rendered,
+						   kept while a window is
+						   sent (fresh pages for
+						   each pull cost more than
+						   the rendering) */
 static struct ring_chunk	 winstream_chunks[WINSTREAM_CHUNKS];
 
 static int	winstream_wanted(struct evhttp_request *, struct session *,
@@ -177,13 +182,14 @@ winstream_check(struct evhttp_request *req, struct ring *r,
 	return (1);
 }
 
-/* Free the read buffer (no window is being sent). */
+/* Free the buffers (no window is being sent). */
 static void
 winstream_buffer_free(void)
 {
 	free(winstream_buf);
 	winstream_buf = NULL;
 	winstream_buf_len = 0;
+	proto_buf_free(&winstream_out);
 }
 
 /* Answer with the object and a window sent as it is rendered. */
@@ -249,7 +255,7 @@ winstream_pull(struct sse *sse, void *arg)
 {
 	struct winstream	*ws = arg;
 	struct ring_read_result	 res;
-	struct proto_buf	 b = { 0 };
+	struct proto_buf	*b = &winstream_out;
 	size_t			 lim;
 	int			 done = 0;
 
@@ -266,16 +272,15 @@ winstream_pull(struct sse *sse, void *arg)
 			done = 1;	/* out of memory: it ends here */
 			break;
 		}
-		b.len = 0;
-		done = winstream_take(ws, &b, &res);
-		if (b.oom)
+		b->len = 0;
+		done = winstream_take(ws, b, &res);
+		if (b->oom)
 			fatal("%s: out of memory", __func__);
-		if (b.len > 0)
-			sse_send_raw(sse, b.data, b.len);
+		if (b->len > 0)
+			sse_send_raw(sse, b->data, b->len);
 		if (res.nchunks == 0 && !res.more)
 			done = 1;
 	}
-	proto_buf_free(&b);
 	if (done)
 		winstream_end(ws);
 }

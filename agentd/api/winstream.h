@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WINSTREAM_MIN	(1u << 20)	/* bytes of output: smaller windows
-					   are answered whole */
+#define WINSTREAM_MIN	(4u << 20)	/* bytes of output: windows up to
+					   this are answered whole */
 
 struct evhttp_request;
 struct proto_session;

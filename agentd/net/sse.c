@@ -42,8 +42,8 @@
 #define SSE_ESCAPE_WORST	6	/* rendered bytes of an output byte */
 #define SSE_BUDGET_RETRY_MS	100	/* a stream waiting for the budget of
 					   answers held looks again */
-#define SSE_TURN_BYTES		(128 * 1024) /* bytes pulled into all streams
-					   in one loop turn (and one frame),
+#define SSE_TURN_US		4000	/* µs of pulls into all streams in
+					   one loop turn (and one ring read),
 					   past which the next pulls wait for
 					   the next turn */
 
@@ -62,8 +62,6 @@ struct sse {
 	int			 ending;	/* sse_end() during the pull */
 	int			 starved;	/* waits for the answers' budget */
 	int			 deferred;	/* waits for the next loop turn */
-	size_t			 pull_base;	/* frames' bytes as the pull
-						   began */
 	size_t			 promised;	/* bytes reserved in the budget,
 						   not queued yet */
 	size_t			 reserved;	/* its buffer's bytes not taken
@@ -99,7 +97,7 @@ static int			 sse_encoding;	/* --encoding */
 static int64_t			 sse_idle_ms;
 static struct event		*sse_budget_ev;	/* wakes starved streams */
 static uint64_t			 sse_starved_total;
-static size_t			 sse_turn_bytes; /* pulled in this turn */
+static int64_t			 sse_turn_us;	/* the turn's first pull */
 static int			 sse_turn_open;	/* sse_turn_ev is active */
 static struct event		*sse_turn_ev;	/* ends a turn's count */
 static struct event		*sse_next_ev;	/* the next turn's pulls */
@@ -129,7 +127,6 @@ static void	sse_session_pull(struct sse *, void *);
 static void	sse_session_gone(void *);
 static void	sse_session_exit(struct sse_session *);
 static int	sse_turn_spent(void);
-static size_t	sse_turn_used(const struct sse *);
 static void	sse_keep_promise(struct sse *, size_t);
 static void	sse_reserve(struct sse *);
 static int	sse_room_own(const struct sse *);
@@ -357,7 +354,8 @@ sse_budget_want(void)
 int
 sse_room(const struct sse *st)
 {
-	return (sse_room_own(st) && sse_turn_used(st) < SSE_TURN_BYTES);
+	return (sse_room_own(st) && !(sse_turn_open &&
+	    clock_mono_us() - sse_turn_us >= SSE_TURN_US));
 }
 
 /* The same but for the loop turn's share: its buffer, the budget. */
@@ -372,20 +370,9 @@ sse_room_own(const struct sse *st)
 size_t
 sse_room_bytes(const struct sse *st)
 {
-	size_t	n = sse_unsent(st), turn = sse_turn_used(st), room;
+	size_t	n = sse_unsent(st);
 
-	room = n < sse_buffer_bytes ? sse_buffer_bytes - n : 0;
-	if (turn >= SSE_TURN_BYTES)
-		return (0);
-	return (room < SSE_TURN_BYTES - turn ? room : SSE_TURN_BYTES - turn);
-}
-
-/* Bytes pulled in this loop turn, the pull under way's too. */
-static size_t
-sse_turn_used(const struct sse *st)
-{
-	return (sse_turn_bytes + (st->pulling ?
-	    evbuffer_get_length(st->frames) - st->pull_base : 0));
+	return (n < sse_buffer_bytes ? sse_buffer_bytes - n : 0);
 }
 
 /*
@@ -478,23 +465,24 @@ sse_end(struct sse *st)
 
 /*
  * Pull frames, hand them to evhttp, and end the stream if asked; or, when
- * the pulls of this loop turn took SSE_TURN_BYTES, wait for the next.
+ * the pulls of this loop turn took SSE_TURN_US, wait for the next.
  */
 static void
 sse_run(struct sse *st)
 {
+	size_t	base;
+
 	if (st->deferred)
 		return;
 	if (sse_turn_spent()) {
 		sse_defer(st);
 		return;
 	}
-	st->pull_base = evbuffer_get_length(st->frames);
+	base = evbuffer_get_length(st->frames);
 	st->pulling = 1;
 	st->pull(st, st->arg);
 	st->pulling = 0;
-	sse_turn_bytes += evbuffer_get_length(st->frames) - st->pull_base;
-	sse_keep_promise(st, evbuffer_get_length(st->frames) - st->pull_base);
+	sse_keep_promise(st, evbuffer_get_length(st->frames) - base);
 	sse_reserve(st);
 	sse_flush(st);
 	if (st->ending)
@@ -541,30 +529,31 @@ sse_finish(struct sse *st)
 }
 
 /*
- * Whether the pulls of this loop turn took SSE_TURN_BYTES.  Many streams
- * that drain at once would otherwise render --sse-buffer each in one
- * turn, while requests wait behind them (400 streams read through qemu's
- * network kept /healthz at 200 ms under TCG).  The turn's first look
- * activates sse_turn_ev, which runs after the callbacks already queued in
- * this turn and starts the count again (session/capture.c's way).
+ * Whether the pulls of this loop turn took SSE_TURN_US.  Many streams that
+ * drain at once would otherwise render --sse-buffer each in one turn,
+ * while requests wait behind them (400 streams read through qemu's
+ * network kept /healthz at 200 ms under TCG); time, not bytes, so that a
+ * fast CPU still fills a reader's connection in few turns.  The turn's
+ * first look activates sse_turn_ev, which runs after the callbacks
+ * already queued in this turn and starts the clock again
+ * (session/capture.c's way).
  */
 static int
 sse_turn_spent(void)
 {
 	if (!sse_turn_open) {
 		sse_turn_open = 1;
-		sse_turn_bytes = 0;
+		sse_turn_us = clock_mono_us();
 		event_active(sse_turn_ev, EV_TIMEOUT, 1);
 	}
-	return (sse_turn_bytes >= SSE_TURN_BYTES);
+	return (clock_mono_us() - sse_turn_us >= SSE_TURN_US);
 }
 
-/* The loop turn's callbacks ran: the next pull starts a new count. */
+/* The loop turn's callbacks ran: the next pull starts the clock again. */
 static void
 sse_turn_cb(evutil_socket_t fd, short events, void *arg)
 {
 	sse_turn_open = 0;
-	sse_turn_bytes = 0;	/* a look outside a pull sees none */
 }
 
 /* Pull the stream in the next loop turn, after the ones waiting before. */

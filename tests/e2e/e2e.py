@@ -900,6 +900,9 @@ def budget_checks(agent):
         held = metric(agent, "agentd_http_answer_bytes")
         check("budgets: answers held stay within --max-answer-bytes",
               held is not None and held <= mx, f"{held} > {mx}; statuses {statuses}")
+        waits = metric(agent, "agentd_sse_turn_waits_total")
+        check("budgets: the streams' pulls were spread over loop turns",
+              waits is not None and waits > 0, f"{waits}")
     finally:
         out = probe.communicate()[0].decode().split()
         for k in socks:
@@ -918,8 +921,8 @@ def budget_checks(agent):
     # that meets the guest's one CPU busy in the kernel moving the
     # streams' bytes under TCG (before: 282-321 ms worst, a 16 MiB window
     # rendered in one turn).
-    check("budgets: /healthz answers throughout, 99% within 100 ms, all within 1 s",
-          n > 0 and slow * 100 <= n and worst < 1.0,
+    check("budgets: /healthz answers throughout, 98% within 100 ms, all within 1 s",
+          n > 0 and slow * 50 <= n and worst < 1.0,
           f"worst {worst:.3f} s, {slow} of {n} over 100 ms")
     st, _, _ = agent.request("GET", "/healthz", auth=False)
     check("budgets: agentd answers after the load", st == 200, f"{st}")
