@@ -1,15 +1,17 @@
 /*
  * winstream.h -- a big output window sent as it is rendered.
  *
- * A JSON read whose window may hold more than WINSTREAM_MIN bytes of
- * output (a large max_bytes over a ring that holds that much) is not
- * rendered whole on the event loop: its answer is a chunked stream of
+ * A JSON read whose window holds more than WINSTREAM_MIN bytes of output
+ * after its cursor (a large max_bytes over a ring that holds that much) is
+ * not rendered whole on the event loop: its answer is a chunked stream of
  * sse.h (status and application/json as ever), the session object first,
  * then the window's chunks read from the ring and rendered as the client
- * takes them (--sse-buffer at a time, and one chunk), then the fields
- * after "output".  So one answer never holds the loop for longer than a
- * slice takes, an unread answer holds --sse-buffer of memory, not the
- * window, and the bytes held count in the budget of answers (outq.h).
+ * takes them (--sse-buffer at a time, and one chunk, within a loop turn's
+ * share), then the fields after "output".  So one answer never holds the
+ * loop for longer than a slice takes, and an unread answer holds
+ * --sse-buffer of memory, not the window; it is admitted at its whole
+ * rendered size all the same, its bytes not rendered yet counted in the
+ * budget of answers (outq.h) until they are.
  *
  * The window is the one a whole answer would hold (API.md): whole chunks
  * up to max_bytes, the first cut when it alone passes it, at most

@@ -53,7 +53,8 @@ int	 outq_admit_stream(size_t want, struct proto_err *err);
 /*
  * Count n bytes more as held (reserve), or n fewer (release): an answer
  * admitted whole but rendered as it is sent (sse.h's sse_promise()), whose
- * bytes not rendered yet are counted until its output takes them.
+ * bytes not rendered yet are counted until its output takes them; a
+ * stream's share of the budget while it is open (sse.c).
  */
 void	 outq_reserve(size_t n);
 void	 outq_release(size_t n);
