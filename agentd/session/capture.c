@@ -56,6 +56,7 @@ static size_t	session_turn_budget(void);
 static void	*session_room(struct session_out *, size_t, size_t *);
 static void	session_publish_full(struct session *);
 static void	session_hup(struct session_out *);
+static void	session_append_aside(struct session_out *, uint8_t *, size_t);
 
 /*
  * Give an output pipe --pipe-bytes of kernel buffer.  A flood then runs on
@@ -215,7 +216,7 @@ int
 session_capture(struct session_out *o, size_t budget)
 {
 	struct session	*s = o->s;
-	uint8_t		 small[SESSION_SMALL_READ];
+	uint8_t		 small[SESSION_CARRY_MAX + SESSION_SMALL_READ];
 	size_t		 len, done = 0;
 	ssize_t		 n;
 	void		*p;
@@ -228,11 +229,11 @@ session_capture(struct session_out *o, size_t budget)
 			avail = 0;
 		if ((p = session_room(o, (size_t)avail, &len)) == NULL) {
 			/* EOF, or data that arrived since: read it aside. */
-			n = read(o->fd, small, sizeof small);
-			if (n > 0) {
-				session_publish(s);
-				ring_append(s->ring, small, n, o->stream);
-			}
+			n = read(o->fd, small + SESSION_CARRY_MAX,
+			    SESSION_SMALL_READ);
+			if (n > 0)
+				session_append_aside(o, small +
+				    SESSION_CARRY_MAX, (size_t)n);
 		} else if ((n = read(o->fd, p, len)) > 0) {
 			s->pend_len += n;
 			if (s->pend_len == s->pend_room)
@@ -324,6 +325,28 @@ session_room(struct session_out *o, size_t avail, size_t *len)
 	}
 	*len = want - s->pend_len;
 	return (s->pend + s->pend_len);
+}
+
+/*
+ * Append bytes read aside (data has SESSION_CARRY_MAX bytes of room before
+ * it) as a chunk, after what was pending: the first bytes of a character
+ * that the last full chunk of the stream left over go with them, so that
+ * data arriving just after FIONREAD said none splits no character.
+ */
+static void
+session_append_aside(struct session_out *o, uint8_t *data, size_t n)
+{
+	struct session	*s = o->s;
+
+	if (s->carry_len > 0 && s->carry_stream == o->stream &&
+	    s->pend == NULL) {
+		data -= s->carry_len;
+		memcpy(data, s->carry, s->carry_len);
+		n += s->carry_len;
+		s->carry_len = 0;
+	}
+	session_publish(s);
+	ring_append(s->ring, data, n, o->stream);
 }
 
 /*
