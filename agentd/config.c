@@ -44,7 +44,7 @@ static const struct opt opts[] = {
 	  ", and [::]:49984 by --dual-stack)" },
 	{ "envd-listen", OPT_LIST, OFF(envd_listen), 0, 0, "ADDR:PORT",
 	  "TCP address serving envd's protocol, for the E2B SDKs "
-	  "(repeatable; default none; README, \"Replacing envd\")" },
+	  "(repeatable; default none; docs/envd-sdk.md)" },
 	{ "envd-vsock-listen", OPT_LIST, OFF(envd_vsock_listen), 0, 0, "PORT",
 	  "AF_VSOCK port serving envd's protocol on any CID, as "
 	  "--envd-listen (repeatable; default none)" },
