@@ -335,6 +335,16 @@ class TestConfined(FilesCase):
         h = {'Authorization': NOBODY}
         st, r = self.rpc('MakeDir', {'path': self.p('m')}, h)
         self.assertEqual((st, r['code']), (403, 'permission_denied'))
+        # In a folder of its own: the user's file, its metadata read as it.
+        nobody = pwd.getpwnam('nobody')
+        os.mkdir(self.p('own'))
+        os.chown(self.p('own'), nobody.pw_uid, nobody.pw_gid)
+        st, r = self.post(self.p('own', 'f'), b'x', username='nobody',
+                          headers={'X-Metadata-K': 'v'})
+        self.assertEqual((st, r[0]['metadata']), (200, {'k': 'v'}), r)
+        self.assertEqual(os.stat(self.p('own', 'f')).st_uid, nobody.pw_uid)
+        st, r = self.rpc('ListDir', {'path': self.p('own')}, h)
+        self.assertEqual(r['entries'][0]['metadata'], {'k': 'v'}, r)
 
     def test_own_proc(self):
         pid = self.agentd.proc.pid
