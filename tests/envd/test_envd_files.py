@@ -13,6 +13,7 @@ import os
 import pwd
 import shutil
 import stat
+import subprocess
 import tempfile
 import time
 import unittest
@@ -236,6 +237,23 @@ class TestMetadata(FilesCase):
         st, r = self.post(path, b'new', headers={'X-Metadata-' + k: 'v'})
         self.assertEqual(st, 200, r)
         self.assertEqual(list(r[0]['metadata']), [k])
+
+    @unittest.skipUnless(ROOT, 'needs root (mounts a ramfs)')
+    def test_no_user_xattrs(self):
+        mnt = self.p('ramfs')
+        os.mkdir(mnt)
+        if subprocess.run(['mount', '-t', 'ramfs', 'ramfs', mnt],
+                          stderr=subprocess.DEVNULL).returncode != 0:
+            self.skipTest('cannot mount a ramfs here')
+        try:
+            st, r = self.post(os.path.join(mnt, 'f'), b'body',
+                              headers={'X-Metadata-K': 'v'})
+            self.assertEqual(st, 200, r)
+            self.assertNotIn('metadata', r[0])
+            with open(os.path.join(mnt, 'f'), 'rb') as fh:
+                self.assertEqual(fh.read(), b'body')
+        finally:
+            subprocess.run(['umount', '-l', mnt])
 
     def test_watch_entry_has_metadata(self):
         os.mkdir(self.p('w'))
