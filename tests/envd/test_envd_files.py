@@ -308,6 +308,12 @@ class TestEnvdMode(FilesCase):
         st, _, data = self.http('GET', '/files?username=nobody&path=' +
                                 urllib.parse.quote(self.p('rootfile')))
         self.assertEqual((st, data), (200, b'y'))
+        with open(self.p('private', 'secret'), 'w') as fh:
+            fh.write('s')
+        os.chmod(self.p('private', 'secret'), 0o600)
+        st, _, data = self.http('GET', '/files?username=nobody&path=' +
+                                urllib.parse.quote(self.p('private', 'secret')))
+        self.assertEqual((st, data), (200, b's'))
 
     def test_users_symlink_does_not_redirect(self):
         nobody = pwd.getpwnam('nobody')
@@ -353,6 +359,12 @@ class TestConfined(FilesCase):
         h = {'Authorization': NOBODY}
         st, r = self.rpc('MakeDir', {'path': self.p('m')}, h)
         self.assertEqual((st, r['code']), (403, 'permission_denied'))
+        with open(self.p('secret'), 'w') as fh:
+            fh.write('s')
+        os.chmod(self.p('secret'), 0o600)
+        st, _, _ = self.http('GET', '/files?username=nobody&path=' +
+                             urllib.parse.quote(self.p('secret')))
+        self.assertEqual(st, 403)
         # In a folder of its own: the user's file, its metadata read as it.
         nobody = pwd.getpwnam('nobody')
         os.mkdir(self.p('own'))
