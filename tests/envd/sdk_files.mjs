@@ -174,6 +174,19 @@ async function main() {
 		e = await throws(() => f.list(evil));
 		check('list through symlink', e !== null &&
 		    /permission_denied|symlink/.test(e.message), e && e.message);
+
+		// As envd's: the default user writes where only root could
+		// make folders, and what is made is the user's.
+		res = await fetch(url + '/init', { method: 'POST',
+		    headers: { 'Content-Type': 'application/json',
+		    'X-Access-Token': token },
+		    body: JSON.stringify({ defaultUser: 'nobody' }) });
+		many = await f.write([{ path: dir + '/0/multi_test_file0.txt',
+		    data: 'zero' }]);
+		info = await f.getInfo(dir + '/0');
+		check('write as envd', res.status === 204 && many.length === 1 &&
+		    info.owner === 'nobody' && (await f.getInfo(dir +
+		    '/0/multi_test_file0.txt')).owner === 'nobody', info);
 	}
 }
 

@@ -907,3 +907,5 @@ class TestSdkFiles(EnvdFsCase):
                      'getInfo metadata', 'rename keeps metadata',
                      'overwrite clears metadata', 'write in place'):
             self.assertIn('ok ' + name + '\n', out)
+        if os.geteuid() == 0:
+            self.assertIn('ok write as envd\n', out)
