@@ -81,6 +81,7 @@ struct fs_watcher {
 	json_t			*events;	/* held FilesystemEvents */
 	int			 failed;
 	int			 counted;	/* in fs_nwatchers */
+	int			 ended;		/* the folder went: no watch */
 	struct envd_err		 err;
 	/* A stream's. */
 	struct envd_stream	*st;
@@ -129,7 +130,8 @@ static int	fs_rmtree(int, const char *, int);
 static int	fs_work_watch(struct fs_job *, uid_t, struct proto_err *);
 static void	fs_watcher_free(struct fs_watcher *);
 static struct fs_watcher *fs_watcher_find(json_t *, struct envd_call *);
-static void	fs_event(void *, const char *, enum watch_type, const char *);
+static void	fs_event(void *, const char *, enum watch_type,
+		    const struct stat *, const char *);
 static void	fs_stream_pull(struct envd_stream *, void *);
 static void	fs_stream_gone(void *);
 static void	fs_stream_keepalive(evutil_socket_t, short, void *);
@@ -883,12 +885,16 @@ fs_work_watch(struct fs_job *j, uid_t owner, struct proto_err *err)
 			    j->path));
 		}
 	}
-	/* Read it as the user: the watch must see what the user sees. */
+	/*
+	 * Read it as the worker's user: the watch acts as that user for
+	 * good, and sees what the user sees.
+	 */
 	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	close(fd);
 	if (dfd == -1)
 		return (fileio_fail(err, errno, "open", j->path));
-	j->watch = watch_open(dfd, j->recursive, j->max_dirs, err);
+	j->watch = watch_open(dfd, (j->recursive ? WATCH_RECURSIVE : 0) |
+	    (j->include_entry ? WATCH_ENTRIES : 0), j->max_dirs, err);
 	close(dfd);
 	return (j->watch == NULL ? -1 : 0);
 }
@@ -968,18 +974,28 @@ fs_watcher_free(struct fs_watcher *fw)
 	free(fw);
 }
 
-/* A watch's event (or its end): keep it, or queue it on the stream. */
+/*
+ * A watch's event (or its end): keep it, or queue it on the stream.  When
+ * the watched folder went (no cause), as envd: no error, no more events; a
+ * stream stays open (keepalives) until its client or deadline ends it.
+ */
 static void
-fs_event(void *arg, const char *name, enum watch_type type, const char *cause)
+fs_event(void *arg, const char *name, enum watch_type type,
+    const struct stat *st, const char *cause)
 {
 	struct fs_watcher	*fw = arg;
-	struct stat		 st;
 	json_t			*ev, *entry;
 	char			*path;
 	const char		*base;
 
-	if (fw->failed)
+	if (fw->failed || fw->ended)
 		return;		/* the deadline passed: the stream is ending */
+	if (name == NULL && cause == NULL) {
+		fw->ended = 1;
+		watch_free(fw->watch);	/* freed once this returns */
+		fw->watch = NULL;
+		return;
+	}
 	if (name == NULL) {
 		fw->failed = 1;
 		envd_fail(&fw->err, ENVD_INTERNAL, "watcher error: %s", cause);
@@ -988,18 +1004,20 @@ fs_event(void *arg, const char *name, enum watch_type type, const char *cause)
 	ev = json_object();
 	envd_json_set_string(ev, "name", name);
 	envd_json_set_string(ev, "type", watch_type_name(type));
-	if (fw->include_entry && (type == WATCH_CREATE || type == WATCH_WRITE ||
-	    type == WATCH_CHMOD)) {
-		xasprintf(&path, "%s/%s", fw->root, name);
+	/*
+	 * Looked up as the watch's user, beneath the watched folder, none
+	 * for a symlink (its target is not looked at); best effort, as
+	 * envd's: a lookup that failed sends none.
+	 */
+	if (st != NULL && !S_ISLNK(st->st_mode)) {
+		if (strcmp(name, ".") == 0)
+			path = xstrdup(fw->root);
+		else
+			xasprintf(&path, "%s/%s", fw->root, name);
 		base = strrchr(path, '/') + 1;
-		/*
-		 * Best effort, as envd's: a stat that fails sends none.  On
-		 * the loop (root): beneath the watched folder, and none for
-		 * a symlink (its target is not looked at).
-		 */
-		if (watch_stat(fw->watch, name, &st) == 0 &&
-		    !S_ISLNK(st.st_mode) &&
-		    (entry = fsentry_from_stat(&st, base, path)) != NULL)
+		if (*base == '\0')
+			base = "/";
+		if ((entry = fsentry_from_stat(st, base, path)) != NULL)
 			envd_json_set_new(ev, "entry", entry);
 		free(path);
 	}

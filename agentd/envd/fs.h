@@ -16,14 +16,17 @@
  * become Connect codes: 404 not_found, 403 permission_denied, 400
  * invalid_argument, 429 and 507 resource_exhausted, 503 unavailable.
  *
- * Watches run on the loop (watch.h).  A WatchDir stream sends `start`
- * first, then each event, a keepalive each Keepalive-Ping-Interval
- * seconds, and ends deadline_exceeded at Connect-Timeout-Ms.  At most
- * --envd-watchers CreateWatcher watchers live at once, each keeping at
- * most --envd-watch-events events until GetWatcherEvents takes them (more:
- * the watcher fails with resource_exhausted, as a stream whose client
- * reads too slowly does); a watch follows at most --envd-watch-dirs
- * folders.  Event loop thread only.
+ * Watches run on the loop (watch.h), acting as the user the worker that
+ * opened them acted as.  A WatchDir stream sends `start` first, then each
+ * event, a keepalive each Keepalive-Ping-Interval seconds, and ends
+ * deadline_exceeded at Connect-Timeout-Ms.  At most --envd-watchers
+ * CreateWatcher watchers live at once, each keeping at most
+ * --envd-watch-events events until GetWatcherEvents takes them (more: the
+ * watcher fails with resource_exhausted, as a stream whose client reads
+ * too slowly does); a watch follows at most --envd-watch-dirs folders.  When the watched
+ * folder is removed or moved, the watch reports REMOVE (RENAME) "." and
+ * nothing more, as envd's: a stream stays open until its client or
+ * deadline ends it.  Event loop thread only.
  */
 #ifndef AGENTD_FS_H
 #define AGENTD_FS_H
