@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,7 @@ struct fs_job {
 	int			 allow_net;
 	size_t			 max_dirs;	/* --envd-watch-dirs */
 	struct fs_who		 who;
+	int			 counted;	/* a watch, in fs_nwatchers */
 	/* The worker's. */
 	int			 give;		/* what is made: the user's */
 	int			 as_user;	/* the worker acts as the user */
@@ -93,7 +95,8 @@ struct fs_watcher {
 TAILQ_HEAD(fs_watchers, fs_watcher);
 
 static struct fs_watchers	 fs_watchers = TAILQ_HEAD_INITIALIZER(fs_watchers);
-static size_t			 fs_nwatchers;
+static size_t			 fs_nwatchers;		/* watchers, streams */
+static uint64_t			 fs_watch_refused;	/* over the limit */
 static struct event_base	*fs_base;		/* the loop */
 static size_t			 fs_watchers_max;	/* --envd-watchers */
 static size_t			 fs_watch_dirs;		/* --envd-watch-dirs */
@@ -128,6 +131,7 @@ static int	fs_walk(int, const char *, uint32_t, struct fs_walk *,
 static int	fs_work_remove(struct fs_job *, uid_t, struct proto_err *);
 static int	fs_rmtree(int, const char *, int);
 static int	fs_work_watch(struct fs_job *, uid_t, struct proto_err *);
+static int	fs_watch_count(struct fs_job *);
 static void	fs_watcher_free(struct fs_watcher *);
 static struct fs_watcher *fs_watcher_find(json_t *, struct envd_call *);
 static void	fs_event(void *, const char *, enum watch_type,
@@ -185,6 +189,26 @@ fs_free(void)
 
 	while ((fw = TAILQ_FIRST(&fs_watchers)) != NULL)
 		fs_watcher_free(fw);
+}
+
+/* Append the watches' figures to a /metrics answer. */
+void
+fs_metrics(struct proto_buf *b)
+{
+	size_t	dirs, bytes;
+
+	dirs = watch_dirs_total(&bytes);
+	proto_buf_printf(b, "# TYPE agentd_envd_watches gauge\n"
+	    "agentd_envd_watches %zu\n"
+	    "# TYPE agentd_envd_watches_max gauge\n"
+	    "agentd_envd_watches_max %zu\n"
+	    "# TYPE agentd_envd_watches_refused_total counter\n"
+	    "agentd_envd_watches_refused_total %" PRIu64 "\n"
+	    "# TYPE agentd_envd_watch_dirs gauge\n"
+	    "agentd_envd_watch_dirs %zu\n"
+	    "# TYPE agentd_envd_watch_bytes gauge\n"
+	    "agentd_envd_watch_bytes %zu\n", fs_nwatchers, fs_watchers_max,
+	    fs_watch_refused, dirs, bytes);
 }
 
 /* A Connect code for an agentd error. */
@@ -294,6 +318,8 @@ fs_job_free(struct fs_job *j)
 {
 	free(j->path);
 	free(j->dest);
+	if (j->counted)
+		fs_nwatchers--;
 	if (j->answer != NULL)
 		json_decref(j->answer);
 	watch_free(j->watch);
@@ -400,8 +426,29 @@ fs_watch_dir(struct envd_call *call, json_t *msg)
 	if ((j = fs_job_new(call, msg, FS_WATCH)) == NULL)
 		return;
 	j->stream = 1;
-	if (fs_watch_flags(j, msg) == 0)
+	if (fs_watch_flags(j, msg) == 0 && fs_watch_count(j) == 0)
 		fs_job_start(j);
+}
+
+/*
+ * Count a watch against --envd-watchers from its call on (a watch being
+ * opened counts: concurrent calls cannot overshoot).  0, or -1 after
+ * answering.
+ */
+static int
+fs_watch_count(struct fs_job *j)
+{
+	if (fs_nwatchers >= fs_watchers_max) {
+		fs_watch_refused++;
+		envd_reply_fail(j->call, ENVD_RESOURCE_EXHAUSTED, "%zu watches "
+		    "exist (--envd-watchers: CreateWatcher watchers and "
+		    "WatchDir streams); remove one first", fs_watchers_max);
+		fs_job_free(j);
+		return (-1);
+	}
+	fs_nwatchers++;
+	j->counted = 1;
+	return (0);
 }
 
 /* CreateWatcher: the same, its events kept for GetWatcherEvents. */
@@ -410,15 +457,9 @@ fs_create_watcher(struct envd_call *call, json_t *msg)
 {
 	struct fs_job	*j;
 
-	if (fs_nwatchers >= fs_watchers_max) {
-		envd_reply_fail(call, ENVD_RESOURCE_EXHAUSTED, "%zu watchers "
-		    "exist (--envd-watchers); remove one first",
-		    fs_watchers_max);
-		return;
-	}
 	if ((j = fs_job_new(call, msg, FS_WATCH)) == NULL)
 		return;
-	if (fs_watch_flags(j, msg) == 0)
+	if (fs_watch_flags(j, msg) == 0 && fs_watch_count(j) == 0)
 		fs_job_start(j);
 }
 
@@ -938,10 +979,8 @@ fs_done(struct evhttp_request *req, void *arg, int rc,
 	for (i = 0; i < sizeof r; i++)
 		snprintf(fw->id + 1 + 2 * i, 3, "%02x", r[i]);
 	TAILQ_INSERT_TAIL(&fs_watchers, fw, entry);
-	if (!j->stream) {
-		fw->counted = 1;
-		fs_nwatchers++;
-	}
+	fw->counted = 1;		/* the job's count is the watcher's */
+	j->counted = 0;
 	if (watch_start(fw->watch, fs_base, fs_event, fw) != 0) {
 		envd_reply_fail(j->call, ENVD_INTERNAL, "cannot watch: no "
 		    "memory for an event");

@@ -20,10 +20,12 @@
  * opened them acted as.  A WatchDir stream sends `start` first, then each
  * event, a keepalive each Keepalive-Ping-Interval seconds, and ends
  * deadline_exceeded at Connect-Timeout-Ms.  At most --envd-watchers
- * CreateWatcher watchers live at once, each keeping at most
- * --envd-watch-events events until GetWatcherEvents takes them (more: the
- * watcher fails with resource_exhausted, as a stream whose client reads
- * too slowly does); a watch follows at most --envd-watch-dirs folders.  When the watched
+ * watches live at once, CreateWatcher watchers and WatchDir streams
+ * together (each holds an inotify instance; one being opened counts), a
+ * watcher keeping at most --envd-watch-events events until
+ * GetWatcherEvents takes them (more: the watcher fails with
+ * resource_exhausted, as a stream whose client reads too slowly does); a
+ * watch follows at most --envd-watch-dirs folders.  When the watched
  * folder is removed or moved, the watch reports REMOVE (RENAME) "." and
  * nothing more, as envd's: a stream stays open until its client or
  * deadline ends it.  Event loop thread only.
@@ -35,6 +37,7 @@
 
 struct config;
 struct event_base;
+struct proto_buf;
 struct pty_user;
 
 /*
@@ -60,5 +63,7 @@ void	fs_register(struct event_base *, const struct config *cfg);
 const char *fs_who(const struct pty_user *, struct fs_who *);
 /* Free the watchers (at the end). */
 void	fs_free(void);
+/* Append the watches' figures to a /metrics answer. */
+void	fs_metrics(struct proto_buf *);
 
 #endif /* AGENTD_FS_H */
