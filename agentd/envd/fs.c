@@ -97,7 +97,7 @@ TAILQ_HEAD(fs_watchers, fs_watcher);
 static struct fs_watchers	 fs_watchers = TAILQ_HEAD_INITIALIZER(fs_watchers);
 static size_t			 fs_nwatchers;		/* watchers, streams */
 static uint64_t			 fs_watch_refused;	/* over the limit */
-static struct event_base	*fs_base;		/* the loop */
+static struct event_base	*fs_base;		/* the loop; NULL: freed */
 static size_t			 fs_watchers_max;	/* --envd-watchers */
 static size_t			 fs_watch_dirs;		/* --envd-watch-dirs */
 static size_t			 fs_events_max;		/* --envd-watch-events */
@@ -181,14 +181,27 @@ fs_who(const struct pty_user *u, struct fs_who *w)
 	return (w->confine ? w->spec : NULL);
 }
 
-/* Free the watchers. */
+/*
+ * Free the watchers; a stream's is ended first (unavailable), so that
+ * closing its connection later finds nothing of it.  A watch opened after
+ * this is refused.
+ */
 void
 fs_free(void)
 {
 	struct fs_watcher	*fw;
+	struct envd_err		 err;
 
-	while ((fw = TAILQ_FIRST(&fs_watchers)) != NULL)
+	while ((fw = TAILQ_FIRST(&fs_watchers)) != NULL) {
+		if (fw->st != NULL) {
+			envd_fail(&err, ENVD_UNAVAILABLE, "agentd is shutting "
+			    "down");
+			envd_stream_end(fw->st, &err);
+			fw->st = NULL;
+		}
 		fs_watcher_free(fw);
+	}
+	fs_base = NULL;
 }
 
 /* Append the watches' figures to a /metrics answer. */
@@ -197,6 +210,8 @@ fs_metrics(struct proto_buf *b)
 {
 	size_t	dirs, bytes;
 
+	if (fs_base == NULL)
+		return;
 	dirs = watch_dirs_total(&bytes);
 	proto_buf_printf(b, "# TYPE agentd_envd_watches gauge\n"
 	    "agentd_envd_watches %zu\n"
@@ -964,6 +979,12 @@ fs_done(struct evhttp_request *req, void *arg, int rc,
 	if (j->op != FS_WATCH) {
 		envd_reply(j->call, j->answer);
 		j->answer = NULL;
+		fs_job_free(j);
+		return;
+	}
+	if (fs_base == NULL) {		/* fs_free() ran: agentd stops */
+		envd_reply_fail(j->call, ENVD_UNAVAILABLE, "agentd is shutting "
+		    "down");
 		fs_job_free(j);
 		return;
 	}

@@ -61,7 +61,7 @@ struct fs_who {
 void	fs_register(struct event_base *, const struct config *cfg);
 /* The fs_who of a call's user; the user files_call() acts as (NULL: root). */
 const char *fs_who(const struct pty_user *, struct fs_who *);
-/* Free the watchers (at the end). */
+/* Free the watchers, a stream's ended unavailable (at the end). */
 void	fs_free(void);
 /* Append the watches' figures to a /metrics answer. */
 void	fs_metrics(struct proto_buf *);
