@@ -135,7 +135,7 @@ static int	fs_watch_count(struct fs_job *);
 static void	fs_watcher_free(struct fs_watcher *);
 static struct fs_watcher *fs_watcher_find(json_t *, struct envd_call *);
 static void	fs_event(void *, const char *, enum watch_type,
-		    const struct stat *, const char *);
+		    const struct watch_entry *, const char *);
 static void	fs_stream_pull(struct envd_stream *, void *);
 static void	fs_stream_gone(void *);
 static void	fs_stream_keepalive(evutil_socket_t, short, void *);
@@ -1041,7 +1041,7 @@ fs_watcher_free(struct fs_watcher *fw)
  */
 static void
 fs_event(void *arg, const char *name, enum watch_type type,
-    const struct stat *st, const char *cause)
+    const struct watch_entry *we, const char *cause)
 {
 	struct fs_watcher	*fw = arg;
 	json_t			*ev, *entry;
@@ -1067,9 +1067,10 @@ fs_event(void *arg, const char *name, enum watch_type type,
 	/*
 	 * Looked up as the watch's user, beneath the watched folder, none
 	 * for a symlink (its target is not looked at); best effort, as
-	 * envd's: a lookup that failed sends none.
+	 * envd's: a lookup that failed sends none.  Its metadata only when
+	 * that user may read it (here, agentd reads it).
 	 */
-	if (st != NULL && !S_ISLNK(st->st_mode)) {
+	if (we != NULL && !S_ISLNK(we->st.st_mode)) {
 		if (strcmp(name, ".") == 0)
 			path = xstrdup(fw->root);
 		else
@@ -1077,8 +1078,11 @@ fs_event(void *arg, const char *name, enum watch_type type,
 		base = strrchr(path, '/') + 1;
 		if (*base == '\0')
 			base = "/";
-		if ((entry = fsentry_from_stat(st, base, path)) != NULL)
+		if ((entry = fsentry_from_stat(&we->st, base, path)) != NULL) {
+			if (!we->readable)
+				json_object_del(entry, "metadata");
 			envd_json_set_new(ev, "entry", entry);
+		}
 		free(path);
 	}
 	if (fw->queue == NULL) {		/* CreateWatcher's */

@@ -70,8 +70,8 @@ TAILQ_HEAD(watch_queue, watch_dir);
 struct watch_out {
 	char			*name;
 	enum watch_type		 type;
-	int			 has_st;
-	struct stat		 st;
+	int			 has_entry;
+	struct watch_entry	 entry;
 };
 
 struct watch {
@@ -932,10 +932,10 @@ watch_out_add(struct watch *w, struct watch_out *out, size_t *nout,
 		{ IN_DELETE | IN_DELETE_SELF, WATCH_REMOVE },
 	};
 	struct watch_out	*o;
-	const char		*slash;
+	const char		*slash, *base;
 	char			*dir;
 	size_t			 i;
-	int			 root, fd, has_st = -1;
+	int			 root, fd, has = -1;
 
 	for (i = 0; i < nitems(map); i++) {
 		if (!(mask & map[i].mask))
@@ -943,34 +943,37 @@ watch_out_add(struct watch *w, struct watch_out *out, size_t *nout,
 		o = &out[(*nout)++];
 		o->name = xstrdup(name);
 		o->type = map[i].type;
-		o->has_st = 0;
+		o->has_entry = 0;
 		if (!(w->flags & WATCH_ENTRIES) || (o->type != WATCH_CREATE &&
 		    o->type != WATCH_WRITE && o->type != WATCH_CHMOD))
 			continue;
-		if (has_st == -1) {
+		if (has == -1) {
 			/*
 			 * lstat as the user, beneath the watched folder, no
 			 * symlink followed on the way (best effort, as
-			 * envd's: a lookup that fails sends none).
+			 * envd's: a lookup that fails sends none); whether
+			 * the user may read it (faccessat2 AT_EACCESS checks
+			 * the fsuid).
 			 */
-			has_st = 0;
+			has = 0;
 			slash = strrchr(name, '/');
+			base = strcmp(name, ".") == 0 ? "." : slash != NULL ?
+			    slash + 1 : name;
 			dir = xstrdup(name);
 			dir[slash != NULL ? (size_t)(slash - name) : 0] = '\0';
 			if ((root = watch_root(w)) != -1 &&
 			    (fd = watch_open_beneath(root, dir, O_PATH)) != -1) {
-				if (strcmp(name, ".") == 0)
-					has_st = fstat(fd, &o->st) == 0;
-				else
-					has_st = fstatat(fd, slash != NULL ?
-					    slash + 1 : name, &o->st,
-					    AT_SYMLINK_NOFOLLOW) == 0;
+				has = fstatat(fd, base, &o->entry.st,
+				    AT_SYMLINK_NOFOLLOW) == 0;
+				o->entry.readable = has && syscall(
+				    SYS_faccessat2, fd, base, R_OK,
+				    AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0;
 				close(fd);
 			}
 			free(dir);
 		} else
-			o->st = o[-1].st;
-		o->has_st = has_st;
+			o->entry = o[-1].entry;
+		o->has_entry = has;
 	}
 }
 
@@ -1070,7 +1073,8 @@ watch_read(evutil_socket_t fd, short events, void *arg)
 		for (i = 0; i < nout; i++) {
 			if (!w->dead)
 				w->fn(w->arg, out[i].name, out[i].type,
-				    out[i].has_st ? &out[i].st : NULL, NULL);
+				    out[i].has_entry ? &out[i].entry : NULL,
+				    NULL);
 			free(out[i].name);
 		}
 	}

@@ -28,11 +28,12 @@
 #ifndef AGENTD_WATCH_H
 #define AGENTD_WATCH_H
 
+#include <sys/stat.h>
+
 #include <stddef.h>
 
 struct event_base;
 struct proto_err;
-struct stat;
 struct watch;
 
 #define WATCH_DEPTH_MAX		64	/* levels a recursive watch goes down */
@@ -52,9 +53,15 @@ enum watch_type {
 	WATCH_CHMOD,
 };
 
+/* An event's entry, looked up as the watch's user. */
+struct watch_entry {
+	struct stat	st;		/* lstat, beneath the watched folder */
+	int		readable;	/* the user may read it (its metadata) */
+};
+
 /*
  * An event: name relative to the watched folder ("a/b.txt"; "." for the
- * folder itself), type as above, st its entry (lstat, WATCH_ENTRIES only;
+ * folder itself), type as above, entry its entry (WATCH_ENTRIES only;
  * NULL when there is none: another type, gone, or not the user's to see).
  * Called on the loop for each.  The end comes as name NULL and type 0:
  * cause NULL when the watched folder was removed or moved (as envd's, no
@@ -62,7 +69,8 @@ enum watch_type {
  * reports no more events.
  */
 typedef void (*watch_event_fn)(void *arg, const char *name,
-	    enum watch_type type, const struct stat *st, const char *cause);
+	    enum watch_type type, const struct watch_entry *entry,
+	    const char *cause);
 
 /*
  * Watch the folder dirfd (an fd of it, read as the calling thread's user;

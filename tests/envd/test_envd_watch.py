@@ -28,15 +28,6 @@ ROOT_ONLY = unittest.skipUnless(os.geteuid() == 0,
                                 'needs root (another user, its folders)')
 
 
-def confined():
-    """The flag that makes envd's file calls act as the call's user, where
-    agentd has one (elsewhere they always do)."""
-    p = subprocess.run([os.environ['AGENTD'], '--help'],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    return (('--envd-confine-files',)
-            if b'--envd-confine-files' in p.stdout else ())
-
-
 def basic(user):
     return {'Authorization': 'Basic ' +
             base64.b64encode(user.encode() + b':').decode()}
@@ -185,13 +176,12 @@ class WatchStormTest(WatchCase):
 
 @ROOT_ONLY
 class WatchAsUserTest(WatchCase):
-    """R5-6: a watch acting as a user reports nothing from the folders that
-    user cannot read, made before the watch, after it, or closed later;
-    includeEntry's entries are looked up as that user."""
+    """R5-6: a watch acting as a user (--envd-confine-files 1) reports
+    nothing from the folders that user cannot read, made before the watch,
+    after it, or closed later; includeEntry's entries are looked up as that
+    user.  (By default a watch acts as envd's: as root.)"""
 
-    def setUp(self):
-        self.extra = confined()
-        super().setUp()
+    extra = ('--envd-confine-files', '1')
 
     def test_folders_the_user_cannot_read(self):
         os.chmod(self.agentd.dir, 0o755)
@@ -201,6 +191,9 @@ class WatchAsUserTest(WatchCase):
         os.mkdir(self.p('w', 'old'), 0o700)        # root's, before
         os.mkdir(self.p('w', 'mine'))
         self.as_nobody(w, self.p('w', 'mine'))
+        for name, mode in (('r', 0o600), ('s', 0o644)):    # root's files
+            open(self.p('w', 'mine', name), 'w').close()
+            os.chmod(self.p('w', 'mine', name), mode)
         s, f = self.stream('WatchDir', {'path': w, 'recursive': True,
                                         'includeEntry': True},
                            dict(basic('nobody'),
@@ -213,6 +206,12 @@ class WatchAsUserTest(WatchCase):
             for name in ('old/a', 'secret/b', 'pub/c', 'mine/d'):
                 with open(self.p('w', name), 'w') as fh:
                     fh.write('x')
+            try:                    # metadata of a file nobody cannot read
+                for name in ('r', 's'):
+                    os.setxattr(self.p('w', 'mine', name), 'user.e2b.k', b'v')
+                xattrs = True
+            except OSError:
+                xattrs = False
             time.sleep(0.3)
             os.chmod(self.p('w', 'pub'), 0o700)        # closed later
             with open(self.p('w', 'pub', 'e'), 'w') as fh:
@@ -227,6 +226,9 @@ class WatchAsUserTest(WatchCase):
             self.assertIn((want, 'EVENT_TYPE_CREATE'), evs)
         self.assertEqual(entries['pub/c']['name'], 'c')
         self.assertEqual(entries['mine/d']['size'], '1')
+        if xattrs:
+            self.assertNotIn('metadata', entries['mine/r'])
+            self.assertEqual(entries['mine/s']['metadata'], {'k': 'v'})
         for name, _ in evs:
             self.assertFalse(name.startswith(('old/', 'secret/', 'pub/e')),
                              evs)
