@@ -235,6 +235,53 @@ class WatchAsUserTest(WatchCase):
         self.assertEqual(got[-1][1]['error']['code'], 'deadline_exceeded')
 
 
+class WatchTreeTest(WatchCase):
+    """A recursive watch follows its folders through renames: within the
+    tree (relinked, the new names reported), out of it (nothing more from
+    there) and into it (read, then followed).  Before, a folder renamed
+    within the tree kept reporting under its old name."""
+
+    def test_renames_in_out_and_within(self):
+        os.makedirs(self.p('w', 'a', 'b', 'c'))
+        os.makedirs(self.p('out', 'x', 'y', 'z'))
+        s, f = self.stream('WatchDir', {'path': self.p('w'),
+                                        'recursive': True},
+                           {'Connect-Timeout-Ms': '3000'})
+        try:
+            self.assertEqual(self.envelopes(f, 1), [(0, {'start': {}})])
+            got, t = self.drain(f)
+
+            def touch(*names):
+                open(self.p(*names), 'w').close()
+
+            def seen(name):
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline:
+                    if (name, 'EVENT_TYPE_CREATE') in self.events(got):
+                        return True
+                    time.sleep(0.02)
+                return False
+            os.rename(self.p('w', 'a', 'b'), self.p('w', 'b2'))
+            touch('w', 'b2', 'c', 'f1')
+            self.assertTrue(seen('b2/c/f1'), self.events(got))
+            os.rename(self.p('w', 'b2'), self.p('out', 'b3'))
+            touch('out', 'b3', 'c', 'f2')
+            os.rename(self.p('out', 'x'), self.p('w', 'a', 'x'))
+            time.sleep(0.3)
+            touch('w', 'a', 'x', 'y', 'z', 'f3')
+            self.assertTrue(seen('a/x/y/z/f3'), self.events(got))
+            os.rename(self.p('w', 'a'), self.p('w', 'a2'))
+            touch('w', 'a2', 'x', 'y', 'f4')
+            self.assertTrue(seen('a2/x/y/f4'), self.events(got))
+            t.join(10)
+        finally:
+            s.close()
+        for name, _ in self.events(got):
+            self.assertNotIn('f2', name)
+            self.assertFalse(name.startswith('a/b/'), name)
+        self.assertEqual(self.metric('agentd_envd_watch_dirs'), 0)
+
+
 class WatchMemoryTest(WatchCase):
     """R5-10: a watch's memory follows the folders it follows now: 20,000
     folders made and removed under a recursive watch of one folder leave it
