@@ -953,7 +953,7 @@ watch_out_add(struct watch *w, struct watch_out *out, size_t *nout,
 			 * symlink followed on the way (best effort, as
 			 * envd's: a lookup that fails sends none); whether
 			 * the user may read it (faccessat2 AT_EACCESS checks
-			 * the fsuid).
+			 * the fsuid; agentd's own watch may).
 			 */
 			has = 0;
 			slash = strrchr(name, '/');
@@ -965,9 +965,9 @@ watch_out_add(struct watch *w, struct watch_out *out, size_t *nout,
 			    (fd = watch_open_beneath(root, dir, O_PATH)) != -1) {
 				has = fstatat(fd, base, &o->entry.st,
 				    AT_SYMLINK_NOFOLLOW) == 0;
-				o->entry.readable = has && syscall(
-				    SYS_faccessat2, fd, base, R_OK,
-				    AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0;
+				o->entry.readable = has && (!w->became ||
+				    syscall(SYS_faccessat2, fd, base, R_OK,
+				    AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0);
 				close(fd);
 			}
 			free(dir);
