@@ -21,6 +21,7 @@
 #include "events.h"
 #include "evmem.h"
 #include "files.h"
+#include "fs.h"
 #include "http.h"
 #include "mcp.h"
 #include "outq.h"
@@ -219,6 +220,7 @@ api_metrics(struct http_req *hr)
 	    api_cfg->max_fetch_bytes);
 	ports_metrics(&b);
 	envd_metrics(&b);
+	fs_metrics(&b);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,7 @@ struct fs_job {
 	int			 allow_net;
 	size_t			 max_dirs;	/* --envd-watch-dirs */
 	struct fs_who		 who;
+	int			 counted;	/* a watch, in fs_nwatchers */
 	/* The worker's. */
 	int			 give;		/* what is made: the user's */
 	int			 as_user;	/* the worker acts as the user */
@@ -81,6 +83,7 @@ struct fs_watcher {
 	json_t			*events;	/* held FilesystemEvents */
 	int			 failed;
 	int			 counted;	/* in fs_nwatchers */
+	int			 ended;		/* the folder went: no watch */
 	struct envd_err		 err;
 	/* A stream's. */
 	struct envd_stream	*st;
@@ -92,8 +95,9 @@ struct fs_watcher {
 TAILQ_HEAD(fs_watchers, fs_watcher);
 
 static struct fs_watchers	 fs_watchers = TAILQ_HEAD_INITIALIZER(fs_watchers);
-static size_t			 fs_nwatchers;
-static struct event_base	*fs_base;		/* the loop */
+static size_t			 fs_nwatchers;		/* watchers, streams */
+static uint64_t			 fs_watch_refused;	/* over the limit */
+static struct event_base	*fs_base;		/* the loop; NULL: freed */
 static size_t			 fs_watchers_max;	/* --envd-watchers */
 static size_t			 fs_watch_dirs;		/* --envd-watch-dirs */
 static size_t			 fs_events_max;		/* --envd-watch-events */
@@ -127,9 +131,11 @@ static int	fs_walk(int, const char *, uint32_t, struct fs_walk *,
 static int	fs_work_remove(struct fs_job *, uid_t, struct proto_err *);
 static int	fs_rmtree(int, const char *, int);
 static int	fs_work_watch(struct fs_job *, uid_t, struct proto_err *);
+static int	fs_watch_count(struct fs_job *);
 static void	fs_watcher_free(struct fs_watcher *);
 static struct fs_watcher *fs_watcher_find(json_t *, struct envd_call *);
-static void	fs_event(void *, const char *, enum watch_type, const char *);
+static void	fs_event(void *, const char *, enum watch_type,
+		    const struct watch_entry *, const char *);
 static void	fs_stream_pull(struct envd_stream *, void *);
 static void	fs_stream_gone(void *);
 static void	fs_stream_keepalive(evutil_socket_t, short, void *);
@@ -175,14 +181,49 @@ fs_who(const struct pty_user *u, struct fs_who *w)
 	return (w->confine ? w->spec : NULL);
 }
 
-/* Free the watchers. */
+/*
+ * Free the watchers; a stream's is ended first (unavailable), so that
+ * closing its connection later finds nothing of it.  A watch opened after
+ * this is refused.
+ */
 void
 fs_free(void)
 {
 	struct fs_watcher	*fw;
+	struct envd_err		 err;
 
-	while ((fw = TAILQ_FIRST(&fs_watchers)) != NULL)
+	while ((fw = TAILQ_FIRST(&fs_watchers)) != NULL) {
+		if (fw->st != NULL) {
+			envd_fail(&err, ENVD_UNAVAILABLE, "agentd is shutting "
+			    "down");
+			envd_stream_end(fw->st, &err);
+			fw->st = NULL;
+		}
 		fs_watcher_free(fw);
+	}
+	fs_base = NULL;
+}
+
+/* Append the watches' figures to a /metrics answer. */
+void
+fs_metrics(struct proto_buf *b)
+{
+	size_t	dirs, bytes;
+
+	if (fs_base == NULL)
+		return;
+	dirs = watch_dirs_total(&bytes);
+	proto_buf_printf(b, "# TYPE agentd_envd_watches gauge\n"
+	    "agentd_envd_watches %zu\n"
+	    "# TYPE agentd_envd_watches_max gauge\n"
+	    "agentd_envd_watches_max %zu\n"
+	    "# TYPE agentd_envd_watches_refused_total counter\n"
+	    "agentd_envd_watches_refused_total %" PRIu64 "\n"
+	    "# TYPE agentd_envd_watch_dirs gauge\n"
+	    "agentd_envd_watch_dirs %zu\n"
+	    "# TYPE agentd_envd_watch_bytes gauge\n"
+	    "agentd_envd_watch_bytes %zu\n", fs_nwatchers, fs_watchers_max,
+	    fs_watch_refused, dirs, bytes);
 }
 
 /* A Connect code for an agentd error. */
@@ -292,6 +333,8 @@ fs_job_free(struct fs_job *j)
 {
 	free(j->path);
 	free(j->dest);
+	if (j->counted)
+		fs_nwatchers--;
 	if (j->answer != NULL)
 		json_decref(j->answer);
 	watch_free(j->watch);
@@ -398,8 +441,29 @@ fs_watch_dir(struct envd_call *call, json_t *msg)
 	if ((j = fs_job_new(call, msg, FS_WATCH)) == NULL)
 		return;
 	j->stream = 1;
-	if (fs_watch_flags(j, msg) == 0)
+	if (fs_watch_flags(j, msg) == 0 && fs_watch_count(j) == 0)
 		fs_job_start(j);
+}
+
+/*
+ * Count a watch against --envd-watchers from its call on (a watch being
+ * opened counts: concurrent calls cannot overshoot).  0, or -1 after
+ * answering.
+ */
+static int
+fs_watch_count(struct fs_job *j)
+{
+	if (fs_nwatchers >= fs_watchers_max) {
+		fs_watch_refused++;
+		envd_reply_fail(j->call, ENVD_RESOURCE_EXHAUSTED, "%zu watches "
+		    "exist (--envd-watchers: CreateWatcher watchers and "
+		    "WatchDir streams); remove one first", fs_watchers_max);
+		fs_job_free(j);
+		return (-1);
+	}
+	fs_nwatchers++;
+	j->counted = 1;
+	return (0);
 }
 
 /* CreateWatcher: the same, its events kept for GetWatcherEvents. */
@@ -408,15 +472,9 @@ fs_create_watcher(struct envd_call *call, json_t *msg)
 {
 	struct fs_job	*j;
 
-	if (fs_nwatchers >= fs_watchers_max) {
-		envd_reply_fail(call, ENVD_RESOURCE_EXHAUSTED, "%zu watchers "
-		    "exist (--envd-watchers); remove one first",
-		    fs_watchers_max);
-		return;
-	}
 	if ((j = fs_job_new(call, msg, FS_WATCH)) == NULL)
 		return;
-	if (fs_watch_flags(j, msg) == 0)
+	if (fs_watch_flags(j, msg) == 0 && fs_watch_count(j) == 0)
 		fs_job_start(j);
 }
 
@@ -883,12 +941,16 @@ fs_work_watch(struct fs_job *j, uid_t owner, struct proto_err *err)
 			    j->path));
 		}
 	}
-	/* Read it as the user: the watch must see what the user sees. */
+	/*
+	 * Read it as the worker's user: the watch acts as that user for
+	 * good, and sees what the user sees.
+	 */
 	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	close(fd);
 	if (dfd == -1)
 		return (fileio_fail(err, errno, "open", j->path));
-	j->watch = watch_open(dfd, j->recursive, j->max_dirs, err);
+	j->watch = watch_open(dfd, (j->recursive ? WATCH_RECURSIVE : 0) |
+	    (j->include_entry ? WATCH_ENTRIES : 0), j->max_dirs, err);
 	close(dfd);
 	return (j->watch == NULL ? -1 : 0);
 }
@@ -920,6 +982,12 @@ fs_done(struct evhttp_request *req, void *arg, int rc,
 		fs_job_free(j);
 		return;
 	}
+	if (fs_base == NULL) {		/* fs_free() ran: agentd stops */
+		envd_reply_fail(j->call, ENVD_UNAVAILABLE, "agentd is shutting "
+		    "down");
+		fs_job_free(j);
+		return;
+	}
 	fw = xcalloc(1, sizeof *fw);
 	fw->watch = j->watch;
 	j->watch = NULL;
@@ -932,10 +1000,8 @@ fs_done(struct evhttp_request *req, void *arg, int rc,
 	for (i = 0; i < sizeof r; i++)
 		snprintf(fw->id + 1 + 2 * i, 3, "%02x", r[i]);
 	TAILQ_INSERT_TAIL(&fs_watchers, fw, entry);
-	if (!j->stream) {
-		fw->counted = 1;
-		fs_nwatchers++;
-	}
+	fw->counted = 1;		/* the job's count is the watcher's */
+	j->counted = 0;
 	if (watch_start(fw->watch, fs_base, fs_event, fw) != 0) {
 		envd_reply_fail(j->call, ENVD_INTERNAL, "cannot watch: no "
 		    "memory for an event");
@@ -968,18 +1034,28 @@ fs_watcher_free(struct fs_watcher *fw)
 	free(fw);
 }
 
-/* A watch's event (or its end): keep it, or queue it on the stream. */
+/*
+ * A watch's event (or its end): keep it, or queue it on the stream.  When
+ * the watched folder went (no cause), as envd: no error, no more events; a
+ * stream stays open (keepalives) until its client or deadline ends it.
+ */
 static void
-fs_event(void *arg, const char *name, enum watch_type type, const char *cause)
+fs_event(void *arg, const char *name, enum watch_type type,
+    const struct watch_entry *we, const char *cause)
 {
 	struct fs_watcher	*fw = arg;
-	struct stat		 st;
 	json_t			*ev, *entry;
 	char			*path;
 	const char		*base;
 
-	if (fw->failed)
+	if (fw->failed || fw->ended)
 		return;		/* the deadline passed: the stream is ending */
+	if (name == NULL && cause == NULL) {
+		fw->ended = 1;
+		watch_free(fw->watch);	/* freed once this returns */
+		fw->watch = NULL;
+		return;
+	}
 	if (name == NULL) {
 		fw->failed = 1;
 		envd_fail(&fw->err, ENVD_INTERNAL, "watcher error: %s", cause);
@@ -988,19 +1064,25 @@ fs_event(void *arg, const char *name, enum watch_type type, const char *cause)
 	ev = json_object();
 	envd_json_set_string(ev, "name", name);
 	envd_json_set_string(ev, "type", watch_type_name(type));
-	if (fw->include_entry && (type == WATCH_CREATE || type == WATCH_WRITE ||
-	    type == WATCH_CHMOD)) {
-		xasprintf(&path, "%s/%s", fw->root, name);
+	/*
+	 * Looked up as the watch's user, beneath the watched folder, none
+	 * for a symlink (its target is not looked at); best effort, as
+	 * envd's: a lookup that failed sends none.  Its metadata only when
+	 * that user may read it (here, agentd reads it).
+	 */
+	if (we != NULL && !S_ISLNK(we->st.st_mode)) {
+		if (strcmp(name, ".") == 0)
+			path = xstrdup(fw->root);
+		else
+			xasprintf(&path, "%s/%s", fw->root, name);
 		base = strrchr(path, '/') + 1;
-		/*
-		 * Best effort, as envd's: a stat that fails sends none.  On
-		 * the loop (root): beneath the watched folder, and none for
-		 * a symlink (its target is not looked at).
-		 */
-		if (watch_stat(fw->watch, name, &st) == 0 &&
-		    !S_ISLNK(st.st_mode) &&
-		    (entry = fsentry_from_stat(&st, base, path)) != NULL)
+		if (*base == '\0')
+			base = "/";
+		if ((entry = fsentry_from_stat(&we->st, base, path)) != NULL) {
+			if (!we->readable)
+				json_object_del(entry, "metadata");
 			envd_json_set_new(ev, "entry", entry);
+		}
 		free(path);
 	}
 	if (fw->queue == NULL) {		/* CreateWatcher's */

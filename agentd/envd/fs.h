@@ -16,14 +16,19 @@
  * become Connect codes: 404 not_found, 403 permission_denied, 400
  * invalid_argument, 429 and 507 resource_exhausted, 503 unavailable.
  *
- * Watches run on the loop (watch.h).  A WatchDir stream sends `start`
- * first, then each event, a keepalive each Keepalive-Ping-Interval
- * seconds, and ends deadline_exceeded at Connect-Timeout-Ms.  At most
- * --envd-watchers CreateWatcher watchers live at once, each keeping at
- * most --envd-watch-events events until GetWatcherEvents takes them (more:
- * the watcher fails with resource_exhausted, as a stream whose client
- * reads too slowly does); a watch follows at most --envd-watch-dirs
- * folders.  Event loop thread only.
+ * Watches run on the loop (watch.h), acting as the user the worker that
+ * opened them acted as.  A WatchDir stream sends `start` first, then each
+ * event, a keepalive each Keepalive-Ping-Interval seconds, and ends
+ * deadline_exceeded at Connect-Timeout-Ms.  At most --envd-watchers
+ * watches live at once, CreateWatcher watchers and WatchDir streams
+ * together (each holds an inotify instance; one being opened counts), a
+ * watcher keeping at most --envd-watch-events events until
+ * GetWatcherEvents takes them (more: the watcher fails with
+ * resource_exhausted, as a stream whose client reads too slowly does); a
+ * watch follows at most --envd-watch-dirs folders.  When the watched
+ * folder is removed or moved, the watch reports REMOVE (RENAME) "." and
+ * nothing more, as envd's: a stream stays open until its client or
+ * deadline ends it.  Event loop thread only.
  */
 #ifndef AGENTD_FS_H
 #define AGENTD_FS_H
@@ -32,6 +37,7 @@
 
 struct config;
 struct event_base;
+struct proto_buf;
 struct pty_user;
 
 /*
@@ -55,7 +61,9 @@ struct fs_who {
 void	fs_register(struct event_base *, const struct config *cfg);
 /* The fs_who of a call's user; the user files_call() acts as (NULL: root). */
 const char *fs_who(const struct pty_user *, struct fs_who *);
-/* Free the watchers (at the end). */
+/* Free the watchers, a stream's ended unavailable (at the end). */
 void	fs_free(void);
+/* Append the watches' figures to a /metrics answer. */
+void	fs_metrics(struct proto_buf *);
 
 #endif /* AGENTD_FS_H */
