@@ -26,6 +26,7 @@
 #include "conn.h"
 #include "connect.h"
 #include "envfiles.h"
+#include "envstate.h"
 #include "fetch.h"
 #include "fileio.h"
 #include "files.h"
@@ -249,11 +250,11 @@ envfiles_route(struct http_req *hr, const struct pty_user *user,
 	if (q.username != NULL || !authorized) {
 		/* Signed only: the URL's user, never Basic auth's. */
 		if (pty_user_lookup(q.username != NULL ? q.username :
-		    envd_default_user(), &named, cause,
+		    envstate_user(), &named, cause,
 		    sizeof cause) != 0) {
 			envd_plain_fail(hr, 401, "error looking up user "
 			    "'%.64s': %s", q.username != NULL ? q.username :
-			    envd_default_user(), cause);
+			    envstate_user(), cause);
 			goto out;
 		}
 		user = &named;
@@ -266,7 +267,7 @@ envfiles_route(struct http_req *hr, const struct pty_user *user,
 		envfiles_post(hr, &q, user);
 		goto out;
 	}
-	if ((path = fsentry_resolve(q.path, user->home, envd_default_workdir(),
+	if ((path = fsentry_resolve(q.path, user->home, envstate_workdir(),
 	    cause, sizeof cause)) == NULL) {
 		envd_plain_fail(hr, 400, "error expanding and resolving path: "
 		    "%s", cause);
@@ -329,14 +330,14 @@ envfiles_post(struct http_req *hr, struct envfiles_query *q,
 		goto fail;
 	}
 	if (q->path != NULL && (p->path = fsentry_resolve(q->path, user->home,
-	    envd_default_workdir(), cause, sizeof cause)) == NULL) {
+	    envstate_workdir(), cause, sizeof cause)) == NULL) {
 		envd_plain_fail(hr, 400, "error resolving path: %s", cause);
 		goto fail;
 	}
 	p->content_type = xstrdup(ct);
 	p->home = xstrdup(user->home);
-	if (envd_default_workdir() != NULL)
-		p->workdir = xstrdup(envd_default_workdir());
+	if (envstate_workdir() != NULL)
+		p->workdir = xstrdup(envstate_workdir());
 	p->max_inflate = envfiles_cfg->envd_max_upload >
 	    envfiles_cfg->max_body ? envfiles_cfg->envd_max_upload :
 	    envfiles_cfg->max_body;
