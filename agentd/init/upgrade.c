@@ -34,6 +34,7 @@
 
 #include "companion.h"
 #include "config.h"
+#include "envstate.h"
 #include "events.h"
 #include "evring.h"
 #include "hold.h"
@@ -727,6 +728,7 @@ upgrade_save(int *keep, size_t *nkeep, int *textfd, int *blobfd,
 		keep[(*nkeep)++] = cfds[1];
 	}
 	upgrade_save_events(w);
+	envstate_save(w);	/* what envd's /init set */
 	if (session_save_all(w, keep, nkeep, UPGRADE_KEEP_MAX - 2) < 0) {
 		snprintf(cause, len, "more than %d fds to keep",
 		    UPGRADE_KEEP_MAX);
@@ -1014,6 +1016,8 @@ upgrade_resume(struct event_base *base, struct config *cfg)
 			upgrade_load_events(state);
 		else if (strcmp(key, "companion") == 0)
 			upgrade_load_companion(state, cfg, &adopted);
+		else if (strcmp(key, "envd") == 0)
+			envstate_load(state);
 		else if (strcmp(key, "session") == 0) {
 			sl = session_load_begin();
 			while (upgstate_next(state, &key, &value, &len) ==
