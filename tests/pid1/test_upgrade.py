@@ -1,6 +1,7 @@
 """Live upgrade (POST /v1/sandbox/upgrade) as PID 1 of a PID namespace and
 as a plain child: the same pid, the sessions and the companion kept, and
-the shutdown after it as clean as before."""
+the shutdown after it as clean as before; a new binary that cannot start
+gives way to the old one, and PID 1 lives on."""
 
 import os
 import re
@@ -53,5 +54,34 @@ class UpgradeTest(Pid1TestCase):
         self.upgrade_and_check(a, a.health['pid'])
         started, adopted = self.companion_pids(a)
         self.assertEqual(adopted, started, a.stderr())
+        rc, _ = a.stop(expect_within=QUICK)
+        self.assertEqual(rc, 0, a.stderr())
+
+    def test_pid1_rollback(self):
+        # A new binary that passes its check but does not take the old
+        # argv: as PID 1 it would run on defaults (another socket, no
+        # --listen), or crash; the old binary runs again instead.
+        a = self.start(pid1=True, companion=['sleep', '1000'])
+        real = os.path.join(a.dir, 'agentd-real')
+        shutil.copyfile(agentd_path(), real)
+        os.chmod(real, 0o755)
+        bad = os.path.join(a.dir, 'agentd-bad')
+        with open(bad, 'w') as f:
+            f.write('#!/bin/sh\n[ "$1" = --upgrade-check ] && exec %s "$@"\n'
+                    'exec %s --no-such-flag\n' % (real, real))
+        os.chmod(bad, 0o755)
+        keep = a.create('sleep 1000', id='keep')
+        st, j = a.request('POST', '/v1/sandbox/upgrade', {'path': bad})
+        self.assertEqual(st, 202, j)
+        wait_for(lambda: 'did not take over' in a.stderr(), 20,
+                 interval=0.05, what='the rollback')
+        st, h = a.request('GET', '/healthz')
+        self.assertEqual((st, h['pid'], h['upgrades']), (200, 1, 0))
+        self.assertEqual(a.get('keep')['pid'], keep['pid'])
+        self.assertEqual(a.run('exit 6')[0], 6)
+        log = '\n'.join(a.log_lines())
+        started = re.findall(r'companion sleep started, pid (\d+)', log)
+        adopted = re.findall(r'companion sleep handed over, pid (\d+)', log)
+        self.assertEqual((len(started), adopted), (1, started), log)
         rc, _ = a.stop(expect_within=QUICK)
         self.assertEqual(rc, 0, a.stderr())
