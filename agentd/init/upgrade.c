@@ -1018,7 +1018,7 @@ upgrade_load_companion(struct upgstate *r, struct config *cfg, int *adopted)
 			close(err);
 		return;
 	}
-	companion_adopt(cfg->companion, (pid_t)pid, out, err);
+	companion_adopt(upgrade_base, cfg->companion, (pid_t)pid, out, err);
 	*adopted = 1;
 }
 

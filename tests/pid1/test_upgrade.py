@@ -85,3 +85,32 @@ class UpgradeTest(Pid1TestCase):
         self.assertEqual((len(started), adopted), (1, started), log)
         rc, _ = a.stop(expect_within=QUICK)
         self.assertEqual(rc, 0, a.stderr())
+
+    def test_companion_supervised_after(self):
+        # The companion handed over is still supervised: its output is
+        # logged, and it is restarted when it exits.
+        a = self.start(pid1=True, companion=[
+            'sh', '-c', 'while :; do echo tick; sleep 0.1; done'])
+        new = os.path.join(a.dir, 'agentd-next')
+        shutil.copyfile(agentd_path(), new)
+        os.chmod(new, 0o755)
+        wait_for(lambda: 'companion stdout: tick' in a.stderr(), 20,
+                 interval=0.05, what='the first tick')
+        st, j = a.request('POST', '/v1/sandbox/upgrade', {'path': new})
+        self.assertEqual(st, 202, j)
+
+        def after():
+            log = '\n'.join(a.log_lines())
+            return log[log.find('companion sh handed over'):]
+        wait_for(lambda: 'handed over' in after() and
+                 'companion stdout: tick' in after(), 20, interval=0.05,
+                 what='a tick logged by the new agentd')
+        pid = int(re.search(r'handed over, pid (\d+)', after()).group(1))
+        st, _ = a.request('GET', '/healthz')
+        self.assertEqual(st, 200)
+        # Kill it (from inside the namespace: its pid is the namespace's).
+        a.run('kill -9 %d' % pid)
+        wait_for(lambda: 'companion sh started' in after(), 20,
+                 interval=0.05, what='the restart')
+        rc, _ = a.stop(expect_within=QUICK)
+        self.assertEqual(rc, 0, a.stderr())
