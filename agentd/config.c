@@ -26,6 +26,7 @@ enum opt_kind {
 	OPT_ADJ,	/* int: an oom_score_adj, -1000..1000 */
 	OPT_PROFILE,	/* int: PROTO_PROFILE_* by name */
 	OPT_ENCODING,	/* int: PROTO_ENC_* by name */
+	OPT_BOOL,	/* int: 0|1 */
 };
 
 struct opt {
@@ -44,7 +45,7 @@ static const struct opt opts[] = {
 	  ", and [::]:49984 by --dual-stack)" },
 	{ "envd-listen", OPT_LIST, OFF(envd_listen), 0, 0, "ADDR:PORT",
 	  "TCP address serving envd's protocol, for the E2B SDKs "
-	  "(repeatable; default none; README, \"Replacing envd\")" },
+	  "(repeatable; default none; docs/envd-sdk.md)" },
 	{ "envd-vsock-listen", OPT_LIST, OFF(envd_vsock_listen), 0, 0, "PORT",
 	  "AF_VSOCK port serving envd's protocol on any CID, as "
 	  "--envd-listen (repeatable; default none)" },
@@ -66,6 +67,9 @@ static const struct opt opts[] = {
 	{ "envd-spool-dir", OPT_STRING, OFF(envd_spool_dir), 0, 0, "DIR",
 	  "folder of the unlinked files holding envd uploads over --max-body "
 	  "(default " CONFIG_ENVD_SPOOL_DIR_DEFAULT "; full: 507)" },
+	{ "envd-confine-files", OPT_BOOL, OFF(envd_confine_files), 0, 1,
+	  "0|1", "envd's file calls act as the call's user (1), or as envd's "
+	  "do: as root, what they make given to the user (default 0)" },
 	{ "socket", OPT_STRING, OFF(socket_path), 0, 0, "PATH",
 	  "unix socket, mode 0600 (default " CONFIG_SOCKET_DEFAULT
 	  "; '' disables)" },
@@ -394,6 +398,14 @@ config_set(struct config *cfg, const struct opt *o, const char *value,
 			    "reboot\n", o->name, value);
 			return (-1);
 		}
+		break;
+	case OPT_BOOL:
+		if ((value[0] != '0' && value[0] != '1') || value[1] != '\0') {
+			fprintf(stderr, "agentd: --%s: '%s' is not 0 or 1\n",
+			    o->name, value);
+			return (-1);
+		}
+		*(int *)field = value[0] - '0';
 		break;
 	case OPT_PROFILE:
 		if ((*(int *)field = proto_profile_number(value)) < 0) {

@@ -72,6 +72,8 @@ struct config {
 	uint64_t	  envd_watch_events;	/* events held untaken */
 	uint64_t	  envd_max_upload;	/* bytes of a POST /files body */
 	char		 *envd_spool_dir;	/* where bodies over max_body go */
+	int		  envd_confine_files;	/* envd's file calls as the user,
+						   not as root (envd's) */
 	char		 *socket_path;		/* "" disables */
 	char		**vsock_listen;		/* PORT, NULL-terminated */
 	char		 *token_file;

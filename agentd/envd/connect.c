@@ -286,6 +286,12 @@ envd_route(struct http_req *hr)
 		}
 	}
 	envd_unrouted++;
+	/* envd checks the token before its router: no token, no 404. */
+	if (!envd_authorized(hr)) {
+		envd_plain_fail(hr, 401, "missing or wrong access token "
+		    "(X-Access-Token)");
+		return;
+	}
 	envd_fail(&err, ENVD_UNIMPLEMENTED, "no procedure or route %.200s", p);
 	envd_answer_error(hr, 0, &err, 404);
 }

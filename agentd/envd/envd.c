@@ -24,6 +24,7 @@
 #include "process.h"
 #include "proto.h"
 #include "pty.h"
+#include "sysmetrics.h"
 #include "util.h"
 
 static struct config	*envd_cfg;
@@ -31,12 +32,17 @@ static struct config	*envd_cfg;
 static void	envd_health(struct http_req *, const struct pty_user *, int);
 static void	envd_init(struct http_req *, const struct pty_user *, int);
 static void	envd_envs(struct http_req *, const struct pty_user *, int);
+static void	envd_metrics_get(struct http_req *, const struct pty_user *,
+		    int);
+
+static struct sysmetrics_cpu envd_cpu_last;	/* GET /metrics' previous */
 
 static const struct envd_route envd_routes[] = {
 	{ "/health", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, ENVD_ROUTE_OPEN,
 	  envd_health },
 	{ "/init", EVHTTP_REQ_POST, 0, envd_init },
 	{ "/envs", EVHTTP_REQ_GET, 0, envd_envs },
+	{ "/metrics", EVHTTP_REQ_GET, 0, envd_metrics_get },
 };
 
 /* Register the services and listen. */
@@ -183,6 +189,24 @@ envd_envs(struct http_req *hr, const struct pty_user *u, int authorized)
 		proto_buf_append(&b, s, strlen(s));
 		free(s);
 	}
+	http_reply_raw(hr->req, 200, "application/json", &b);
+}
+
+/* GET /metrics: the sandbox's CPU, memory and disk (sysmetrics.h). */
+static void
+envd_metrics_get(struct http_req *hr, const struct pty_user *u,
+    int authorized)
+{
+	struct proto_buf	b = { 0 };
+
+	if (sysmetrics_render(&envd_cpu_last, &b) != 0) {
+		log_warn("%s: /proc/stat, /proc/meminfo or statvfs(\"/\") "
+		    "failed", __func__);
+		envd_plain_fail(hr, 500, "the metrics cannot be read");
+		return;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(hr->req),
+	    "Cache-Control", "no-store");
 	http_reply_raw(hr->req, 200, "application/json", &b);
 }
 

@@ -64,7 +64,10 @@ struct fs_job {
 	int			 include_entry;
 	int			 allow_net;
 	size_t			 max_dirs;	/* --envd-watch-dirs */
+	struct fs_who		 who;
 	/* The worker's. */
+	int			 give;		/* what is made: the user's */
+	int			 as_user;	/* the worker acts as the user */
 	json_t			*answer;
 	struct watch		*watch;
 };
@@ -96,6 +99,7 @@ static size_t			 fs_watchers_max;	/* --envd-watchers */
 static size_t			 fs_watch_dirs;		/* --envd-watch-dirs */
 static size_t			 fs_events_max;		/* --envd-watch-events */
 static size_t			 fs_max_message;	/* --envd-max-message */
+static int			 fs_confine;	/* --envd-confine-files */
 
 static void	fs_stat(struct envd_call *, json_t *);
 static void	fs_mkdir(struct envd_call *, json_t *);
@@ -110,6 +114,7 @@ static struct fs_job *fs_job_new(struct envd_call *, json_t *, enum fs_op);
 static void	fs_job_free(struct fs_job *);
 static void	fs_job_start(struct fs_job *);
 static int	fs_work(void *, uid_t, struct proto_err *);
+static int	fs_own_proc(const char *, uid_t, struct proto_err *);
 static void	fs_done(struct evhttp_request *, void *, int,
 		    const struct proto_err *);
 static int	fs_code(const struct proto_err *);
@@ -156,7 +161,19 @@ fs_register(struct event_base *base, const struct config *cfg)
 	fs_watch_dirs = (size_t)cfg->envd_watch_dirs;
 	fs_events_max = (size_t)cfg->envd_watch_events;
 	fs_max_message = (size_t)cfg->envd_max_message;
+	fs_confine = cfg->envd_confine_files;
 	envd_register(fs_methods, nitems(fs_methods));
+}
+
+/* Who a call acts for, and the user its worker acts as. */
+const char *
+fs_who(const struct pty_user *u, struct fs_who *w)
+{
+	w->uid = u->uid;
+	w->gid = u->gid;
+	w->confine = fs_confine;
+	snprintf(w->spec, sizeof w->spec, "%lu", (unsigned long)u->uid);
+	return (w->confine ? w->spec : NULL);
 }
 
 /* Free the watchers. */
@@ -260,6 +277,7 @@ fs_job_new(struct envd_call *call, json_t *msg, enum fs_op op)
 	j->op = op;
 	j->max_dirs = fs_watch_dirs;
 	j->call = call;
+	(void)fs_who(envd_call_user(call), &j->who);
 	if (fs_path(call, msg, op == FS_MOVE ? "source" : "path",
 	    &j->path) != 0 || (op == FS_MOVE && fs_path(call, msg,
 	    "destination", &j->dest) != 0)) {
@@ -286,12 +304,9 @@ static void
 fs_job_start(struct fs_job *j)
 {
 	struct proto_err	 err;
-	const struct pty_user	*u = envd_call_user(j->call);
-	char			 uid[32];
 
-	snprintf(uid, sizeof uid, "%lu", (unsigned long)u->uid);
-	if (files_call(envd_call_req(j->call)->req, uid, fs_work, fs_done, j,
-	    &err) != 0) {
+	if (files_call(envd_call_req(j->call)->req, j->who.confine ?
+	    j->who.spec : NULL, fs_work, fs_done, j, &err) != 0) {
 		envd_reply_fail(j->call, fs_code(&err), "%s", err.message);
 		fs_job_free(j);
 	}
@@ -461,12 +476,45 @@ fs_remove_watcher(struct envd_call *call, json_t *msg)
 	envd_reply(call, json_object());
 }
 
-/* On a worker: do the job as the call's user. */
+/*
+ * On a worker acting as the user: agentd's own /proc (the path, or its
+ * folder) is refused as the files GET refuses it, since the kernel lets
+ * our threads read it whatever their credentials.  0, or -1 with err.
+ */
+static int
+fs_own_proc(const char *path, uid_t owner, struct proto_err *err)
+{
+	char	*base = NULL;
+	int	 fd, own = 0;
+
+	if ((fd = fileio_open(path, O_PATH, owner, err)) != -1) {
+		own = fileio_own_proc(fd);
+		close(fd);
+	}
+	if (!own && (fd = fileio_parent(path, 0, owner, &base, err)) != -1) {
+		own = fileio_own_proc(fd);
+		close(fd);
+	}
+	free(base);
+	return (own ? fileio_fail(err, EACCES, "open", path) : 0);
+}
+
+/* On a worker: do the job as the call's user, or as envd's (root). */
 static int
 fs_work(void *arg, uid_t owner, struct proto_err *err)
 {
 	struct fs_job	*j = arg;
 
+	if (j->who.confine)
+		j->as_user = 1;
+	else if (files_act(j->who.uid, j->path, j->dest, &owner, &j->give,
+	    err) != 0)
+		return (-1);
+	else
+		j->as_user = !j->give;
+	if (j->as_user && (fs_own_proc(j->path, owner, err) != 0 ||
+	    (j->dest != NULL && fs_own_proc(j->dest, owner, err) != 0)))
+		return (-1);
 	switch (j->op) {
 	case FS_STAT:
 		return (fs_work_stat(j, owner, err));
@@ -496,7 +544,7 @@ fs_entry(int dfd, const char *base, const char *path, struct proto_err *err)
 		fileio_fail(err, errno, "stat", path);
 		return (NULL);
 	}
-	return (fsentry_from_stat(&st, name, path));
+	return (fsentry_from_stat_at(dfd, base, &st, name, path));
 }
 
 /* Stat: lstat of the path (symlinks on the way as /v1/files takes them). */
@@ -525,7 +573,9 @@ fs_work_mkdir(struct fs_job *j, uid_t owner, struct proto_err *err)
 	char		*base = NULL;
 	int		 dfd, rc = -1;
 
-	if ((dfd = fileio_parent(j->path, 1, owner, &base, err)) == -1)
+	if ((dfd = j->give ? fileio_parent_own(j->path, owner, j->who.uid,
+	    j->who.gid, &base, err) : fileio_parent(j->path, 1, owner, &base,
+	    err)) == -1)
 		return (-1);
 	if (*base == '\0' || fstatat(dfd, base, &st, 0) == 0) {
 		if (*base == '\0' || S_ISDIR(st.st_mode))
@@ -543,6 +593,11 @@ fs_work_mkdir(struct fs_job *j, uid_t owner, struct proto_err *err)
 			    "already exists: %.200s", j->path);
 		else
 			fileio_fail(err, errno, "mkdir", j->path);
+		goto out;
+	}
+	if (j->give && fchownat(dfd, base, j->who.uid, j->who.gid,
+	    AT_SYMLINK_NOFOLLOW) == -1) {
+		fileio_fail(err, errno, "chown", j->path);
 		goto out;
 	}
 	if ((j->answer = fs_entry(dfd, base, j->path, err)) != NULL) {
@@ -577,17 +632,19 @@ fs_work_move(struct fs_job *j, uid_t owner, struct proto_err *err)
 		goto out;
 	}
 	/* A link another user made to a file: as /v1/files refuses it. */
-	if (S_ISREG(st.st_mode) && fileio_links_ok(&st, owner, j->path,
+	if (S_ISREG(st.st_mode) && fileio_links_ok(&st, j->who.uid, j->path,
 	    err) != 0)
 		goto out;
-	if ((dfd = fileio_parent(j->dest, 1, owner, &dbase, err)) == -1)
+	if ((dfd = j->give ? fileio_parent_own(j->dest, owner, j->who.uid,
+	    j->who.gid, &dbase, err) : fileio_parent(j->dest, 1, owner, &dbase,
+	    err)) == -1)
 		goto out;
 	if (*dbase == '\0') {
 		proto_fail(err, 400, "invalid_argument", "cannot move onto /");
 		goto out;
 	}
 	if (fstatat(dfd, dbase, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode) && fileio_links_ok(&st, owner, j->dest,
+	    S_ISREG(st.st_mode) && fileio_links_ok(&st, j->who.uid, j->dest,
 	    err) != 0)
 		goto out;
 	if (renameat(sfd, sbase, dfd, dbase) == -1) {
@@ -661,7 +718,8 @@ fs_walk(int fd, const char *prefix, uint32_t level, struct fs_walk *wk,
 		}
 		xasprintf(&path, "%s%s%s", prefix, strcmp(prefix, "/") == 0 ?
 		    "" : "/", names[i]);
-		entry = fsentry_from_stat(&st, names[i], path);
+		entry = fsentry_from_stat_at(dirfd(dir), names[i], &st,
+		    names[i], path);
 		/* The answer as it will be rendered: the entry and a comma. */
 		if (entry != NULL)
 			wk->bytes += json_dumpb(entry, NULL, 0,
