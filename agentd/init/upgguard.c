@@ -150,7 +150,7 @@ upgguard_parse(char *buf, size_t len, int64_t *ready_ms)
 {
 	size_t		 nargs = 0, nenv = 0, nkeep = 0;
 	int64_t		 v;
-	char		*p, *end = buf + len, *state = NULL;
+	char		*p, *end = buf + len, *state = NULL, *prefix;
 	int		 magic = 0;
 
 	if (len == 0 || buf[len - 1] != '\0')
@@ -190,10 +190,11 @@ upgguard_parse(char *buf, size_t len, int64_t *ready_ms)
 	xasprintf(&guard_state, "%s=%s", UPGRADE_ENV, state);
 	guard_envp[nenv++] = guard_state;
 	/* The reason is written in here by the handler: room for it now. */
-	guard_why = xcalloc(1, sizeof UPGGUARD_BACK_ENV + UPGGUARD_WHY_MAX);
-	guard_why_at = (size_t)snprintf(guard_why, sizeof UPGGUARD_BACK_ENV +
-	    UPGGUARD_WHY_MAX, "%s=agentd %s: ", UPGGUARD_BACK_ENV,
-	    AGENTD_VERSION);
+	guard_why_at = (size_t)xasprintf(&prefix, "%s=agentd %s: ",
+	    UPGGUARD_BACK_ENV, AGENTD_VERSION);
+	guard_why = xcalloc(1, guard_why_at + UPGGUARD_WHY_MAX);
+	memcpy(guard_why, prefix, guard_why_at);
+	free(prefix);
 	guard_envp[nenv++] = guard_why;
 	return (0);
 }
@@ -331,7 +332,7 @@ upgguard_back(const char *why, int sig)
 		return;
 	guard_armed = 0;
 	p = guard_why + guard_why_at;
-	room = UPGGUARD_WHY_MAX - 8;
+	room = UPGGUARD_WHY_MAX - 8;	/* " NNN" and the NUL fit after */
 	for (i = 0; why[i] != '\0' && i < room; i++)
 		*p++ = why[i];
 	if (sig > 0) {
