@@ -10,6 +10,7 @@ client can connect while no agentd runs in the pid.
 
 import hashlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -478,7 +479,7 @@ class UpgradeRollbackTest(UpgradeTestCase):
         cat = self.create(id='cat', cmd='cat', stdin=True)
         self.stdin('cat', text='before\n')
         ck = self.read_until('flow', b'line 3\n')
-        return flow, tty, cat, ck
+        return flow, tty, cat, ck, self.fds(self.healthz()['pid'])
 
     def blocked_in_open(self, pid):
         """Whether pid runs agentd (not the wrapper) and waits in open()."""
@@ -490,7 +491,20 @@ class UpgradeRollbackTest(UpgradeTestCase):
             return False
         return exe.endswith('agentd-real') and nr in ('257', '56', '2')
 
-    def rolled_back(self, pid, flow, tty, cat, ck, why):
+    def fds(self, pid):
+        """What pid holds open, but sockets, pipes (connections and
+        sessions come and go) and the port feed's walk of /proc."""
+        out = []
+        for fd in os.listdir('/proc/%d/fd' % pid):
+            try:
+                link = os.readlink('/proc/%d/fd/%s' % (pid, fd))
+            except OSError:
+                continue
+            if not link.startswith(('socket:', 'pipe:', '/proc')):
+                out.append(re.sub(r'\[\d+\]|\(deleted\)', '', link).strip())
+        return sorted(out)
+
+    def rolled_back(self, pid, flow, tty, cat, ck, fds, why):
         deadline = time.monotonic() + 20
         while self.metric('agentd_upgrade_rollbacks_total') < 1:
             self.assertLess(time.monotonic(), deadline, self.agentd.stderr()[-3000:])
@@ -514,6 +528,11 @@ class UpgradeRollbackTest(UpgradeTestCase):
                          ['sandbox.upgrade_failed'], ev)
         self.assertIn(why, ev['events'][0]['reason'])
         self.assertIn('did not take over', self.agentd.stderr())
+        # Nothing of the failed binary, the old image, the record or the
+        # state is left open.
+        self.assertEqual(self.fds(pid), fds)
+        self.assertFalse([f for f in fds if 'fifo' in f or os.path.basename(
+            f).startswith(('agentd-', 'memfd:agentd-'))], fds)
         # And a good upgrade goes through afterwards.
         self.upgrade(self.new_binary('agentd-good'))
         self.assertEqual(self.wait_upgraded(1)['pid'], pid)
