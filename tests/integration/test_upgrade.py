@@ -170,6 +170,14 @@ class UpgradeTest(UpgradeTestCase):
         self.assertEqual(self.get('keep')['pid'], s['pid'])
         self.assertEqual(self.get('keep')['state'], 'running')
         self.assertEqual(self.metric('agentd_upgrades_total'), 2)
+        # The old images and the rollback records are closed once the
+        # new agentd took over: no session inherits them.
+        links = [os.readlink('/proc/%d/fd/%s' % (pid, fd))
+                 for fd in os.listdir('/proc/%d/fd' % pid)]
+        self.assertFalse([l for l in links if 'agentd-rollback' in l or
+                          'agentd-upgrade' in l or l.endswith(
+                              ('/agentd', '/a1', '/a2'))], links)
+        self.assertEqual(self.metric('agentd_upgrade_rollbacks_total'), 0)
         ev = self.events(types='sandbox.upgraded')
         self.assertEqual(len(ev['events']), 2)
         self.expect(self.delete('keep'), 200)
