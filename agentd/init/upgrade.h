@@ -31,8 +31,8 @@
  * sandbox.upgraded {from_version, to_version}, and goes on with what it
  * could restore (envd's /init state too: envstate.h): a state refused
  * whole, or a section it cannot use, is logged and dropped, never fatal.
- * A session leader that exited during
- * the hand-over is reaped by it and reported with its exit code.
+ * A session leader that exited during the hand-over is reaped by it and
+ * reported with its exit code.
  *
  * Event loop thread only.
  */
