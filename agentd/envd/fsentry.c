@@ -23,6 +23,10 @@
 #include "proto.h"
 #include "util.h"
 
+#ifndef XATTR_NAME_MAX
+#define XATTR_NAME_MAX	255	/* <linux/limits.h>; musl's <limits.h> has none */
+#endif
+
 #define FSENTRY_NAME_BUF	1024	/* bytes for getpwuid_r's strings */
 #define FSENTRY_XLIST_MAX	65536	/* bytes of a file's xattr names read */
 
