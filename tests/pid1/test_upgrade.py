@@ -6,6 +6,7 @@ gives way to the old one, and PID 1 lives on."""
 import os
 import re
 import shutil
+import socket
 import time
 
 from pid1lib import QUICK, Pid1TestCase, agentd_path, wait_for
@@ -57,10 +58,9 @@ class UpgradeTest(Pid1TestCase):
         rc, _ = a.stop(expect_within=QUICK)
         self.assertEqual(rc, 0, a.stderr())
 
-    def test_pid1_rollback(self):
-        # A new binary that passes its check but does not take the old
-        # argv: as PID 1 it would run on defaults (another socket, no
-        # --listen), or crash; the old binary runs again instead.
+    def rollback_as_pid1(self, extra, why):
+        """Upgrade PID 1 to a binary that passes its check, then runs
+        agentd with extra flags: the old binary must run again."""
         a = self.start(pid1=True, companion=['sleep', '1000'])
         real = os.path.join(a.dir, 'agentd-real')
         shutil.copyfile(agentd_path(), real)
@@ -68,13 +68,14 @@ class UpgradeTest(Pid1TestCase):
         bad = os.path.join(a.dir, 'agentd-bad')
         with open(bad, 'w') as f:
             f.write('#!/bin/sh\n[ "$1" = --upgrade-check ] && exec %s "$@"\n'
-                    'exec %s --no-such-flag\n' % (real, real))
+                    'exec %s %s "$@"\n' % (real, real, extra))
         os.chmod(bad, 0o755)
         keep = a.create('sleep 1000', id='keep')
         st, j = a.request('POST', '/v1/sandbox/upgrade', {'path': bad})
         self.assertEqual(st, 202, j)
         wait_for(lambda: 'did not take over' in a.stderr(), 20,
                  interval=0.05, what='the rollback')
+        self.assertIn(why, a.stderr())
         st, h = a.request('GET', '/healthz')
         self.assertEqual((st, h['pid'], h['upgrades']), (200, 1, 0))
         self.assertEqual(a.get('keep')['pid'], keep['pid'])
@@ -85,6 +86,22 @@ class UpgradeTest(Pid1TestCase):
         self.assertEqual((len(started), adopted), (1, started), log)
         rc, _ = a.stop(expect_within=QUICK)
         self.assertEqual(rc, 0, a.stderr())
+
+    def test_pid1_rollback(self):
+        # A flag it does not know: as PID 1 it would run on the defaults
+        # (another socket, no --listen); the old binary runs instead.
+        self.rollback_as_pid1('--no-such-flag', 'bad configuration')
+
+    def test_pid1_rollback_fatal(self):
+        # An address it cannot bind: as PID 1 that is fatal (a power-off).
+        busy = socket.socket()
+        busy.bind(('127.0.0.1', 0))
+        busy.listen(1)
+        try:
+            self.rollback_as_pid1('--listen 127.0.0.1:%d' %
+                                  busy.getsockname()[1], 'fatal')
+        finally:
+            busy.close()
 
     def test_companion_supervised_after(self):
         # The companion handed over is still supervised: its output is
