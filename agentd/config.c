@@ -117,6 +117,10 @@ static const struct opt opts[] = {
 	  "(default 1000)" },
 	{ "shutdown-grace", OPT_MILLIS, OFF(shutdown_grace_ms), 0, 3600000, "MS",
 	  "SIGTERM to SIGKILL on shutdown (default 5000; units ms/s/m)" },
+	{ "upgrade-ready-timeout", OPT_MILLIS, OFF(upgrade_ready_ms), 100,
+	  3600000, "MS", "a live upgrade's new agentd must have taken the state "
+	  "over within this, else it execs the old binary again (default "
+	  "60000; units ms/s/m)" },
 	{ "shutdown", OPT_SHUTDOWN, OFF(shutdown_reboot), 0, 0, "poweroff|reboot",
 	  "as PID 1, how to end the machine (default poweroff)" },
 	{ "max-connections", OPT_COUNT, OFF(max_connections), 1, 1000000, "N",
@@ -274,6 +278,7 @@ config_defaults(struct config *cfg)
 	cfg->stdin_buffer = CONFIG_STDIN_BUFFER_DEFAULT;
 	cfg->pipe_bytes = CONFIG_PIPE_BYTES_DEFAULT;
 	cfg->shutdown_grace_ms = CONFIG_SHUTDOWN_GRACE_DEFAULT;
+	cfg->upgrade_ready_ms = CONFIG_UPGRADE_READY_DEFAULT;
 	cfg->max_connections = CONFIG_MAX_CONNECTIONS_DEFAULT;
 	cfg->idle_timeout_ms = CONFIG_IDLE_TIMEOUT_DEFAULT;
 	cfg->header_timeout_ms = CONFIG_HEADER_TIMEOUT_DEFAULT;

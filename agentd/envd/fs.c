@@ -24,6 +24,7 @@
 
 #include "config.h"
 #include "connect.h"
+#include "envstate.h"
 #include "fileio.h"
 #include "files.h"
 #include "fs.h"
@@ -297,7 +298,7 @@ fs_path(struct envd_call *call, json_t *msg, const char *name, char **out)
 		envd_reply_error(call, &err);
 		return (-1);
 	}
-	if ((p = fsentry_resolve(in, u->home, envd_default_workdir(), cause,
+	if ((p = fsentry_resolve(in, u->home, envstate_workdir(), cause,
 	    sizeof cause)) == NULL) {
 		envd_reply_fail(call, ENVD_INVALID_ARGUMENT, "%s", cause);
 		return (-1);

@@ -87,7 +87,7 @@
 LIST_HEAD(conn_peers, conn_peer);
 
 static struct event_base	*conn_base;	/* the loop (conn_start's) */
-const struct config	*conn_cfg;
+static const struct config	*conn_cfg;
 static struct conn_pool		*conn_pools[CONN_POOLS_MAX];	/* every evhttp's */
 static size_t			 npools;
 /* Connections accepted but not yet set up (conn_setup_cb's work). */
@@ -96,11 +96,9 @@ static struct event	*conn_setup_ev;
 /* Connections to close for the pending budget (conn_shed_cb's work). */
 static struct conns	 conn_shed = TAILQ_HEAD_INITIALIZER(conn_shed);
 static struct event	*conn_shed_ev;
-uint64_t		 conn_inflight;	/* bytes, every connection's */
 static uint64_t		 conn_inflight_max;
 static uint64_t		 conn_request_max; /* bytes, evhttp's largest */
 static uint64_t		 conn_shed_count;
-uint64_t		 conn_refused;	/* by the gate */
 static uint64_t		 conn_evicted;	/* unproven, for a new connection */
 static struct conn_peers conn_peers[CONN_PEER_BUCKETS];
 static uint64_t		 conn_inflight_high; /* bytes, since the last trim */
@@ -134,6 +132,8 @@ static void		 conn_peer_drop(struct conn *);
 static void		 conn_trim_cb(evutil_socket_t, short, void *);
 static char		*conn_peer_name(struct conn *, char *, size_t);
 static void		 conn_log_vsock(struct conn *);
+static void		 conn_prove(struct conn *);
+static void		 conn_uncount(struct conn *);
 
 /* Budgets and events, on the loop base. */
 void
@@ -141,6 +141,7 @@ conn_start(struct event_base *base, const struct config *c)
 {
 	conn_base = base;
 	conn_cfg = c;
+	conn_gate_init(c, conn_prove, conn_uncount);
 	if ((conn_setup_ev = event_new(conn_base, -1, 0, conn_setup_cb,
 	    NULL)) == NULL || (conn_shed_ev = event_new(conn_base, -1, 0,
 	    conn_shed_cb, NULL)) == NULL || (conn_trim_ev = evtimer_new(
@@ -418,7 +419,7 @@ conn_is_loopback(int fd)
 }
 
 /* A request came with the token: the connection is never evicted. */
-void
+static void
 conn_prove(struct conn *c)
 {
 	if (!c->unproven)
@@ -541,66 +542,6 @@ conn_reject(struct conn *c)
 }
 
 /*
- * Write an error straight to a connection that is about to be closed,
- * unless evhttp has an answer of its own under way; best effort: a full
- * socket buffer, or unread bytes that make the close a reset, may lose it.
- */
-void
-conn_send_error(struct conn *c, int status, const char *code,
-    const char *message)
-{
-	static const struct {
-		int		 status;
-		const char	*reason;
-	} reasons[] = {
-		{ 400, "Bad Request" }, { 401, "Unauthorized" },
-		{ 403, "Forbidden" }, { 413, "Payload Too Large" },
-		{ 417, "Expectation Failed" },
-		{ 431, "Request Header Fields Too Large" },
-		{ 503, "Service Unavailable" },
-		{ 507, "Insufficient Storage" },
-		{ 505, "HTTP Version Not Supported" },
-	};
-	struct iovec	 iov[2];
-	struct msghdr	 msg;
-	char		 head[320], body[320], date[40];
-	const char	*reason = "Error";
-	ssize_t		 n;
-	size_t		 i;
-
-	http_count(status);
-	if (c->fd < 0 || evbuffer_get_length(bufferevent_get_output(
-	    evhttp_connection_get_bufferevent(c->evcon))) > 0)
-		return;
-	iov[1].iov_base = body;
-	/* code NULL: envd's shape, for the spool's refusals (gate.c). */
-	iov[1].iov_len = (size_t)(code == NULL ? snprintf(body, sizeof body,
-	    "{\"code\": %d, \"message\": \"%s\"}\n", status, message) :
-	    snprintf(body, sizeof body,
-	    "{\"error\": {\"code\": \"%s\", \"message\": \"%s\"}}\n", code,
-	    message));
-	for (i = 0; i < nitems(reasons); i++) {
-		if (reasons[i].status == status)
-			reason = reasons[i].reason;
-	}
-	http_date(date, sizeof date);
-	iov[0].iov_base = head;
-	iov[0].iov_len = (size_t)snprintf(head, sizeof head,
-	    "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: application/json\r\n"
-	    "Content-Length: %zu\r\n"
-	    "Date: %s\r\n"
-	    "%s"
-	    "Connection: close\r\n\r\n", status, reason, iov[1].iov_len, date,
-	    status == 401 ? "WWW-Authenticate: Bearer\r\n" : "");
-	memset(&msg, 0, sizeof msg);
-	msg.msg_iov = iov;
-	msg.msg_iovlen = 2;
-	n = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-	(void)n;
-}
-
-/*
  * Bytes arrived on a connection: count them until its answer.  A connection
  * that sends more than any request may hold (evhttp would read and drop
  * an oversized body to its declared end before answering) is closed with a
@@ -698,7 +639,7 @@ conn_shed_cb(evutil_socket_t fd, short events, void *arg)
  * 60 connections' bodies stayed after they closed): trim it a moment
  * later, once for a burst of closes.  musl gives it back by itself.
  */
-void
+static void
 conn_uncount(struct conn *c)
 {
 	struct timeval	tv = { 0, CONN_TRIM_MS * 1000 };
@@ -719,15 +660,6 @@ conn_trim_cb(evutil_socket_t fd, short events, void *arg)
 #ifdef __GLIBC__
 	malloc_trim(0);
 #endif
-}
-
-/* Start (or restart) the connection's deadline. */
-void
-conn_arm(struct conn *c, int64_t ms)
-{
-	struct timeval	tv;
-
-	evtimer_add(c->deadline, timeval_ms(&tv, ms));
 }
 
 /* No whole request arrived in time: close the connection. */
@@ -863,7 +795,7 @@ conn_metrics(struct proto_buf *b)
 	    "agentd_http_shed_total %llu\n"
 	    "# TYPE agentd_http_inflight_bytes gauge\n"
 	    "agentd_http_inflight_bytes %llu\n",
-	    (unsigned long long)conn_refused,
+	    (unsigned long long)conn_gate_refused(),
 	    (unsigned long long)conn_evicted,
 	    (unsigned long long)conn_shed_count,
 	    (unsigned long long)conn_inflight);

@@ -625,5 +625,87 @@ class SdkTokenTest(SdkTest):
         self.run_sdk(self.agentd.token)
 
 
+class UpgradeCase(EnvdCase):
+    """What /init set survives live upgrades (issue 38 R5-3): the default
+    user, workdir and variables, and the token's origin."""
+
+    def upgrade(self, n):
+        """Upgrade to a copy of agentd (over the unix socket: no token)."""
+        path = os.path.join(self.agentd.dir, 'agentd-%d' % n)
+        shutil.copyfile(self.agentd.binary, path)
+        os.chmod(path, 0o755)
+        u = self.agentd.unix_client()
+        r = u.request('POST', '/v1/sandbox/upgrade', json_body={'path': path})
+        self.assertEqual(r.status, 202, r.body)
+        deadline = time.monotonic() + 20 * SLOW
+        while True:
+            try:
+                h = self.agentd.unix_client().request('GET', '/healthz')
+                if h.status == 200 and h.json['upgrades'] == n:
+                    return
+            except (AssertionError, OSError):
+                pass
+            self.assertLess(time.monotonic(), deadline, self.agentd.stderr())
+            time.sleep(0.05)
+
+    def same_call(self, tok):
+        h = {'X-Access-Token': tok}
+        events, end = self.stream('process.Process/Start', {'process': {
+            'cmd': '/bin/sh', 'args': ['-c', 'id -u; echo "$A $B"; pwd']}},
+            headers=h)
+        self.assertEqual(end, {})
+        self.assertEqual(self.output(events), b'65534\n1 two\n/tmp\n')
+        st, ct, data = self.raw('GET', '/envs', headers=h)
+        self.assertEqual((st, json.loads(data)), (200, {'A': '1', 'B': 'two'}))
+
+
+class UpgradeTest(UpgradeCase):
+
+    def test_init_survives_two_upgrades(self):
+        st, ct, data = self.raw('POST', '/init', json.dumps(
+            {'envVars': {'A': '1', 'B': 'two'}, 'defaultUser': 'nobody',
+             'defaultWorkdir': '/tmp', 'accessToken': 'tok1'}).encode())
+        self.assertEqual(st, 204, data)
+        self.same_call('tok1')
+        for n in (1, 2):
+            self.upgrade(n)
+            self.same_call('tok1')
+        # The token is still /init's: a later /init replaces it.
+        st, ct, data = self.raw('POST', '/init', b'{"accessToken": "tok2"}',
+                                headers={'X-Access-Token': 'tok1'})
+        self.assertEqual(st, 204, data)
+        st, ct, data = self.raw('GET', '/envs',
+                                headers={'X-Access-Token': 'tok1'})
+        self.assertEqual(st, 401)
+        self.same_call('tok2')
+
+    def test_nothing_set(self):
+        # Nothing set before: nothing after (root, no variables).
+        self.upgrade(1)
+        st, ct, data = self.raw('GET', '/envs')
+        self.assertEqual((st, data), (200, b'{}'))
+        events, _ = self.start('id -u')
+        self.assertEqual(self.output(events), b'%d\n' % os.geteuid())
+
+
+class UpgradeTokenFileTest(UpgradeCase):
+    token = True
+
+    def test_token_file_stays(self):
+        # --token-file's token is never /init's to replace, before or
+        # after an upgrade.
+        for n in (0, 1):
+            if n:
+                self.upgrade(n)
+            st, ct, data = self.raw('POST', '/init',
+                                    b'{"accessToken": "other"}')
+            self.assertEqual(st, 204, data)
+            st, ct, data = self.raw('GET', '/envs',
+                                    headers={'X-Access-Token': 'other'})
+            self.assertEqual(st, 401)
+            st, ct, data = self.raw('GET', '/envs')
+            self.assertEqual(st, 200)
+
+
 if __name__ == '__main__':
     unittest.main()
