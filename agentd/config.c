@@ -1,6 +1,10 @@
 /*
  * config.c -- flags, environment and kernel command line into a struct config.
  */
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -156,6 +160,20 @@ static const struct opt opts[] = {
 	{ "ports-feed-interval", OPT_MILLIS, OFF(ports_feed_interval_ms), 0,
 	  60000, "MS", "otherwise this often, for the port.opened and "
 	  "port.closed events (default 1000; 0: only while asked)" },
+	{ "forward-localhost", OPT_BOOL, OFF(forward_localhost), 0, 1, "0|1",
+	  "make TCP services listening on loopback only reachable on "
+	  "--forward-address, same port (default 1 as PID 1, else 0)" },
+	{ "forward-address", OPT_STRING, OFF(forward_address), 0, 0, "ADDR",
+	  "the address forwards listen on (default the IPv4 address of the "
+	  "interface with the default route)" },
+	{ "forward-max", OPT_COUNT, OFF(forward_max), 0, 65535, "N",
+	  "ports forwarded at once (default 64)" },
+	{ "forward-max-conns", OPT_COUNT, OFF(forward_max_conns), 1, 100000,
+	  "N", "open connections of one forward; one more is closed at once "
+	  "(default 128)" },
+	{ "forward-buffer", OPT_SIZE, OFF(forward_buffer), 4096, 64u << 20,
+	  "BYTES", "bytes a forwarded connection holds in each direction "
+	  "before it stops reading (default 64KiB)" },
 	{ "max-file-jobs", OPT_COUNT, OFF(max_file_jobs), 1, 100000, "N",
 	  "GET, PUT and stat calls of /v1/files running at once, each on a "
 	  "thread; one more gets 429 (default 64)" },
@@ -289,6 +307,10 @@ config_defaults(struct config *cfg)
 	cfg->max_file_jobs = CONFIG_MAX_FILE_JOBS_DEFAULT;
 	cfg->ports_interval_ms = CONFIG_PORTS_INTERVAL_DEFAULT;
 	cfg->ports_feed_interval_ms = CONFIG_PORTS_FEED_INTERVAL_DEFAULT;
+	cfg->forward_localhost = -1;
+	cfg->forward_max = CONFIG_FORWARD_MAX_DEFAULT;
+	cfg->forward_max_conns = CONFIG_FORWARD_MAX_CONNS_DEFAULT;
+	cfg->forward_buffer = CONFIG_FORWARD_BUFFER_DEFAULT;
 	cfg->max_fetch_bytes = CONFIG_MAX_FETCH_BYTES_DEFAULT;
 	cfg->restore_window_ms = CONFIG_RESTORE_WINDOW_DEFAULT;
 	cfg->rtc_interval_ms = CONFIG_RTC_INTERVAL_DEFAULT;
@@ -635,7 +657,7 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 {
 	struct option	 longopts[nitems(opts) + 3];
 	enum source	 seen[nitems(opts)];
-	char		*env, *name, *v;
+	char		*env, *name, *v, buf[16];
 	size_t		 i;
 	int		 c, idx, error = 0;
 
@@ -731,6 +753,16 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 		return (-1);
 	}
 
+	/* Forwarding is a sandbox's: on by default as its PID 1 only. */
+	if (cfg->forward_localhost == -1)
+		cfg->forward_localhost = cfg->pid1;
+	if (cfg->forward_address != NULL &&
+	    inet_pton(AF_INET, cfg->forward_address, buf) != 1 &&
+	    inet_pton(AF_INET6, cfg->forward_address, buf) != 1) {
+		fprintf(stderr, "agentd: --forward-address: '%s' is not an "
+		    "IPv4 or IPv6 address\n", cfg->forward_address);
+		return (-1);
+	}
 	if (config_read_token(cfg) != 0 || config_env_defaults(cfg) != 0)
 		return (-1);
 	if (cfg->token != NULL) {
@@ -795,6 +827,7 @@ config_free(struct config *cfg)
 	free(cfg->env_file);
 	free(cfg->socket_path);
 	free(cfg->envd_spool_dir);
+	free(cfg->forward_address);
 	free(cfg->token_file);
 	if (cfg->token != NULL)
 		explicit_bzero(cfg->token, cfg->token_len);

@@ -9,6 +9,7 @@
 #include <event2/http.h>
 
 #include "config.h"
+#include "forward.h"
 #include "hold.h"
 #include "http.h"
 #include "ports.h"
@@ -58,15 +59,24 @@ ports_api_init(struct event_base *base, const struct config *cfg)
 static void
 ports_api_start(void)
 {
+	int64_t	feed;
+
 	if (ports_started)
 		return;
 	ports_started = 1;
 	ports_init(ports_base, ports_cfg->ports_interval_ms,
 	    ports_cfg->pid1);
 	ports_set_changed(ports_api_changed);
-	if (ports_cfg->ports_feed_interval_ms > 0) {
+	feed = ports_cfg->ports_feed_interval_ms;
+	if (ports_cfg->forward_localhost &&
+	    forward_init(ports_base, ports_cfg->forward_address,
+	    ports_cfg->forward_max, ports_cfg->forward_max_conns,
+	    ports_cfg->forward_buffer) == 0 &&
+	    (feed == 0 || feed > FORWARD_INTERVAL_MS))
+		feed = FORWARD_INTERVAL_MS;	/* forwards within a second */
+	if (feed > 0) {
 		ports_baseline();
-		ports_feed(ports_cfg->ports_feed_interval_ms);
+		ports_feed(feed);
 	}
 }
 
@@ -135,8 +145,8 @@ ports_api_answer(struct evhttp_request *req, int port)
 	const struct ports_set		*set = ports_current();
 	const struct ports_entry	*e;
 	struct proto_buf		 b = { 0 };
-	const char			*sid, *sep = "";
-	size_t				 i;
+	const char			*sid, *sep = "", *on;
+	size_t				 i, conns;
 
 	proto_buf_printf(&b, "{\"ports\": [");
 	for (i = 0; i < set->n; i++) {
@@ -153,6 +163,12 @@ ports_api_answer(struct evhttp_request *req, int port)
 		proto_buf_printf(&b, ", \"session\": ");
 		if ((sid = ports_session(e)) != NULL)
 			proto_buf_json_string(&b, sid, strlen(sid));
+		else
+			proto_buf_printf(&b, "null");
+		proto_buf_printf(&b, ", \"forward\": ");
+		if ((on = forward_of(e, &conns)) != NULL)
+			proto_buf_printf(&b, "{\"forwarded_on\": \"%s\", "
+			    "\"connections\": %zu}", on, conns);
 		else
 			proto_buf_printf(&b, "null");
 		proto_buf_printf(&b, "}");
@@ -180,6 +196,7 @@ ports_api_changed(void)
 {
 	struct ports_waiter	*w, *next;
 
+	forward_sync(ports_current());
 	for (w = TAILQ_FIRST(&ports_waiters); w != NULL; w = next) {
 		next = TAILQ_NEXT(w, entry);
 		if (ports_api_held(w->port))
@@ -228,7 +245,9 @@ ports_api_free(void)
 
 	while ((w = TAILQ_FIRST(&ports_waiters)) != NULL)
 		ports_api_done(w, 1);
-	if (ports_started)
+	if (ports_started) {
+		forward_free();
 		ports_free();
+	}
 	ports_started = 0;
 }
