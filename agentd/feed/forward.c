@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <arpa/inet.h>
@@ -25,11 +26,14 @@
 #include <event2/listener.h>
 
 #include "forward.h"
+#include "http.h"
 #include "log.h"
 #include "ports.h"
 #include "proto.h"
 #include "upgstate.h"
 #include "util.h"
+
+#define FORWARD_OWN_MAX	64	/* agentd's listeners looked at */
 
 /* One side of a connection: 0 the client's, 1 the service's. */
 struct fwd_side {
@@ -80,6 +84,8 @@ static void	fwd_write(struct bufferevent *, void *);
 static void	fwd_event(struct bufferevent *, short, void *);
 static int	fwd_side_of(struct fwd_conn *, struct bufferevent *);
 static int	fwd_loopback(const char *);
+static size_t	fwd_own_inodes(uint64_t *, size_t);
+static int	fwd_own(uint64_t, const uint64_t *, size_t);
 
 static TAILQ_HEAD(, forward)	 fwd_list = TAILQ_HEAD_INITIALIZER(fwd_list);
 static struct event_base	*fwd_base;	/* NULL: forwarding is off */
@@ -204,6 +210,34 @@ fwd_loopback(const char *addr)
 	return (strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0);
 }
 
+/* The socket inodes of agentd's own listeners (its API's, envd's). */
+static size_t
+fwd_own_inodes(uint64_t *own, size_t max)
+{
+	const char	*names[FORWARD_OWN_MAX];
+	int		 fds[FORWARD_OWN_MAX];
+	struct stat	 st;
+	size_t		 n, i, k = 0;
+
+	n = http_listener_fds(fds, names, max);
+	for (i = 0; i < n; i++) {
+		if (fstat(fds[i], &st) == 0)
+			own[k++] = (uint64_t)st.st_ino;
+	}
+	return (k);
+}
+
+/* Whether inode is one of own[n]. */
+static int
+fwd_own(uint64_t inode, const uint64_t *own, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n && own[i] != inode; i++)
+		;
+	return (i < n);
+}
+
 /* The forward of a port, or NULL. */
 static struct forward *
 fwd_find(uint16_t port)
@@ -300,12 +334,13 @@ forward_sync(const struct ports_set *set)
 {
 	const struct ports_entry	*e, *lo;
 	struct forward			*f, *next;
-	size_t				 i, k;
-	pid_t				 self = getpid();
+	uint64_t			 own[FORWARD_OWN_MAX];
+	size_t				 i, k, nown;
 	int				 covered;
 
 	if (fwd_base == NULL || fwd_lookup() != 0)
 		return;
+	nown = fwd_own_inodes(own, nitems(own));
 	TAILQ_FOREACH(f, &fwd_list, entry)
 		f->wanted = 0;
 	fwd_skipped = 0;
@@ -325,8 +360,8 @@ forward_sync(const struct ports_set *set)
 			    strcmp(e->address, "::") == 0)
 				covered = 1;
 			else if (lo == NULL && fwd_loopback(e->address) &&
-			    e->resolved && e->pid != self)
-				lo = e;		/* a service's, not agentd's API */
+			    !fwd_own(e->inode, own, nown))
+				lo = e;	/* a service's, not agentd's API */
 		}
 		if (lo == NULL || covered)
 			continue;

@@ -141,6 +141,9 @@ class ForwardTest(ForwardTestCase):
         self.assertEqual(len(own), 1, entries)
         self.assertIsNone(own[0]['forward'])
         self.assertIn(own[0]['pid'], (None, self.agentd.proc.pid))  # looked up
+        # agentd's own API on 127.0.0.1 is not a service to forward.
+        with self.assertRaises(ConnectionRefusedError):
+            socket.create_connection((OUT, self.agentd.port), timeout=5)
         st = self.stat()['forward']
         self.assertTrue(st['enabled'])
         self.assertEqual(st['address'], OUT)
@@ -293,7 +296,7 @@ class ForwardLimitsTest(ForwardTestCase):
 
     def test_max_conns_and_buffer(self):
         port = free_port()
-        svc = Service('127.0.0.1', port, rcvbuf=4096)
+        svc = Service('127.0.0.1', port, rcvbuf=65536)
         self.addCleanup(svc.close)
         c1, _ = self.reach(port)
         a1 = svc.accept()
@@ -373,7 +376,7 @@ class ForwardUpgradeTest(ForwardTestCase):
 
     def test_upgrade_keeps_forwards_and_connections(self):
         port = free_port()
-        svc = Service('127.0.0.1', port, rcvbuf=4096)
+        svc = Service('127.0.0.1', port, rcvbuf=65536)
         self.addCleanup(svc.close)
         c, _ = self.reach(port)
         a = svc.accept()
@@ -406,8 +409,10 @@ class ForwardUpgradeTest(ForwardTestCase):
         a.sendall(b'after')
         self.assertEqual(c.recv(5), b'after')
         self.assertEqual(self.metric('agentd_forward_conns'), 1)
-        # The listener came across: a new connection, and a half-close.
-        c2, _ = self.reach(port, timeout=1)
+        # The listener came across and stays (the successor's refreshes
+        # keep it): a new connection, and a half-close.
+        time.sleep(2.5)
+        c2, _ = self.reach(port, timeout=0.5)
         a2 = svc.accept()
         c2.sendall(b'new')
         self.assertEqual(a2.recv(3), b'new')
