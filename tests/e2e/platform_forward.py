@@ -42,6 +42,14 @@ def ports(vm, port):
     return doc.get("ports", []) if st == 200 and isinstance(doc, dict) else []
 
 
+def stop(vm, port):
+    """Kill the service on port (busybox's httpd is "busybox" to pidof)."""
+    pids = {e["pid"] for e in ports(vm, port) if e.get("pid") and e["pid"] != 1}
+    for pid in pids:
+        vm.sh(f"kill {pid}")
+    return pids
+
+
 def checks(vm):
     host = vm.host_port(8000)
     code, out = vm.sh("mkdir -p /tmp/www && echo hello-forward > /tmp/www/index.html"
@@ -67,15 +75,21 @@ def checks(vm):
     check("forward: 50 requests in a row", ok == 50,
           f"{ok}/50 in {time.monotonic() - t0:.2f} s")
     # Stopped: the forward goes; started again: it comes back.
-    vm.sh("kill $(pidof httpd)")
+    check("forward: the service's pid listed", stop(vm, 8000), repr(ports(vm, 8000)))
     took = wait(host, False, 10)
-    check("forward: gone once the service stops", took is not None and took < 5,
-          f"after {took} s")
+    check("forward: nothing answers once the service stops", took is not None and
+          took < 5, f"after {took} s")
+    t0 = time.monotonic()
+    while ports(vm, 8000) and time.monotonic() - t0 < 10:
+        time.sleep(0.1)
+    left = ports(vm, 8000)
+    check("forward: agentd's listener on 169.254.0.21:8000 gone within seconds",
+          not left, f"{left} after {time.monotonic() - t0:.1f} s")
     vm.sh("busybox httpd -p 127.0.0.1:8000 -h /tmp/www")
     took = wait(host, True, 10)
     check("forward: back once it starts again", took is not None and took < 5,
           f"after {took} s")
-    vm.sh("kill $(pidof httpd)")
+    stop(vm, 8000)
     # A service on 0.0.0.0 gets no second listener.
     vm.sh("busybox httpd -p 0.0.0.0:8001 -h /tmp/www")
     time.sleep(2.5)
@@ -84,4 +98,4 @@ def checks(vm):
           len(entries) == 1 and entries[0].get("forward") is None, repr(entries))
     check("forward: that service answers by itself",
           get(vm.host_port(8001)) == (200, b"hello-forward\n"))
-    vm.sh("kill $(pidof httpd)")
+    stop(vm, 8001)
