@@ -203,11 +203,14 @@ fwd_lookup(void)
 	return (0);
 }
 
-/* Whether an address is loopback: 127.0.0.0/8 or ::1. */
+/*
+ * Whether an address is localhost's as envd's: 127.0.0.1 or ::1 (not the
+ * rest of 127.0.0.0/8: a resolver's stub on 127.0.0.53 stays inside).
+ */
 static int
 fwd_loopback(const char *addr)
 {
-	return (strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0);
+	return (strcmp(addr, "127.0.0.1") == 0 || strcmp(addr, "::1") == 0);
 }
 
 /* The socket inodes of agentd's own listeners (its API's, envd's). */

@@ -1,6 +1,6 @@
 /*
  * forward.h -- services on localhost reach the platform: a TCP service
- * that listens only on loopback (127.0.0.0/8 or ::1) gets a listener on
+ * that listens only on localhost (127.0.0.1 or ::1, as envd) gets a listener on
  * the sandbox's outward address and the same port, and each connection
  * accepted there is spliced to the service, in the loop, with no helper
  * process (envd runs a socat per port).

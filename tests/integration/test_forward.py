@@ -204,6 +204,17 @@ class ForwardTest(ForwardTestCase):
             a.close()
         self.assertEqual(self.metric('agentd_forwards'), 0)
 
+    def test_only_localhost_as_envd(self):
+        # 127.0.0.3 is loopback but not localhost's: it stays inside (a
+        # resolver's stub on 127.0.0.53 is not for the platform).
+        port = free_port()
+        svc = Service('127.0.0.3', port)
+        self.addCleanup(svc.close)
+        time.sleep(2.5)
+        self.assertIsNone(self.ports(port)[0]['forward'])
+        with self.assertRaises(ConnectionRefusedError):
+            socket.create_connection((OUT, port), timeout=5)
+
     def test_stop_and_start_again(self):
         port = free_port()
         svc = Service('127.0.0.1', port)
