@@ -2,6 +2,7 @@
  * config.c -- flags, environment and kernel command line into a struct config.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <arpa/inet.h>
 
@@ -162,7 +163,8 @@ static const struct opt opts[] = {
 	  "port.closed events (default 1000; 0: only while asked)" },
 	{ "forward-localhost", OPT_BOOL, OFF(forward_localhost), 0, 1, "0|1",
 	  "make TCP services listening on loopback only reachable on "
-	  "--forward-address, same port (default 1 as PID 1, else 0)" },
+	  "--forward-address, same port (default 1 as the PID 1 of a VM, "
+	  "else 0)" },
 	{ "forward-address", OPT_STRING, OFF(forward_address), 0, 0, "ADDR",
 	  "the address forwards listen on (default the IPv4 address of the "
 	  "interface with the default route)" },
@@ -259,6 +261,7 @@ enum source {
 static int	config_set(struct config *, const struct opt *, const char *,
 		    enum source, enum source *);
 static int	config_read_token(struct config *);
+static int	config_machine(void);
 static void	config_usage(FILE *);
 static void	config_defaults(struct config *);
 static char	*config_env_name(const struct opt *);
@@ -628,6 +631,17 @@ config_vsock_alias(struct config *cfg, const char *value, enum source *seen)
 	return (-1);
 }
 
+/* Whether agentd is in the initial PID namespace (pid1.c's test). */
+static int
+config_machine(void)
+{
+	struct stat	st;
+
+	if (stat("/proc/self/ns/pid", &st) == -1)
+		return (1);	/* no /proc: a machine's init */
+	return (st.st_ino == 0xeffffffcu);	/* PROC_PID_INIT_INO */
+}
+
 /* Print the usage, one line per flag. */
 static void
 config_usage(FILE *f)
@@ -753,9 +767,14 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 		return (-1);
 	}
 
-	/* Forwarding is a sandbox's: on by default as its PID 1 only. */
+	/*
+	 * Forwarding is a sandbox's: on by default as the init of a machine
+	 * (a VM: PID 1 of the initial PID namespace), whose outward side is
+	 * the platform's; off in a container, whose network may be the
+	 * host's, and elsewhere.
+	 */
 	if (cfg->forward_localhost == -1)
-		cfg->forward_localhost = cfg->pid1;
+		cfg->forward_localhost = cfg->pid1 && config_machine();
 	if (cfg->forward_address != NULL &&
 	    inet_pton(AF_INET, cfg->forward_address, buf) != 1 &&
 	    inet_pton(AF_INET6, cfg->forward_address, buf) != 1) {
