@@ -362,7 +362,8 @@ class ForwardOffTest(ForwardTestCase):
                                 '--listen', '127.0.0.1:1'],
                                capture_output=True, text=True, timeout=10)
             self.assertNotEqual(p.returncode, 0)
-            self.assertIn('--forward-address', p.stderr)
+            self.assertIn("--forward-address: '%s' is not an IPv4 or IPv6 " % bad,
+                          p.stderr)
 
 
 class ForwardFlagAddressTest(ForwardTestCase):
