@@ -162,9 +162,9 @@ static const struct opt opts[] = {
 	  60000, "MS", "otherwise this often, for the port.opened and "
 	  "port.closed events (default 1000; 0: only while asked)" },
 	{ "forward-localhost", OPT_BOOL, OFF(forward_localhost), 0, 1, "0|1",
-	  "make TCP services listening on loopback only reachable on "
-	  "--forward-address, same port (default 1 as the PID 1 of a VM, "
-	  "else 0)" },
+	  "make TCP services listening on localhost (127.0.0.1, ::1) only "
+	  "reachable on --forward-address, same port (default 1 as the PID 1 "
+	  "of a VM, else 0)" },
 	{ "forward-address", OPT_STRING, OFF(forward_address), 0, 0, "ADDR",
 	  "the address forwards listen on (default the IPv4 address of the "
 	  "interface with the default route)" },
