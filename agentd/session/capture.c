@@ -36,6 +36,7 @@
 #include "spawner.h"
 #include "stats.h"
 #include "stop.h"
+#include "turn.h"
 #include "util.h"
 
 #define SESSION_SMALL_READ	512	/* bytes read when FIONREAD says 0 */
@@ -85,26 +86,15 @@ session_pipe_size(struct session *s, int fd)
  * big turns (a pipe of --pipe-bytes holds more than a turn); many share
  * about SESSION_TURN_BUDGET, so a turn stays short for the requests
  * waiting behind it (six floods with a quarter MiB each made healthz 4x
- * slower).  The turn's first read activates turn_ev, which runs after the
- * callbacks already queued in this turn and starts the count again.
+ * slower).  The turn's first read starts the count again (turn.h).
  */
 static size_t
 session_turn_budget(void)
 {
-	if (!turn_open) {
-		turn_open = 1;
+	if (turn_look(session_turn))
 		turn_bytes = 0;
-		event_active(turn_ev, EV_TIMEOUT, 1);
-	}
 	return (turn_bytes < SESSION_TURN_BUDGET ? SESSION_READ_BUDGET :
 	    SESSION_READ_MAX);
-}
-
-/* The loop turn's output callbacks ran: the next read starts a new count. */
-void
-session_turn_cb(evutil_socket_t fd, short events, void *arg)
-{
-	turn_open = 0;
 }
 
 /*

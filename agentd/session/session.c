@@ -37,6 +37,7 @@
 #include "spawner.h"
 #include "stats.h"
 #include "stop.h"
+#include "turn.h"
 #include "util.h"
 
 #define SESSION_USAGE_MS	50	/* a view rereads the cgroup's usage
@@ -47,8 +48,7 @@ struct corpses_head corpses = LIST_HEAD_INITIALIZER(corpses);
 struct event		*sweep_ev;
 struct event_base	*session_base;	/* the capture loop */
 struct session_limits	 limits;
-struct event		*turn_ev;	/* ends a loop turn's count */
-int			 turn_open;	/* turn_ev is active */
+struct turn		*session_turn;	/* the reads' loop turn */
 static session_observer_fn	 observer;
 size_t			 nrunning;
 uint64_t			 ring_total;	/* bytes of every ring */
@@ -94,10 +94,9 @@ session_init(struct event_base *base, const struct session_limits *l,
 		log_warn("%s: --session-memory, --session-pids and --session-cpu "
 		    "not applied: containment is process_group", __func__);
 	sweep_ev = evtimer_new(session_base, session_sweep_cb, NULL);
-	turn_ev = event_new(session_base, -1, 0, session_turn_cb, NULL);
-	if (sweep_ev == NULL || turn_ev == NULL)
+	session_turn = turn_new(session_base);
+	if (sweep_ev == NULL)
 		fatal("%s: out of memory", __func__);
-	turn_open = 0;
 	pty_signals_snapshot();		/* main() has set SIGPIPE's */
 	spawner_init(base, limits.spawn_threads > 0 ? limits.spawn_threads :
 	    SPAWNER_THREADS_DEFAULT);

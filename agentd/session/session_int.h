@@ -127,8 +127,7 @@ extern LIST_HEAD(corpses_head, session_corpse) corpses;
 extern struct event		*sweep_ev;
 extern struct event_base	*session_base;	/* the capture loop */
 extern struct session_limits	 limits;
-extern struct event		*turn_ev;	/* ends a loop turn's count */
-extern int			 turn_open;	/* turn_ev is active */
+extern struct turn		*session_turn;	/* the reads' loop turn */
 extern size_t			 nrunning;
 extern uint64_t			 ring_total;	/* bytes of every ring */
 extern uint64_t			 kept_total;	/* bytes of session_bytes(),
@@ -142,7 +141,6 @@ void	session_read_cb(evutil_socket_t, short, void *);
 int	session_capture(struct session_out *, size_t budget);
 void	session_pipe_size(struct session *, int);
 int	session_pipe_exempt(void);
-void	session_turn_cb(evutil_socket_t, short, void *);
 void	session_publish(struct session *);
 void	session_close_out(struct session_out *);
 void	session_write_cb(evutil_socket_t, short, void *);
