@@ -342,7 +342,7 @@ session_upgrade_prepare(void)
 	struct session_corpse	*c, *next;
 
 	TAILQ_FOREACH(s, &sessions, entry)
-		session_publish(s);
+		session_flush(s);
 	for (c = LIST_FIRST(&corpses); c != NULL; c = next) {
 		next = LIST_NEXT(c, entry);
 		if (c->killed)
@@ -381,8 +381,10 @@ session_insert(struct session *s, const struct session_timers *t)
 	s->drain_ev = evtimer_new(session_base, session_drain_cb, s);
 	s->ttl_ev = evtimer_new(session_base, session_ttl_cb, s);
 	s->hup_ev = evtimer_new(session_base, session_hup_cb, &s->out[0]);
+	s->hold_ev = evtimer_new(session_base, session_hold_cb, s);
 	if (s->inq == NULL || s->timeout_ev == NULL || s->kill_ev == NULL ||
 	    s->drain_ev == NULL || s->ttl_ev == NULL || s->hup_ev == NULL ||
+	    s->hold_ev == NULL ||
 	    (s->in != -1 && s->in_ev == NULL))
 		fatal("%s: out of memory", __func__);
 	if (t->timeout_ms >= 0)
@@ -396,6 +398,8 @@ session_insert(struct session *s, const struct session_timers *t)
 	if (s->hup)
 		session_timer_add(s->hup_ev, s->hup_ms > 0 ? s->hup_ms :
 		    SESSION_HUP_POLL_MIN_MS);
+	if (s->out[0].carry_len > 0 || s->out[1].carry_len > 0)
+		session_timer_add(s->hold_ev, 0);	/* an older agentd's */
 	s->restored = 1;
 	TAILQ_INSERT_TAIL(&sessions, s, entry);
 	if (!s->exited)
