@@ -73,6 +73,8 @@ struct conn {
 	uint64_t		 chunked_total;	/* bytes of the chunked body */
 	size_t			 head_bytes;	/* of the head and trailer: evhttp
 						   takes HTTP_HEADERS_MAX in all */
+	uint64_t		 body_bytes;	/* the request's Content-Length */
+	int			 paused;	/* its socket is not read (conn_pause) */
 	int			 releasing;	/* the gate adds to the input */
 	/* envd's POST /files over --max-body: its body on disk (spool.h). */
 	struct spool		*spool;
@@ -96,5 +98,6 @@ void		 conn_gate(struct conn *, struct evbuffer *,
 void		 conn_prove(struct conn *);
 void		 conn_uncount(struct conn *);
 void		 conn_spool_drop(struct conn *);
+void		 conn_pause(struct conn *, int);
 
 #endif /* AGENTD_CONN_INT_H */
