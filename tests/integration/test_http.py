@@ -349,9 +349,17 @@ class HttpTest(AgentdTestCase):
         self.assertJsonError(st, hdrs, body, 400, 'invalid_request')
         self.assertIn(b'not an HTTP request', body)
 
-    def pipelined_then_half_close(self, reqs):
+    def pipelined_then_half_close(self, reqs, unix=False):
         """Send reqs on one connection, shut our side; every answer."""
-        r = self.raw()
+        if unix:
+            r = Raw.__new__(Raw)
+            r.s = socket.socket(socket.AF_UNIX)
+            r.s.settimeout(10.0 * SLOW)
+            r.s.connect(self.agentd.socket_path)
+            r.buf = b''
+            self.addCleanup(r.close)
+        else:
+            r = self.raw()
         r.send(b''.join(reqs))
         r.s.shutdown(socket.SHUT_WR)
         answers = []
@@ -388,6 +396,12 @@ class HttpTest(AgentdTestCase):
         self.assertEqual([a[0] for a in answers], [200, 404, 200, 200],
                          answers)
         self.assertIn(b'sessions', answers[2][2])
+        # The unix socket (vsock goes the same way: conn.c).
+        for _ in range(10):
+            answers = self.pipelined_then_half_close(
+                [get % (b'/healthz', b''), get % (b'/v1/sessions', b'')],
+                unix=True)
+            self.assertEqual([a[0] for a in answers], [200, 200])
         self.assertGreater(self.metric('agentd_http_pipelined_pauses_total'), 0)
 
     def test_a_request_cut_short_by_a_half_close_is_not_waited_for(self):
