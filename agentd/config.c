@@ -100,6 +100,9 @@ static const struct opt opts[] = {
 	  "kernel buffer of a pipe session's stdout and stderr, applied with "
 	  "CAP_SYS_RESOURCE or CAP_SYS_ADMIN only (default 1MiB; 0 keeps the "
 	  "kernel's 64KiB)" },
+	{ "utf8-hold", OPT_MILLIS, OFF(utf8_hold_ms), 0, 1000, "MS",
+	  "how long a chunk's last bytes wait for the rest of their UTF-8 "
+	  "character (default 10; 0: no wait)" },
 	{ "session-memory", OPT_SIZE, OFF(session_memory), 0, 1ull << 50,
 	  "BYTES", "memory.max of each session's cgroup, no swap (default 0: "
 	  "none); a request's limits.memory_bytes replaces it" },
@@ -277,6 +280,7 @@ config_defaults(struct config *cfg)
 	cfg->max_total_ring_bytes = CONFIG_MAX_TOTAL_RING_DEFAULT;
 	cfg->stdin_buffer = CONFIG_STDIN_BUFFER_DEFAULT;
 	cfg->pipe_bytes = CONFIG_PIPE_BYTES_DEFAULT;
+	cfg->utf8_hold_ms = CONFIG_UTF8_HOLD_DEFAULT;
 	cfg->shutdown_grace_ms = CONFIG_SHUTDOWN_GRACE_DEFAULT;
 	cfg->upgrade_ready_ms = CONFIG_UPGRADE_READY_DEFAULT;
 	cfg->max_connections = CONFIG_MAX_CONNECTIONS_DEFAULT;

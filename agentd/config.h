@@ -26,6 +26,7 @@
 #define CONFIG_FIT_SESSION	0x4	/* --max-session-bytes */
 #define CONFIG_STDIN_BUFFER_DEFAULT	(1u << 20)	/* bytes */
 #define CONFIG_PIPE_BYTES_DEFAULT	(1u << 20)	/* bytes */
+#define CONFIG_UTF8_HOLD_DEFAULT	10		/* ms */
 #define CONFIG_SHUTDOWN_GRACE_DEFAULT	5000		/* ms */
 #define CONFIG_UPGRADE_READY_DEFAULT	60000		/* ms */
 #define CONFIG_MAX_CONNECTIONS_DEFAULT	16384	/* TCP; the unix socket and
@@ -92,6 +93,7 @@ struct config {
 						   kernel's */
 	int64_t		  shutdown_grace_ms;
 	int64_t		  upgrade_ready_ms;	/* a successor's, to take over */
+	int64_t		  utf8_hold_ms;		/* --utf8-hold */
 	int		  shutdown_reboot;	/* --shutdown=reboot */
 	int		  profile;		/* --profile: PROTO_PROFILE_* */
 	int		  encoding;		/* --encoding: PROTO_ENC_* */
