@@ -269,7 +269,8 @@ process_create(struct envd_call *call, json_t *msg, struct proto_create *pc,
     const char **tag, struct envd_err *err)
 {
 	const struct pty_user	*u = envd_call_user(call);
-	json_t			*proc, *args = NULL, *envs = NULL, *pty, *size;
+	json_t			*proc, *args = NULL, *envs = NULL;
+	json_t			*pty = NULL, *size = NULL;
 	json_t			*v;
 	const char		*cmd = NULL, *cwd = NULL, *k;
 	char *const		*base = envd_env();
@@ -821,7 +822,7 @@ process_update(struct envd_call *call, json_t *msg)
 	struct envd_err		 err = { 0 };
 	struct proto_err	 perr;
 	struct process		*p;
-	json_t			*pty, *size = NULL;
+	json_t			*pty = NULL, *size = NULL;
 	uint32_t		 cols = 0, rows = 0;
 
 	if ((p = process_select(msg, 0, &err)) == NULL ||

@@ -409,6 +409,56 @@ class ProcessSemanticsTest(EnvdCase):
         self.assertEqual(self.listed(), [])
 
 
+class OptionalFieldsTest(EnvdCase):
+    """R5-8: every optional field of process.Process may be absent; each
+    such call is answered (Update without pty read an unset pointer)."""
+
+    def test_every_optional_field_absent(self):
+        c = http.client.HTTPConnection('127.0.0.1', self.eport,
+                                       timeout=30 * SLOW)
+        c.request('POST', '/process.Process/Start', envelope(
+            {'process': {'cmd': '/bin/cat'}, 'pty': {}}),
+            {'Content-Type': 'application/connect+json'})
+        r = c.getresponse()
+        n = struct.unpack('>BI', r.read(5))[1]
+        pid = json.loads(r.read(n))['event']['start']['pid']
+        s = [x for x in self.c.request('GET', '/v1/sessions').json[
+            'sessions'] if x['pid'] == pid][0]
+        self.assertEqual((s['tty'], s['rows'], s['cols']), (True, 24, 80))
+        for method, msg in (
+                ('Update', {'process': {'pid': pid}}),
+                ('Update', {'process': {'pid': pid}, 'pty': {}}),
+                ('Update', {'process': {'pid': pid}, 'pty': None}),
+                ('SendInput', {'process': {'pid': pid}}),
+                ('SendInput', {'process': {'pid': pid}, 'input': {}}),
+                ('List', {}),
+                ('Update', {}),
+                ('SendInput', {}),
+                ('CloseStdin', {}),
+                ('SendSignal', {}),
+                ('SendSignal', {'process': {'pid': pid}})):
+            st, body = self.unary('process.Process/' + method, msg)
+            self.assertIn(st, (200, 400), (method, msg, body))
+            self.assertTrue(self.agentd.alive(), (method, msg))
+        events, end = self.stream('process.Process/Connect', {})
+        self.assertEqual((events, end['error']['code']),
+                         ([], 'invalid_argument'))
+        for pty in ({'size': {}}, {'size': {'cols': 100}}, {'size': None}):
+            events, end = self.start('echo $COLUMNS; stty size', pty=pty)
+            self.assertEqual(end, {}, pty)
+            self.assertEqual(events[-1]['event']['end'].get('exitCode', 0),
+                             0, pty)
+        events, end = self.stream('process.Process/Start', {
+            'process': {'cmd': '/bin/true', 'args': None, 'envs': None,
+                        'cwd': None}, 'tag': None, 'stdin': None})
+        self.assertEqual(end, {})
+        self.assertEqual(self.unary('process.Process/SendSignal', {
+            'process': {'pid': pid}, 'signal': 'SIGNAL_SIGKILL'})[0], 200)
+        r.read()
+        c.close()
+        self.assertTrue(self.agentd.alive())
+
+
 class PlainRoutesTest(EnvdCase):
     def test_health_init_envs(self):
         st, ct, data = self.raw('GET', '/health')
