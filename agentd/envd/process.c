@@ -10,7 +10,6 @@
  * Connect that comes late) and while a stream still follows it.
  */
 #include <sys/queue.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <errno.h>
@@ -238,12 +237,15 @@ process_keepalive_s(struct envd_call *call)
 	return (n > PROCESS_KEEPALIVE_MAX_S ? PROCESS_KEEPALIVE_MAX_S : n);
 }
 
-/* The cwd of a Start: "~" expanded, "" the default; must be a directory. */
+/*
+ * The cwd of a Start: "~" expanded, "" the default.  Not looked at here, as
+ * root: the child enters it as the user, and its failure is the answer
+ * (a look as root would tell the user whether a path it cannot see exists).
+ */
 static char *
-process_cwd(const char *cwd, const struct pty_user *u, struct envd_err *err)
+process_cwd(const char *cwd, const struct pty_user *u)
 {
-	struct stat	 st;
-	char		*path;
+	char	*path;
 
 	if (cwd == NULL || *cwd == '\0')
 		cwd = envd_default_workdir() != NULL ? envd_default_workdir() :
@@ -254,12 +256,6 @@ process_cwd(const char *cwd, const struct pty_user *u, struct envd_err *err)
 		xasprintf(&path, "%s/%s", u->home, cwd);
 	else
 		path = xstrdup(cwd);
-	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		envd_fail(err, ENVD_INVALID_ARGUMENT, "cwd '%s' does not exist "
-		    "or is no directory", path);
-		free(path);
-		return (NULL);
-	}
 	return (path);
 }
 
@@ -331,8 +327,7 @@ process_create(struct envd_call *call, json_t *msg, struct proto_create *pc,
 			    json_string_value(v));
 		}
 	}
-	if ((pc->cwd = process_cwd(cwd, u, err)) == NULL)
-		return (-1);
+	pc->cwd = process_cwd(cwd, u);
 	pc->user = xstrdup(u->name);
 	if ((r = envd_json_object(msg, "pty", &pty, err)) < 0)
 		return (-1);
@@ -450,7 +445,9 @@ process_started(struct session *s, const struct proto_err *perr, void *arg)
 			code = ENVD_DEADLINE_EXCEEDED;
 			break;
 		default:
-			code = ENVD_INTERNAL;
+			/* The user's chdir failed (pty.c's "cwd '%s': ..."). */
+			code = strncmp(perr->message, "cwd '", 5) == 0 ?
+			    ENVD_INVALID_ARGUMENT : ENVD_INTERNAL;
 		}
 		envd_reply_fail(ps->call, code, "error starting process: %s",
 		    perr->message);

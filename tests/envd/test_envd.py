@@ -396,6 +396,32 @@ class ProcessSemanticsTest(EnvdCase):
                                'signal': 'SIGNAL_SIGINT'})
         self.assertEqual((st, body['code']), (404, 'not_found'))
 
+    def test_cwd_is_entered_as_the_user(self):
+        # Item 12: the cwd was looked at as root before the spawn, which
+        # told a user whether a path in a folder it cannot read exists.
+        hidden = tempfile.mkdtemp(prefix='agentd-hidden-')
+        self.addCleanup(shutil.rmtree, hidden)
+        os.chmod(hidden, 0o700)
+        os.mkdir(os.path.join(hidden, 'there'))
+        auth = {'Authorization': 'Basic ' +
+                base64.b64encode(b'nobody:').decode()}
+        answers = []
+        for name in ('there', 'not-there'):
+            path = os.path.join(hidden, name)
+            events, end = self.stream('process.Process/Start', {
+                'process': {'cmd': 'true', 'cwd': path}}, auth)
+            self.assertEqual(events, [])
+            self.assertEqual(end['error']['code'], 'invalid_argument')
+            answers.append(end['error']['message'].replace(path, 'P'))
+        self.assertEqual(answers[0], answers[1])
+        self.assertIn('Permission denied', answers[0])
+        # As root, a missing cwd is still invalid_argument, naming it.
+        events, end = self.start('true', process={
+            'cmd': 'true', 'cwd': os.path.join(hidden, 'not-there')})
+        self.assertEqual(end['error']['code'], 'invalid_argument')
+        self.assertIn("cwd '%s'" % os.path.join(hidden, 'not-there'),
+                      end['error']['message'])
+
     def test_delete_through_agentd_ends_the_stream(self):
         c, r, pid = self.open_start({'process': {'cmd': 'sleep',
                                                  'args': ['30']}})
