@@ -2,8 +2,9 @@
  * process.c -- envd's process.Process on agentd's sessions (process.h).
  *
  * A process is a session and a small record beside it: its pid, tag and
- * ProcessConfig (for List), its end once it came, and the streams of Start
- * and Connect that follow it.  A stream pulls the session's output from
+ * the envs of its ProcessConfig (List answers the rest from the session),
+ * counted with the session's argv in --max-session-bytes; its end once it
+ * came, and the streams of Start and Connect that follow it.  A stream pulls the session's output from
  * its ring after its cursor, as sse.c's do: a slow client costs at most
  * --sse-buffer, the rest waits in the ring (a gap skips what the ring
  * dropped).  A record is kept 30 s after its end (envd's window for a
@@ -13,6 +14,7 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,8 @@
 #define PROCESS_TAG_MAX		256	/* bytes of a tag */
 #define PROCESS_EVENT_SLACK	64	/* bytes of a data event besides data */
 #define PROCESS_PIECE_MAX	(64 * 1024) /* bytes of output in one event */
+#define PROCESS_PAIR_BYTES	64	/* bytes jansson keeps per env, besides
+					   its name and value */
 
 struct pstream;
 
@@ -52,7 +56,7 @@ struct process {
 	struct session		*s;		/* NULL once removed */
 	pid_t			 pid;
 	char			*tag;
-	json_t			*config;	/* ProcessConfig, for List */
+	json_t			*envs;		/* ProcessConfig's, or NULL */
 	int			 ended;		/* its end is known */
 	int			 exit_code;	/* -1 when signalled */
 	int			 signo;
@@ -78,7 +82,7 @@ struct pstart {
 	struct envd_call	*call;
 	struct event		*closed;	/* the client's close, or NULL */
 	char			*tag;
-	json_t			*config;
+	json_t			*envs;		/* ProcessConfig's, or NULL */
 	int64_t			 keepalive_s;
 };
 
@@ -115,6 +119,7 @@ static void	process_sweep(void);
 static struct process *process_select(json_t *, int ended_too,
 		    struct envd_err *);
 static int64_t	process_keepalive_s(struct envd_call *);
+static json_t	*process_info(struct process *);
 
 static const struct envd_method process_methods[] = {
 	{ "process.Process/Start", ENVD_STREAM, process_start },
@@ -170,7 +175,7 @@ process_sweep(void)
 		    (p->s == NULL || now - p->ended_ms >= PROCESS_ENDED_KEEP_MS)) {
 			TAILQ_REMOVE(&processes, p, entry);
 			free(p->tag);
-			json_decref(p->config);
+			json_decref(p->envs);
 			free(p);
 		}
 	}
@@ -262,7 +267,7 @@ process_cwd(const char *cwd, const struct pty_user *u)
 /* Fill a create from a StartRequest; -1 with err. */
 static int
 process_create(struct envd_call *call, json_t *msg, struct proto_create *pc,
-    const char **tag, struct envd_err *err)
+    const char **tag, json_t **kept, struct envd_err *err)
 {
 	const struct pty_user	*u = envd_call_user(call);
 	json_t			*proc, *args = NULL, *envs = NULL;
@@ -275,6 +280,7 @@ process_create(struct envd_call *call, json_t *msg, struct proto_create *pc,
 	int			 stdin_open = 1, r;
 
 	memset(pc, 0, sizeof *pc);
+	*kept = NULL;
 	if ((r = envd_json_object(msg, "process", &proc, err)) <= 0) {
 		if (r == 0)
 			envd_fail(err, ENVD_INVALID_ARGUMENT, "process is "
@@ -325,8 +331,14 @@ process_create(struct envd_call *call, json_t *msg, struct proto_create *pc,
 				    "string", k));
 			xasprintf(&pc->env[i++], "%s=%s", k,
 			    json_string_value(v));
+			pc->kept_extra += strlen(pc->env[i - 1]) + 1 +
+			    PROCESS_PAIR_BYTES;
 		}
+		/* Only the names and strings checked: nothing else of it. */
+		*kept = json_object_size(envs) > 0 ? json_copy(envs) : NULL;
 	}
+	if (*tag != NULL)
+		pc->kept_extra += strlen(*tag) + 1;
 	pc->cwd = process_cwd(cwd, u);
 	pc->user = xstrdup(u->name);
 	if ((r = envd_json_object(msg, "pty", &pty, err)) < 0)
@@ -363,20 +375,20 @@ process_start(struct envd_call *call, json_t *msg)
 	struct session		*exists;
 	struct evhttp_request	*req;
 	struct pstart		*ps;
-	json_t			*proc = NULL;
+	json_t			*envs;
 	const char		*tag = NULL;
 
 	process_sweep();
-	if (process_create(call, msg, &pc, &tag, &err) != 0) {
+	if (process_create(call, msg, &pc, &tag, &envs, &err) != 0) {
 		proto_create_free(&pc);
+		json_decref(envs);
 		envd_reply_error(call, &err);
 		return;
 	}
 	ps = xcalloc(1, sizeof *ps);
 	ps->call = call;
 	ps->tag = tag != NULL ? xstrdup(tag) : NULL;
-	envd_json_object(msg, "process", &proc, &err);
-	ps->config = json_deep_copy(proc);
+	ps->envs = envs;
 	ps->keepalive_s = process_keepalive_s(call);
 	if (session_create(&pc, process_started, ps, &exists, &perr) != 0) {
 		proto_create_free(&pc);
@@ -414,7 +426,7 @@ process_start_gone(struct evhttp_connection *evcon, void *arg)
 	event_free(ps->closed);
 	envd_call_drop(ps->call);
 	free(ps->tag);
-	json_decref(ps->config);
+	json_decref(ps->envs);
 	free(ps);
 }
 
@@ -452,7 +464,7 @@ process_started(struct session *s, const struct proto_err *perr, void *arg)
 		envd_reply_fail(ps->call, code, "error starting process: %s",
 		    perr->message);
 		free(ps->tag);
-		json_decref(ps->config);
+		json_decref(ps->envs);
 		free(ps);
 		return;
 	}
@@ -461,7 +473,7 @@ process_started(struct session *s, const struct proto_err *perr, void *arg)
 	p->s = s;
 	p->pid = (pid_t)v.pid;
 	p->tag = ps->tag;
-	p->config = ps->config;
+	p->envs = ps->envs;
 	TAILQ_INIT(&p->streams);
 	TAILQ_INSERT_TAIL(&processes, p, entry);
 	session_set_tag(s, p->tag);
@@ -687,24 +699,67 @@ process_connect(struct envd_call *call, json_t *msg)
 	process_follow(call, p, process_keepalive_s(call), 0);
 }
 
-/* List: the running processes. */
+/* A ProcessInfo: its config (cmd, args, envs, cwd), pid and tag. */
+static json_t *
+process_info(struct process *p)
+{
+	struct proto_session	 v;
+	json_t			*info = json_object(), *c = json_object();
+	json_t			*args = json_array();
+	size_t			 i;
+
+	session_view(p->s, &v);
+	envd_json_set_string(c, "cmd", v.argv[0]);
+	for (i = 1; v.argv[i] != NULL; i++) {
+		if (json_array_append_new(args, json_string(v.argv[i])) != 0)
+			break;	/* a string not UTF-8: cut there */
+	}
+	if (json_array_size(args) > 0)
+		envd_json_set_new(c, "args", args);
+	else
+		json_decref(args);
+	if (p->envs != NULL)
+		envd_json_set_new(c, "envs", json_incref(p->envs));
+	envd_json_set_string(c, "cwd", v.cwd);
+	envd_json_set_new(info, "config", c);
+	envd_json_set_u32(info, "pid", (uint32_t)p->pid);
+	envd_json_set_string(info, "tag", p->tag);
+	return (info);
+}
+
+/*
+ * List: the running processes.  Each one's size is taken as it is added:
+ * past --envd-max-message, resource_exhausted before anything more is
+ * built.
+ */
 static void
 process_list(struct envd_call *call, json_t *msg)
 {
 	struct process	*p;
-	json_t		*o = json_object(), *a = json_array(), *info;
+	json_t		*o, *a, *info;
+	size_t		 len = sizeof "{\"processes\":[]}" - 1, n = 0;
 
 	process_sweep();
+	a = json_array();
 	TAILQ_FOREACH(p, &processes, entry) {
 		if (!process_running(p))
 			continue;
-		info = json_object();
-		envd_json_set_new(info, "config", json_deep_copy(p->config));
-		envd_json_set_u32(info, "pid", (uint32_t)p->pid);
-		envd_json_set_string(info, "tag", p->tag);
+		info = process_info(p);
+		len += json_dumpb(info, NULL, 0, JSON_COMPACT) + 1;
+		if (len > process_cfg->envd_max_message) {
+			json_decref(info);
+			json_decref(a);
+			envd_reply_fail(call, ENVD_RESOURCE_EXHAUSTED, "the list "
+			    "of %zu and more processes is larger than "
+			    "configured max %" PRIu64 " (--envd-max-message)",
+			    n + 1, process_cfg->envd_max_message);
+			return;
+		}
 		if (json_array_append_new(a, info) != 0)
 			fatal("%s: out of memory", __func__);
+		n++;
 	}
+	o = json_object();
 	envd_json_set_new(o, "processes", a);
 	envd_reply(call, o);
 }
@@ -874,7 +929,7 @@ process_free_all(void)
 		}
 		TAILQ_REMOVE(&processes, p, entry);
 		free(p->tag);
-		json_decref(p->config);
+		json_decref(p->envs);
 		free(p);
 	}
 	free(process_buf);

@@ -45,13 +45,14 @@ def unenvelope(data):
 class EnvdCase(AgentdTestCase):
     autostart = False
     token = None
+    extra_args = ()
 
     def setUp(self):
         super().setUp()
         self.eport = free_port()
         self.start_agentd(['--envd-listen', '127.0.0.1:%d' % self.eport,
                            '--envd-max-message', str(MAX_MESSAGE),
-                           '--dual-stack', '0'],
+                           '--dual-stack', '0'] + list(self.extra_args),
                           token=self.token is not None)
 
     def raw(self, method, path, body=b'', headers=None):
@@ -483,6 +484,63 @@ class OptionalFieldsTest(EnvdCase):
         r.read()
         c.close()
         self.assertTrue(self.agentd.alive())
+
+
+class ProcessBudgetTest(EnvdCase):
+    """R5-5: a process's record keeps what List answers (cmd, args, envs,
+    cwd, tag), counted in --max-session-bytes; List past --envd-max-message
+    is resource_exhausted."""
+
+    extra_args = ('--max-session-bytes', '1MiB',
+                  '--envd-max-message', '600000')
+
+    def open_start(self, req):
+        c = http.client.HTTPConnection('127.0.0.1', self.eport,
+                                       timeout=30 * SLOW)
+        c.request('POST', '/process.Process/Start', envelope(req),
+                  {'Content-Type': 'application/connect+json'})
+        r = c.getresponse()
+        n = struct.unpack('>BI', r.read(5))[1]
+        self.addCleanup(c.close)
+        return json.loads(r.read(n))
+
+    def test_records_are_bounded(self):
+        # Unknown fields of ProcessConfig are not kept.
+        first = self.open_start({'process': {
+            'cmd': 'sleep', 'args': ['60'], 'envs': {'A': 'b'},
+            'cwd': '/tmp', 'junk': 'x' * 500000}, 'tag': 't'})
+        pid = first['event']['start']['pid']
+        st, body = self.unary('process.Process/List', {})
+        self.assertEqual(st, 200, body)
+        self.assertEqual(body['processes'], [{
+            'pid': pid, 'tag': 't', 'config': {
+                'cmd': 'sleep', 'args': ['60'], 'envs': {'A': 'b'},
+                'cwd': '/tmp'}}])
+        # Envs count with argv in --max-session-bytes.
+        before = self.metric('agentd_session_bytes')
+        env = {k: 'y' * 100000 for k in 'ABC'}     # 128 KiB a variable
+        started = 0
+        for i in range(8):
+            msg = self.open_start({'process': {'cmd': 'sleep',
+                                               'args': ['60'],
+                                               'envs': env}})
+            if 'event' not in msg:
+                break
+            started += 1
+        self.assertGreater(self.metric('agentd_session_bytes'),
+                           before + 300000 * started)
+        self.assertLess(started, 4)
+        self.assertEqual(msg['error']['code'], 'resource_exhausted', msg)
+        self.assertIn('--max-session-bytes', msg['error']['message'])
+
+    def test_list_past_the_max_message(self):
+        for i in range(3):
+            self.open_start({'process': {'cmd': 'sleep', 'args': ['60'],
+                                         'envs': {k: 'z' * 80000
+                                                  for k in 'ABC'}}})
+        st, body = self.unary('process.Process/List', {})
+        self.assertEqual((st, body['code']), (429, 'resource_exhausted'))
+        self.assertIn('--envd-max-message', body['message'])
 
 
 class PlainRoutesTest(EnvdCase):
