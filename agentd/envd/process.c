@@ -45,6 +45,7 @@
 #define PROCESS_TAG_MAX		256	/* bytes of a tag */
 #define PROCESS_EVENT_SLACK	64	/* bytes of a data event besides data */
 #define PROCESS_PIECE_MAX	(64 * 1024) /* bytes of output in one event */
+#define PROCESS_KILL_WAIT_MS	1000	/* SendSignal SIGKILL awaits the end */
 #define PROCESS_PAIR_BYTES	64	/* bytes jansson keeps per env, besides
 					   its name and value */
 
@@ -86,6 +87,14 @@ struct pstart {
 	int64_t			 keepalive_s;
 };
 
+/* A SendSignal SIGKILL answered once its process ended and was reaped. */
+struct pkill {
+	struct envd_call	*call;
+	struct event		*ev;		/* the pidfd readable, or the cap */
+	struct event		*closed;	/* the client's close */
+	int			 pidfd;
+};
+
 static struct processes		 processes = TAILQ_HEAD_INITIALIZER(processes);
 static const struct config	*process_cfg;
 static struct event_base	*process_base;
@@ -120,6 +129,10 @@ static struct process *process_select(json_t *, int ended_too,
 		    struct envd_err *);
 static int64_t	process_keepalive_s(struct envd_call *);
 static json_t	*process_info(struct process *);
+static void	process_killed(evutil_socket_t, short, void *);
+static void	process_kill_closed(evutil_socket_t, short, void *);
+static void	process_kill_gone(struct evhttp_connection *, void *);
+static void	process_kill_free(struct pkill *);
 
 static const struct envd_method process_methods[] = {
 	{ "process.Process/Start", ENVD_STREAM, process_start },
@@ -846,7 +859,10 @@ process_send_signal(struct envd_call *call, json_t *msg)
 	struct envd_err		 err = { 0 };
 	struct proto_err	 perr;
 	struct process		*p;
-	int			 sig = 0;
+	struct pkill		*pk;
+	struct evhttp_request	*req;
+	struct timeval		 tv;
+	int			 sig = 0, fd;
 
 	if ((p = process_select(msg, 0, &err)) == NULL ||
 	    envd_json_enum(msg, "signal", names, values, nitems(names), &sig,
@@ -859,12 +875,83 @@ process_send_signal(struct envd_call *call, json_t *msg)
 		    "SIGNAL_SIGTERM or SIGNAL_SIGKILL");
 		return;
 	}
+	/* The leader's pidfd, taken while it is unreaped: its own. */
+	fd = sig == SIGKILL ? session_leader_pidfd(p->s) : -1;
 	if (session_signal_all_of(p->s, sig, &perr) != 0) {
+		if (fd != -1)
+			close(fd);
 		envd_reply_fail(call, process_code(&perr), "error sending "
 		    "signal: %s", perr.message);
 		return;
 	}
+	if (fd == -1) {
+		envd_reply(call, json_object());
+		return;
+	}
+	/*
+	 * Answer once it ended and was reaped (at most PROCESS_KILL_WAIT_MS):
+	 * a `kill -0` of its pid the client runs next finds nothing, as
+	 * after envd's, whose Wait() reaps it.
+	 */
+	pk = xcalloc(1, sizeof *pk);
+	pk->call = call;
+	pk->pidfd = fd;
+	if ((pk->ev = event_new(process_base, fd, EV_READ, process_killed,
+	    pk)) == NULL)
+		fatal("%s: out of memory", __func__);
+	event_add(pk->ev, timeval_ms(&tv, PROCESS_KILL_WAIT_MS));
+	req = envd_call_req(call)->req;
+	pk->closed = http_watch_client(req, process_kill_closed, pk);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
+	    process_kill_gone, pk);
+}
+
+/* A killed process ended (or the wait's cap passed): reap it, answer. */
+static void
+process_killed(evutil_socket_t fd, short events, void *arg)
+{
+	struct pkill		*pk = arg;
+	struct envd_call	*call = pk->call;
+	struct evhttp_request	*req = envd_call_req(call)->req;
+
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
+	    NULL, NULL);
+	process_kill_free(pk);
+	session_collect();	/* before its SIGCHLD is read, maybe */
 	envd_reply(call, json_object());
+}
+
+/* A waiting SendSignal's client closed (or sent more): free it. */
+static void
+process_kill_closed(evutil_socket_t fd, short events, void *arg)
+{
+	struct pkill	*pk = arg;
+
+	if (!http_client_gone(fd, events))
+		return;
+	evhttp_connection_free(evhttp_request_get_connection(
+	    envd_call_req(pk->call)->req));	/* process_kill_gone() ran */
+}
+
+/* The connection of a waiting SendSignal is going away. */
+static void
+process_kill_gone(struct evhttp_connection *evcon, void *arg)
+{
+	struct pkill	*pk = arg;
+
+	envd_call_drop(pk->call);
+	process_kill_free(pk);
+}
+
+/* Free a waiting SendSignal's events and pidfd (not its call). */
+static void
+process_kill_free(struct pkill *pk)
+{
+	event_free(pk->ev);
+	if (pk->closed != NULL)
+		event_free(pk->closed);
+	close(pk->pidfd);
+	free(pk);
 }
 
 /* Update: a PTY's size. */

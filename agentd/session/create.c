@@ -581,6 +581,7 @@ session_attach(struct session_pending *p, const struct pty_proc *proc)
 	session_notify(s, SESSION_EV_CREATED);
 	/* Its SIGCHLD may have come before it was listed. */
 	if (session_waitid(s->pid, &status)) {
+		session_leader_ended(s);
 		session_status_in(s, status);
 		session_sweep_soon(1);
 	}

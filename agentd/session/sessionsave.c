@@ -140,6 +140,8 @@ session_save_all(struct upgstate_w *w, int *keep, size_t *nkeep, size_t max)
 		upgstate_put(w, "pid", "%ld", (long)s->pid);
 		upgstate_put(w, "status", "%d %d %d %d", s->reaped, s->released,
 		    s->status, s->exited);
+		if (s->leader_gone && !s->released)	/* its pins stay here */
+			upgstate_put(w, "leader-gone", "1");
 		upgstate_put(w, "flags", "%d %d %d %d %d", s->timed_out,
 		    s->terminating, s->killed, s->oom_killed, s->gone);
 		upgstate_put(w, "kill-at-ms", "%" PRId64, s->kill_at_ms -
@@ -281,7 +283,9 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 		s->released = v[1] != 0;
 		s->status = v[2];
 		s->exited = v[3] != 0;
-	} else if (strcmp(key, "flags") == 0 && sscanf(value, "%d %d %d %d %d",
+	} else if (strcmp(key, "leader-gone") == 0)
+		s->leader_gone = 1;
+	else if (strcmp(key, "flags") == 0 && sscanf(value, "%d %d %d %d %d",
 	    &v[0], &v[1], &v[2], &v[3], &v[4]) == 5) {
 		s->timed_out = v[0] != 0;
 		s->terminating = v[1] != 0;

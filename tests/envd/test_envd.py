@@ -397,6 +397,30 @@ class ProcessSemanticsTest(EnvdCase):
                                'signal': 'SIGNAL_SIGINT'})
         self.assertEqual((st, body['code']), (404, 'not_found'))
 
+    def test_kill_reaps_at_once(self):
+        # Issue 42 item 1: a killed process was left a zombie, which
+        # `kill -0` from another process found (the SDKs' kill tests).
+        for i in range(100):
+            c, r, pid = self.open_start({'process': {'cmd': 'sleep',
+                                                     'args': ['30']}})
+            st, body = self.unary('process.Process/SendSignal', {
+                'process': {'pid': pid}, 'signal': 'SIGNAL_SIGKILL'})
+            self.assertEqual(st, 200, body)
+            events, end = self.start('kill -0 %d 2>/dev/null' % pid)
+            self.assertEqual(events[-1]['event']['end']['status'],
+                             'exit status 1', 'round %d: pid %d still there'
+                             % (i, pid))
+            r.read()
+            c.close()
+        # One that exits: gone once its end is sent.
+        for i in range(20):
+            events, end = self.start('exit 0')
+            pid = events[0]['event']['start']['pid']
+            events, end = self.start('kill -0 %d 2>/dev/null' % pid)
+            self.assertEqual(events[-1]['event']['end']['status'],
+                             'exit status 1', 'round %d: pid %d still there'
+                             % (i, pid))
+
     def test_cwd_is_entered_as_the_user(self):
         # Item 12: the cwd was looked at as root before the spawn, which
         # told a user whether a path in a folder it cannot read exists.
@@ -661,7 +685,8 @@ class SdkTest(EnvdCase):
         out = p.stdout.decode('utf-8', 'replace')
         self.assertEqual(p.returncode, 0, out + self.agentd.stderr())
         for name in ('run foreground', 'run timeout', 'background stdin',
-                     'connect output', 'killed ends', 'pty resize'):
+                     'connect output', 'killed ends', 'pty resize',
+                     'kill reaps', 'pty kill reaps'):
             self.assertIn('ok ' + name + '\n', out)
 
     def test_sdk_process(self):
