@@ -195,13 +195,15 @@ session_status_in(struct session *s, int status)
 
 /*
  * Whether pin i is unreaped and in session sid.  Its pid is the pin's
- * while the pidfd says the process is unreaped, so getsid() first.
+ * while the pidfd says the process is unreaped, so getsid() first.  EPERM
+ * (agentd unprivileged, the process set-uid) is unreaped too.
  */
 static int
 session_pin_ok(const struct session_pins *p, int i, pid_t sid)
 {
 	return (getsid(p->pid[i]) == sid &&
-	    syscall(SYS_pidfd_send_signal, p->fd[i], 0, NULL, 0U) == 0);
+	    (syscall(SYS_pidfd_send_signal, p->fd[i], 0, NULL, 0U) == 0 ||
+	    errno == EPERM));
 }
 
 /*
