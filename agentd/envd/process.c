@@ -89,6 +89,7 @@ struct pstart {
 
 /* A SendSignal SIGKILL answered once its process ended and was reaped. */
 struct pkill {
+	TAILQ_ENTRY(pkill)	 entry;
 	struct envd_call	*call;
 	struct event		*ev;		/* the pidfd readable, or the cap */
 	struct event		*closed;	/* the client's close */
@@ -96,6 +97,7 @@ struct pkill {
 };
 
 static struct processes		 processes = TAILQ_HEAD_INITIALIZER(processes);
+static TAILQ_HEAD(, pkill)	 pkills = TAILQ_HEAD_INITIALIZER(pkills);
 static const struct config	*process_cfg;
 static struct event_base	*process_base;
 static uint8_t			*process_buf;
@@ -896,6 +898,7 @@ process_send_signal(struct envd_call *call, json_t *msg)
 	pk = xcalloc(1, sizeof *pk);
 	pk->call = call;
 	pk->pidfd = fd;
+	TAILQ_INSERT_TAIL(&pkills, pk, entry);
 	if ((pk->ev = event_new(process_base, fd, EV_READ, process_killed,
 	    pk)) == NULL)
 		fatal("%s: out of memory", __func__);
@@ -947,6 +950,7 @@ process_kill_gone(struct evhttp_connection *evcon, void *arg)
 static void
 process_kill_free(struct pkill *pk)
 {
+	TAILQ_REMOVE(&pkills, pk, entry);
 	event_free(pk->ev);
 	if (pk->closed != NULL)
 		event_free(pk->closed);
@@ -1002,10 +1006,20 @@ process_stream_input(struct envd_call *call, json_t *msg)
 void
 process_free_all(void)
 {
-	struct process	*p;
-	struct pstream	*ps;
-	struct envd_err	 err;
+	struct process		*p;
+	struct pstream		*ps;
+	struct pkill		*pk;
+	struct envd_call	*call;
+	struct envd_err		 err;
 
+	while ((pk = TAILQ_FIRST(&pkills)) != NULL) {
+		call = pk->call;
+		evhttp_connection_set_closecb(evhttp_request_get_connection(
+		    envd_call_req(call)->req), NULL, NULL);
+		process_kill_free(pk);
+		envd_reply_fail(call, ENVD_UNAVAILABLE, "agentd is shutting "
+		    "down");
+	}
 	while ((p = TAILQ_FIRST(&processes)) != NULL) {
 		while ((ps = TAILQ_FIRST(&p->streams)) != NULL) {
 			p->s = NULL;
