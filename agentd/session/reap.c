@@ -56,6 +56,7 @@ struct session_want {
 	struct session_pins	*pins;	/* or NULL: the unreaped leader holds
 					   the id */
 	int			*busy;	/* set: a live process is in it */
+	int			*gone;	/* set once its leader is reaped */
 	int			 old;	/* pins checked before the look */
 	int			 lost;	/* no pin held it across the look */
 };
@@ -69,7 +70,8 @@ static int	session_pin_ok(const struct session_pins *, int, pid_t);
 static int	session_pins_check(struct session_pins *, pid_t, int upto);
 static void	session_pins_add(struct session_pins *, pid_t, pid_t);
 static void	session_scan(struct session_want *, size_t);
-static int	session_unpin_leader(pid_t, struct session_pins *);
+static int	session_pinnable(void);
+static void	session_unpin_leaders(struct session_want *, size_t);
 static void	session_release(struct session *);
 static void	session_check_gone(struct session *);
 static int	session_corpse_done(struct session_corpse *);
@@ -294,17 +296,14 @@ session_corpse_held(struct session_corpse *c)
 }
 
 /*
- * A leader has ended and is a zombie, which holds its session's id: pin
- * what is left of the session, then reap it.  1 when a live process is
- * left, 0 when none (nothing to signal ever again), -1 when nothing can be
- * pinned here (no /proc of our own, no pidfds): the zombie stays then, the
- * pin, until the sweep or the removal releases it, as before pidfds.
+ * Whether a reaped leader's id can be pinned here: /proc of our own PID
+ * namespace to find its session's processes, and pidfds (Linux 5.3).
+ * Else leaders stay zombies, the pins, until released, as before pidfds.
  */
 static int
-session_unpin_leader(pid_t pid, struct session_pins *pins)
+session_pinnable(void)
 {
-	struct session_want	w;
-	int			busy = 0, fd;
+	int	fd;
 
 	if (pidfd_ok == -1) {
 		fd = (int)syscall(SYS_pidfd_open, getpid(), 0U);
@@ -312,21 +311,34 @@ session_unpin_leader(pid_t pid, struct session_pins *pins)
 		if (fd != -1)
 			close(fd);
 	}
-	if (!pidfd_ok || !pty_proc_own())
-		return (-1);
-	memset(&w, 0, sizeof w);
-	w.sid = pid;
-	w.pins = pins;
-	w.busy = &busy;
-	session_scan(&w, 1);
-	if (waitpid(pid, NULL, WNOHANG) != pid)
-		log_warn("%s: pid %ld: waitpid: %s", __func__, (long)pid,
-		    strerror(errno));
-	if (!busy)
-		session_pins_clear(pins);
-	log_debug("%s: pid %ld reaped, %d pins", __func__, (long)pid,
-	    pins->n);
-	return (busy);
+	return (pidfd_ok && pty_proc_own());
+}
+
+/*
+ * Leaders that ended, each a zombie that still holds its session's id:
+ * pin what is left of their sessions (one look at /proc for all), then
+ * reap them.  Each one's busy says whether a live process is left (none:
+ * nothing to signal ever again, its pins closed), its gone is set.
+ */
+static void
+session_unpin_leaders(struct session_want *want, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		*want[i].busy = 0;
+	qsort(want, n, sizeof *want, session_want_cmp);
+	session_scan(want, n);
+	for (i = 0; i < n; i++) {
+		if (waitpid(want[i].sid, NULL, WNOHANG) != want[i].sid)
+			log_warn("%s: pid %ld: waitpid: %s", __func__,
+			    (long)want[i].sid, strerror(errno));
+		*want[i].gone = 1;
+		if (!*want[i].busy)
+			session_pins_clear(want[i].pins);
+		log_debug("%s: pid %ld reaped, %d pins", __func__,
+		    (long)want[i].sid, want[i].pins->n);
+	}
 }
 
 /*
@@ -338,14 +350,18 @@ session_unpin_leader(pid_t pid, struct session_pins *pins)
 void
 session_leader_ended(struct session *s)
 {
-	int	busy;
+	struct session_want	w;
 
-	if (s->leader_gone || s->restored)
-		return;		/* a restored one is agentd's reaper's */
-	if ((busy = session_unpin_leader(s->pid, &s->pins)) == -1)
+	/* A restored one is agentd's reaper's. */
+	if (s->leader_gone || s->restored || !session_pinnable())
 		return;
-	s->leader_gone = 1;
-	if (!busy && s->cg == NULL)
+	memset(&w, 0, sizeof w);
+	w.sid = s->pid;
+	w.pins = &s->pins;
+	w.busy = &s->busy;
+	w.gone = &s->leader_gone;
+	session_unpin_leaders(&w, 1);
+	if (!s->busy && s->cg == NULL)
 		s->released = 1;
 }
 
@@ -398,23 +414,61 @@ session_collect(void)
 {
 	struct session		*s, *next;
 	struct session_corpse	*c, *cnext;
-	int			 status, fresh = 0;
+	struct session_want	*want = NULL, *w;
+	size_t			 n = 0, cap = 0;
+	int			 status, fresh = 0, pin = session_pinnable();
+
+	/* The statuses first, then the leaders reaped, then the news. */
+	TAILQ_FOREACH(s, &sessions, entry) {
+		if (s->reaped || s->ending || !session_waitid(s->pid,
+		    &s->status))
+			continue;
+		s->ending = 1;
+		if (!pin || s->restored)	/* restored: the reaper's */
+			continue;
+		if (n == cap)
+			want = xrealloc(want, (cap = cap * 2 + 8) *
+			    sizeof *want);
+		w = memset(&want[n++], 0, sizeof *want);
+		w->sid = s->pid;
+		w->pins = &s->pins;
+		w->busy = &s->busy;
+		w->gone = &s->leader_gone;
+	}
+	LIST_FOREACH(c, &corpses, entry) {
+		if (c->reaped || !session_waitid(c->pid, &status))
+			continue;
+		c->reaped = c->ending = 1;
+		if (!pin)
+			continue;
+		if (n == cap)
+			want = xrealloc(want, (cap = cap * 2 + 8) *
+			    sizeof *want);
+		w = memset(&want[n++], 0, sizeof *want);
+		w->sid = c->pid;
+		w->pins = &c->pins;
+		w->busy = &c->busy;
+		w->gone = &c->leader_gone;
+	}
+	if (n > 0)
+		session_unpin_leaders(want, n);
+	free(want);
 
 	for (s = TAILQ_FIRST(&sessions); s != NULL; s = next) {
 		next = TAILQ_NEXT(s, entry);
-		if (!s->reaped && session_waitid(s->pid, &status)) {
-			session_leader_ended(s);
-			session_status_in(s, status);
-			fresh = 1;
-		}
+		if (!s->ending)
+			continue;
+		s->ending = 0;
+		if (s->leader_gone && !s->busy && s->cg == NULL)
+			s->released = 1;	/* nothing of it is left */
+		session_status_in(s, s->status);	/* may free s */
+		fresh = 1;
 	}
 	for (c = LIST_FIRST(&corpses); c != NULL; c = cnext) {
 		cnext = LIST_NEXT(c, entry);
-		if (c->reaped || !session_waitid(c->pid, &status))
+		if (!c->ending)
 			continue;
-		c->reaped = 1;
-		if (session_unpin_leader(c->pid, &c->pins) != -1)
-			c->leader_gone = 1;
+		c->ending = 0;
 		fresh = 1;
 		if (session_corpse_done(c))
 			session_corpse_free(c, 1);

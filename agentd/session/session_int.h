@@ -63,6 +63,7 @@ struct session {
 	int		 released;	/* never signal the group again */
 	struct session_pins pins;
 	int		 busy;		/* the sweep saw a live process of it */
+	int		 ending;	/* its leader's status is being taken */
 	int		 status;	/* as from waitpid() */
 	int		 exited;	/* state "exited" */
 	int		 timed_out;
@@ -136,6 +137,7 @@ struct session_corpse {
 	int		 leader_gone;	/* reaped too: pins hold its id */
 	struct session_pins pins;
 	int		 busy;		/* the sweep saw a live process of it */
+	int		 ending;	/* its leader's status is being taken */
 	int		 killed;	/* the SIGKILL went out */
 	int		 wide;		/* SIGKILL every group of the session */
 	int		 fds[2];	/* output kept open, unread, or -1 */
