@@ -421,8 +421,8 @@ session_insert(struct session *s, const struct session_timers *t)
 		session_timer_add(s->hup_ev, s->hup_ms > 0 ? s->hup_ms :
 		    SESSION_HUP_POLL_MIN_MS);
 	/*
-	 * A leader reaped before the upgrade: the pins that held its id were
-	 * the old image's (pidfds close on exec), so the sweep releases it.
+	 * A leader reaped before the upgrade: its pid may be anyone's (never
+	 * waitpid() it); the pins handed over hold its id, the sweep checks.
 	 */
 	s->restored = s->leader_gone ? 2 : 1;
 	TAILQ_INSERT_TAIL(&sessions, s, entry);
