@@ -1,7 +1,7 @@
 /*
  * agentd_bench.c -- main: options, the shared agentd instance, the order of
- * the scenarios, and the one table (stdout, and files for the README and
- * the plot).
+ * the scenarios, and the one table (stdout, and files for docs/benchmarks.md
+ * and the plot).
  *
  * usage: agentd-bench --agentd BIN [--agentd-dev BIN] [--ring-bench BIN]
  *            [--ssh-config FILE --ssh-host HOST] [--tmux-socket PATH]

@@ -1,8 +1,8 @@
 /*
  * envd.h -- envd's protocol on the --envd-listen listeners, so that the E2B
- * SDKs run against agentd alone (README, "Replacing envd"): the wiring of
- * the Connect core (connect.h), its services (process.h, the filesystem's)
- * and envd's plain routes: GET /health, POST /init, GET /envs.
+ * SDKs run against agentd alone (docs/envd-sdk.md, docs/envd-platform.md):
+ * the wiring of the Connect core (connect.h), its services (process.h, the
+ * filesystem's) and envd's plain routes: GET /health, POST /init, GET /envs.
  *
  * POST /init (envVars, accessToken, defaultUser, defaultWorkdir,
  * timestamp) sets what every later call gets: the variables under each

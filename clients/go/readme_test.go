@@ -14,7 +14,7 @@ import (
 	"agentd.dev/client"
 )
 
-// The README's Go example (section "Clients"), run as it stands.
+// The Go example of docs/clients.md, run as it stands.
 func readmeExample(url, token string, out io.Writer) error {
 	c, err := client.New(url, client.Options{Token: token})
 	if err != nil {
@@ -61,8 +61,8 @@ func TestReadmeExample(t *testing.T) {
 	if !regexp.MustCompile(`^session exec-[0-9a-f]+\nexit code 3\nhello\n(.|\n)*42\r\n(.|\n)*no such session\n$`).Match(out.Bytes()) {
 		t.Fatalf("output %q", out.String())
 	}
-	// The README shows this function's body as it is here.
-	readme, err := os.ReadFile("../../README.md")
+	// docs/clients.md shows this function's body as it is here.
+	readme, err := os.ReadFile("../../docs/clients.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +72,6 @@ func TestReadmeExample(t *testing.T) {
 	}
 	m := regexp.MustCompile("(?s)```go\n(.*?)```").FindSubmatch(readme)
 	if m == nil || !strings.Contains(string(src), string(m[1])) {
-		t.Fatal("README.md's Go example is not the body of readmeExample in readme_test.go")
+		t.Fatal("docs/clients.md's Go example is not the body of readmeExample in readme_test.go")
 	}
 }

@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from
 
 const [url, token] = process.argv.slice(2);
 
-// The README's example (README.md, "Clients", MCP), as it runs.
+// The example of docs/clients.md ("MCP"), as it runs.
 // README-BEGIN
 const transport = new StreamableHTTPClientTransport(new URL(url), {
   requestInit: { headers: { Authorization: `Bearer ${token}` } },

@@ -61,14 +61,14 @@ class McpSdkTest(AgentdTestCase):
             self.assertIn('ok %s\n' % name, out)
 
     def test_readme_example(self):
-        """README's MCP example is mcp_client.mjs's, which runs above."""
+        """docs/clients.md's MCP example is mcp_client.mjs's, which runs above."""
         with open(os.path.join(HERE, 'mcp_client.mjs')) as f:
             src = f.read()
         example = src.split('// README-BEGIN\n')[1].split('// README-END\n')[0]
-        with open(os.path.join(ROOT, 'README.md')) as f:
+        with open(os.path.join(ROOT, 'docs', 'clients.md')) as f:
             readme = f.read()
         self.assertTrue('```js\n' + example + '```\n' in readme,
-                        'README.md lacks the example of mcp_client.mjs:\n'
+                        'docs/clients.md lacks the example of mcp_client.mjs:\n'
                         + example)
 
 

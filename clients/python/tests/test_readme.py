@@ -1,4 +1,4 @@
-"""The README's Python example (section "Clients"), run as it stands."""
+"""The Python example of docs/clients.md, run as it stands."""
 
 import io
 import os
@@ -35,10 +35,10 @@ def test_readme_example(agentd):
     assert re.fullmatch(r'session exec-[0-9a-f]+\nexit code 3\nhello\n.*42\r\n.*'
                         r'no such session\n', out.getvalue(), re.S), out.getvalue()
     here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, '..', '..', '..', 'README.md'), encoding='utf-8') as f:
+    with open(os.path.join(here, '..', '..', '..', 'docs', 'clients.md'), encoding='utf-8') as f:
         readme = f.read()
     with open(os.path.abspath(__file__), encoding='utf-8') as f:
         src = f.read()
     m = re.search(r'```python\n(.*?)```', readme, re.S)
     assert m and m.group(1) in src, \
-        "README.md's Python example is not readme_example in clients/python/tests/test_readme.py"
+        "docs/clients.md's Python example is not readme_example in clients/python/tests/test_readme.py"
