@@ -135,12 +135,14 @@ api_metrics(struct http_req *hr)
 	uint64_t			 dropped = agentd_stats.output_dropped_bytes;
 	uint64_t			 held = 0;
 	size_t				 n, i, calls, fetches;
+	size_t				 npinned, npins;
 
 	for (s = session_first(); s != NULL; s = session_next(s)) {
 		ring_stats(session_ring(s), &st);
 		dropped += st.bytes_dropped;
 		held += st.bytes_held;
 	}
+	npinned = session_count_pinned(&npins);
 	proto_buf_printf(&b,
 	    "# TYPE agentd_sessions_running gauge\n"
 	    "agentd_sessions_running %zu\n"
@@ -184,6 +186,10 @@ api_metrics(struct http_req *hr)
 	    "agentd_http_answer_bytes_max %" PRIu64 "\n"
 	    "# TYPE agentd_session_leaders_unreaped gauge\n"
 	    "agentd_session_leaders_unreaped %zu\n"
+	    "# TYPE agentd_session_groups_pinned gauge\n"
+	    "agentd_session_groups_pinned %zu\n"
+	    "# TYPE agentd_session_pins gauge\n"
+	    "agentd_session_pins %zu\n"
 	    "# TYPE agentd_sessions_oom_killed_total counter\n"
 	    "agentd_sessions_oom_killed_total %" PRIu64 "\n"
 	    "# TYPE agentd_cgroup_kills_total counter\n"
@@ -200,7 +206,7 @@ api_metrics(struct http_req *hr)
 	    agentd_stats.zombies_reaped,
 	    session_bytes_total(), api_cfg->max_session_bytes,
 	    outq_bytes(), outq_max(),
-	    session_count_unreaped(),
+	    session_count_unreaped(), npinned, npins,
 	    agentd_stats.sessions_oom_killed, agentd_stats.cgroup_kills,
 	    (clock_mono_ms() - api_start_ms) / 1000.0);
 	conn_metrics(&b);

@@ -285,12 +285,12 @@ session_create(const struct proto_create *pc, session_create_fn fn,
 		return (proto_fail(err, 422, "spawn_failed", "%s", cause));
 	}
 	cwd = session_cwd(pc->cwd);
-	kept = session_bytes(pc->argv, cwd, u.name);
+	kept = session_bytes(pc->argv, cwd, u.name) + pc->kept_extra;
 	if (kept_total + kept > limits.max_session_bytes) {
 		free(cwd);
 		return (proto_fail(err, 429, "session_budget_exceeded",
-		    "argv, cwd and user of the sessions kept would exceed %llu "
-		    "bytes (--max-session-bytes; %llu kept): remove exited "
+		    "argv, cwd, user (and envd's envs) of the sessions kept "
+		    "would exceed %llu bytes (--max-session-bytes; %llu kept): remove exited "
 		    "sessions", (unsigned long long)limits.max_session_bytes,
 		    (unsigned long long)kept_total));
 	}
@@ -583,6 +583,7 @@ session_attach(struct session_pending *p, const struct pty_proc *proc)
 	session_notify(s, SESSION_EV_CREATED);
 	/* Its SIGCHLD may have come before it was listed. */
 	if (session_waitid(s->pid, &status)) {
+		session_leader_ended(s);
 		session_status_in(s, status);
 		session_sweep_soon(1);
 	}

@@ -23,6 +23,21 @@
 
 #define SESSION_CARRY_MAX	3	/* bytes of a UTF-8 sequence a chunk
 					   hands to the next of its stream */
+#define SESSION_PINS_MAX	4	/* pidfds holding a reaped leader's
+					   session id */
+
+/*
+ * What holds a session's id once its leader is reaped: pidfds of live
+ * processes of the session (reap.c).  The kernel frees a number only when
+ * no process has it as its pid, process group or session id, so while one
+ * of these is unreaped and still in the session, the leader's pid, which
+ * names its group and its session, is nobody else's.
+ */
+struct session_pins {
+	int		 fd[SESSION_PINS_MAX];
+	pid_t		 pid[SESSION_PINS_MAX];
+	int		 n;		/* the first n are open */
+};
 
 /* One output fd of a session: the PTY master, or stdout or stderr. */
 struct session_out {
@@ -48,8 +63,12 @@ struct session {
 	unsigned	 rows, cols;
 
 	pid_t		 pid;		/* also the group and session id */
-	int		 reaped;	/* the status is in; the zombie stays */
-	int		 released;	/* reaped: never signal the group */
+	int		 reaped;	/* the status is in */
+	int		 leader_gone;	/* reaped too: pins hold its id */
+	int		 released;	/* never signal the group again */
+	struct session_pins pins;
+	int		 busy;		/* the sweep saw a live process of it */
+	int		 ending;	/* its leader's status is being taken */
 	int		 status;	/* as from waitpid() */
 	int		 exited;	/* state "exited" */
 	int		 timed_out;
@@ -113,13 +132,17 @@ struct session {
 };
 
 /*
- * A removed session's leader, kept unreaped (alive, or a zombie) so that its
- * pid, which is the group's id, cannot be reused before the group's SIGKILL.
+ * A removed session kept until its group's SIGKILL: its leader (unreaped
+ * while alive) or the pins that hold its id.
  */
 struct session_corpse {
 	LIST_ENTRY(session_corpse) entry;
 	pid_t		 pid;		/* its leader, or 0: a cgroup alone */
 	int		 reaped;	/* the status is in */
+	int		 leader_gone;	/* reaped too: pins hold its id */
+	struct session_pins pins;
+	int		 busy;		/* the sweep saw a live process of it */
+	int		 ending;	/* its leader's status is being taken */
 	int		 killed;	/* the SIGKILL went out */
 	int		 wide;		/* SIGKILL every group of the session */
 	int		 fds[2];	/* output kept open, unread, or -1 */
@@ -159,6 +182,10 @@ void	session_ttl_cb(evutil_socket_t, short, void *);
 void	session_check_exit(struct session *, int capped);
 void	session_timer_add(struct event *, int64_t ms);
 int	session_waitid(pid_t, int *status);
+void	session_leader_ended(struct session *);
+int	session_held(struct session *);
+int	session_corpse_held(struct session_corpse *);
+void	session_pins_clear(struct session_pins *);
 void	session_status_in(struct session *, int status);
 void	session_hup_cb(evutil_socket_t, short, void *);
 void	session_bury(struct session *, int64_t ms);

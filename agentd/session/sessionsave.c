@@ -136,6 +136,16 @@ session_save_all(struct upgstate_w *w, int *keep, size_t *nkeep, size_t max)
 		upgstate_put(w, "pid", "%ld", (long)s->pid);
 		upgstate_put(w, "status", "%d %d %d %d", s->reaped, s->released,
 		    s->status, s->exited);
+		if (s->leader_gone && !s->released) {
+			upgstate_put(w, "leader-gone", "1");
+			for (i = 0; i < (size_t)s->pins.n; i++) {
+				upgstate_put(w, "pin", "%d %ld", s->pins.fd[i],
+				    (long)s->pins.pid[i]);
+				if (sessionsave_keep(s->pins.fd[i], keep, nkeep,
+				    max) != 0)
+					return (-1);
+			}
+		}
 		upgstate_put(w, "flags", "%d %d %d %d %d", s->timed_out,
 		    s->terminating, s->killed, s->oom_killed, s->gone);
 		upgstate_put(w, "kill-at-ms", "%" PRId64, s->kill_at_ms -
@@ -279,7 +289,23 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 		s->released = v[1] != 0;
 		s->status = v[2];
 		s->exited = v[3] != 0;
-	} else if (strcmp(key, "flags") == 0 && sscanf(value, "%d %d %d %d %d",
+	} else if (strcmp(key, "leader-gone") == 0)
+		s->leader_gone = 1;
+	else if (strcmp(key, "pin") == 0 && sscanf(value, "%*d %d", &k) == 1 &&
+	    k > 1) {
+		if (sessionsave_fd(value, &fd) != 0) {
+			log_warn("%s: session %s: ignoring %s=%s: not open",
+			    __func__, s->id, key, value);
+			return;
+		}
+		if (s->pins.n == SESSION_PINS_MAX) {
+			close(fd);
+			return;
+		}
+		s->pins.fd[s->pins.n] = fd;	/* the sweep checks it */
+		s->pins.pid[s->pins.n++] = (pid_t)k;
+	}
+	else if (strcmp(key, "flags") == 0 && sscanf(value, "%d %d %d %d %d",
 	    &v[0], &v[1], &v[2], &v[3], &v[4]) == 5) {
 		s->timed_out = v[0] != 0;
 		s->terminating = v[1] != 0;
@@ -401,6 +427,7 @@ sessionsave_close_fds(struct session_load *sl)
 	if (sl->cgroup_fd != -1)
 		close(sl->cgroup_fd);
 	sl->cgroup_fd = -1;
+	session_pins_clear(&s->pins);
 }
 
 /* Make the ring and put the chunks back at their ids; -1 when it cannot. */
