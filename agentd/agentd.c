@@ -75,6 +75,7 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.max_session_bytes = cfg->max_session_bytes;
 	outq_set_max(cfg->max_answer_bytes);
 	limits.profile = cfg->profile;
+	limits.cast_resizes = cfg->cast_resizes;
 	api_init(cfg, agentd_start_ms);
 	debug_init(agentd_base, cfg, agentd_start_ms);
 	files_init(agentd_base, cfg);

@@ -222,6 +222,8 @@ session_capture(struct session_out *o, size_t budget)
 	void		*p;
 	int		 avail, closed = 0;
 
+	s->read_time = session_time(s);
+	ring_set_time(s->ring, s->read_time);
 	while (done < budget) {
 		if (s->tty)
 			avail = SESSION_TTY_ROOM;
@@ -293,7 +295,8 @@ session_room(struct session_out *o, size_t avail, size_t *len)
 		avail = most;
 	room = s->pend_room - s->pend_len;
 	if (s->pend != NULL && s->pend_stream == o->stream &&
-	    room >= (avail > 0 ? avail : 1)) {
+	    room >= (avail > 0 ? avail : 1) &&
+	    s->read_time - s->pend_time <= SESSION_JOIN_MS) {
 		*len = room;
 		return (s->pend + s->pend_len);
 	}
@@ -315,6 +318,7 @@ session_room(struct session_out *o, size_t avail, size_t *len)
 		return (NULL);	/* ids used up: ring_append says so too */
 	s->pend_len = 0;
 	s->pend_room = want;
+	s->pend_time = s->read_time;
 	s->pend_stream = o->stream;
 	/* What the last full chunk of this stream left begins this one. */
 	if (s->carry_len > 0 && s->carry_stream == o->stream &&

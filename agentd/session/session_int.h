@@ -21,6 +21,9 @@
 
 #define SESSION_HUP_POLL_MIN_MS	10	/* first look at a hung-up master */
 
+#define SESSION_JOIN_MS		100	/* ms: reads joined into one chunk
+					   are at most this far apart (its
+					   time is its first read's) */
 #define SESSION_CARRY_MAX	3	/* bytes of a UTF-8 sequence a full
 					   joined chunk hands to the next */
 
@@ -41,6 +44,13 @@ struct session {
 	char		*tag;		/* envd's tag (a label), or NULL */
 	int		 tty;
 	unsigned	 rows, cols;
+	unsigned	 start_rows, start_cols; /* the PTY's size at the start */
+	int64_t		 start_mono_ms;	/* monotonic: the start, from which
+					   chunk times count */
+	struct session_size *resizes;	/* the last limits.cast_resizes, a
+					   circle from nresizes on */
+	size_t		 nresizes;	/* resizes logged */
+	uint32_t	 read_time;	/* session_time() of the reads at hand */
 
 	pid_t		 pid;		/* also the group and session id */
 	int		 reaped;	/* the status is in; the zombie stays */
@@ -69,6 +79,7 @@ struct session {
 	size_t		 pend_len;	/* bytes read into it */
 	size_t		 pend_room;	/* its size */
 	enum ring_stream pend_stream;
+	uint32_t	 pend_time;	/* its first read's */
 	uint8_t		 carry[SESSION_CARRY_MAX]; /* the start of a UTF-8
 					   sequence a full chunk left to the
 					   next one of its stream */
@@ -127,6 +138,10 @@ extern LIST_HEAD(corpses_head, session_corpse) corpses;
 extern struct event		*sweep_ev;
 extern struct event_base	*session_base;	/* the capture loop */
 extern struct session_limits	 limits;
+
+/* Log a resize (stdin.c; sessionsave.c puts an upgrade's back). */
+void	session_log_resize(struct session *, uint32_t time, unsigned rows,
+	    unsigned cols);
 extern struct event		*turn_ev;	/* ends a loop turn's count */
 extern int			 turn_open;	/* turn_ev is active */
 extern size_t			 nrunning;
