@@ -26,6 +26,7 @@
 #include "sessions.h"
 #include "sse.h"
 #include "util.h"
+#include "webdir.h"
 
 struct event_base	*agentd_base;
 int64_t			 agentd_start_ms;
@@ -77,6 +78,7 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.profile = cfg->profile;
 	limits.cast_resizes = cfg->cast_resizes;
 	api_init(cfg, agentd_start_ms);
+	webdir_init(cfg->web_dir, cfg->web_file_max);
 	debug_init(agentd_base, cfg, agentd_start_ms);
 	files_init(agentd_base, cfg);
 	hold_init(agentd_base);
