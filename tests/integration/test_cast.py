@@ -114,6 +114,10 @@ class CastTest(CastCase):
         self.assertError(self.req('GET', '/v1/sessions/nope/cast'), 404, 'not_found')
         self.assertError(self.req('POST', '/v1/sessions/tok/cast', {}), 405,
                          'method_not_allowed')
+        r = self.req('HEAD', '/v1/sessions/tok/cast')
+        self.expect(r, 200)
+        self.assertEqual(r.body, b'')
+        self.assertEqual(r.header('Content-Type'), 'application/x-asciicast')
         # Over the unix socket, as the rest of the API.
         _, events = self.cast('tok', client=self.agentd.unix_client())
         self.assertEqual(output_of(events), 'hi\n')
