@@ -154,6 +154,7 @@ class CastTest(CastCase):
     def test_resize_log_bounded(self):
         self.stop_agentd()
         self.start_agentd(['--cast-resizes', '3'])
+        self.assertEqual(self.metric('agentd_cast_resizes_max'), 3)
         self.create(id='rz', tty=True, rows=24, cols=80, cmd='sleep 30')
         for i in range(6):
             self.expect(self.resize_raw('rz', 10 + i, 50 + i), 200)

@@ -108,6 +108,7 @@ class WebDirTest(WebDirCase):
 
     def test_refusals(self):
         self.start(['--web-file-max', '2048'])
+        self.assertEqual(self.metric('agentd_web_file_max_bytes'), 2048)
         outside = os.path.join(self.root, 'secret.txt')
         with open(outside, 'w') as f:
             f.write('TOPSECRET')
