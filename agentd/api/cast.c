@@ -243,6 +243,9 @@ cast_pull(struct sse *sse, void *arg)
 		}
 		b->len = 0;
 		for (i = 0; i < res.nchunks && !done; i++) {
+			/* The ring moved past the end while it was sent. */
+			if ((done = cast_chunks[i].id > c->last))
+				break;
 			cast_chunk(b, c, &cast_chunks[i]);
 			c->at = cast_chunks[i].id;
 			done = c->at >= c->last;
