@@ -26,6 +26,7 @@
 #include "sessions.h"
 #include "sse.h"
 #include "util.h"
+#include "webdir.h"
 
 struct event_base	*agentd_base;
 int64_t			 agentd_start_ms;
@@ -76,7 +77,9 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.max_session_bytes = cfg->max_session_bytes;
 	outq_set_max(cfg->max_answer_bytes);
 	limits.profile = cfg->profile;
+	limits.cast_resizes = cfg->cast_resizes;
 	api_init(cfg, agentd_start_ms);
+	webdir_init(cfg->web_dir, cfg->web_file_max);
 	debug_init(agentd_base, cfg, agentd_start_ms);
 	files_init(agentd_base, cfg);
 	hold_init(agentd_base);

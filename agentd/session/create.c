@@ -519,7 +519,9 @@ session_attach(struct session_pending *p, const struct pty_proc *proc)
 	s->cols = p->cols;
 	s->pid = proc->pid;
 	s->started_ms = clock_wall_ms();
-	s->output_ms = clock_mono_ms();
+	s->output_ms = s->start_mono_ms = clock_mono_ms();
+	s->start_rows = s->rows;
+	s->start_cols = s->cols;
 	s->ended_ms = -1;
 	s->ring_bytes = p->ring_bytes;
 	s->cg = p->cg;

@@ -33,6 +33,7 @@ struct session_load_chunk {
 	uint8_t		 stream;
 	const uint8_t	*data;
 	uint32_t	 len;
+	uint32_t	 time;
 };
 
 /* A [session] section being read. */
@@ -101,8 +102,8 @@ sessionsave_ring(struct upgstate_w *w, struct session *s)
 		for (i = 0; i < res.nchunks; i++) {
 			off = upgstate_blob(w, chunks[i].data, chunks[i].len);
 			upgstate_put(w, "chunk", "%" PRIu64 " %u %" PRIu64
-			    " %u", chunks[i].id, chunks[i].stream, off,
-			    chunks[i].len);
+			    " %u %u", chunks[i].id, chunks[i].stream, off,
+			    chunks[i].len, chunks[i].time);
 		}
 		cursor = chunks[res.nchunks - 1].id;
 	}
@@ -116,6 +117,7 @@ session_save_all(struct upgstate_w *w, int *keep, size_t *nkeep, size_t max)
 	struct session		*s;
 	struct session_timers	 t;
 	struct evbuffer_iovec	 v;
+	struct session_size	 z;
 	uint64_t		 off;
 	size_t			 i, len;
 	int			 n = 0;
@@ -151,6 +153,13 @@ session_save_all(struct upgstate_w *w, int *keep, size_t *nkeep, size_t max)
 		upgstate_put(w, "kill-at-ms", "%" PRId64, s->kill_at_ms -
 		    clock_mono_ms());
 		upgstate_put(w, "started-ms", "%" PRId64, s->started_ms);
+		upgstate_put(w, "age-ms", "%" PRId64, clock_mono_ms() -
+		    s->start_mono_ms);
+		upgstate_put(w, "start-size", "%u %u", s->start_rows,
+		    s->start_cols);
+		for (i = 0; session_resize_at(s, i, &z) == 0; i++)
+			upgstate_put(w, "resize", "%u %u %u", z.time, z.rows,
+			    z.cols);
 		upgstate_put(w, "ended-ms", "%" PRId64, s->ended_ms);
 		upgstate_put(w, "kept-bytes", "%zu", s->kept_bytes);
 		upgstate_put(w, "quiet-ms", "%" PRId64, session_quiet_ms(s));
@@ -243,7 +252,7 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 	struct session_load_chunk	*c;
 	struct session			*s = sl->s;
 	uint64_t			 u, a, b, d;
-	unsigned			 stream, x, y, cb[SESSION_CARRY_MAX];
+	unsigned			 stream, x, y, tm, cb[SESSION_CARRY_MAX];
 	struct session_out		*o;
 	int64_t				 i64, t[4];
 	int				 fd, k, v[5];
@@ -318,6 +327,15 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 	else if (strcmp(key, "started-ms") == 0 &&
 	    upgstate_i64(value, &i64) == 0)
 		s->started_ms = i64;
+	else if (strcmp(key, "age-ms") == 0 && upgstate_i64(value, &i64) == 0)
+		s->start_mono_ms = clock_mono_ms() - i64;
+	else if (strcmp(key, "start-size") == 0 &&
+	    sscanf(value, "%u %u", &x, &y) == 2) {
+		s->start_rows = x;
+		s->start_cols = y;
+	} else if (strcmp(key, "resize") == 0 &&
+	    sscanf(value, "%u %u %u", &tm, &x, &y) == 3)
+		session_log_resize(s, tm, x, y);
 	else if (strcmp(key, "ended-ms") == 0 && upgstate_i64(value, &i64) == 0)
 		s->ended_ms = i64;
 	else if (strcmp(key, "kept-bytes") == 0 && upgstate_u64(value, &u) == 0)
@@ -390,9 +408,10 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 	} else if (strcmp(key, "ring-closed") == 0 && sscanf(value, "%d",
 	    &k) == 1)
 		sl->ring_closed = k != 0;
-	else if (strcmp(key, "chunk") == 0 && sscanf(value, "%" SCNu64 " %u %"
-	    SCNu64 " %" SCNu64, &a, &stream, &b, &d) == 4 && stream <= 2 &&
-	    d <= UINT32_MAX && upgstate_blob_at(r, b, d) != NULL) {
+	else if (strcmp(key, "chunk") == 0 && (tm = 0, sscanf(value, "%" SCNu64
+	    " %u %" SCNu64 " %" SCNu64 " %u", &a, &stream, &b, &d, &tm)) >= 4 &&
+	    stream <= 2 && d <= UINT32_MAX &&
+	    upgstate_blob_at(r, b, d) != NULL) {
 		if (sl->nchunks == sl->capchunks) {
 			sl->capchunks = sl->capchunks == 0 ? 64 :
 			    sl->capchunks * 2;
@@ -404,6 +423,7 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 		c->stream = (uint8_t)stream;
 		c->data = upgstate_blob_at(r, b, d);
 		c->len = (uint32_t)d;
+		c->time = tm;	/* 0 from an agentd without times */
 	} else
 		log_warn("%s: session %s: line %zu: ignoring %s=%s", __func__,
 		    s->id, upgstate_line(r), key, value);
@@ -449,6 +469,7 @@ sessionsave_ring_load(struct session_load *sl)
 			    s->id, sl->chunks[i].id, want);
 			break;
 		}
+		ring_set_time(s->ring, sl->chunks[i].time);
 		ring_append(s->ring, sl->chunks[i].data, sl->chunks[i].len,
 		    (enum ring_stream)sl->chunks[i].stream);
 		want++;
@@ -478,6 +499,9 @@ session_load_end(struct session_load *sl, const struct upgstate *r)
 		why = "no argv, cwd or user";
 	else if (sessionsave_ring_load(sl) != 0)
 		why = "its ring cannot be made";
+	if (s->start_mono_ms == 0)	/* from an agentd without age-ms */
+		s->start_mono_ms = clock_mono_ms() - (clock_wall_ms() -
+		    s->started_ms);
 	if (why == NULL && s->tty && s->in != -1 && s->in != s->out[0].fd)
 		s->in = s->out[0].fd;	/* the master, or closed */
 	if (why == NULL && sl->cgroup != NULL &&

@@ -870,6 +870,47 @@ START_TEST(test_resume)
 }
 END_TEST
 
+/*
+ * Each chunk keeps the time set when it was reserved or appended, through
+ * evictions, wraps and a read of the slots it reuses.
+ */
+START_TEST(test_times)
+{
+	struct ring	*r = mkring(CAP, 1);
+	uint8_t		*p;
+	size_t		 len, i;
+	uint64_t	 id;
+
+	/* 0 until set. */
+	ck_assert_uint_ne(ring_append(r, "a", 1, RING_STREAM_PTY), 0);
+	/* A reservation takes the time of its reserve, not of its commit. */
+	ring_set_time(r, 7);
+	len = 10;
+	p = ring_reserve(r, &len);
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, "bbbbbbbbbb", 10);
+	ring_set_time(r, 9);
+	ck_assert_uint_eq(ring_commit(r, 10, RING_STREAM_PTY), 2);
+	ck_assert_uint_eq(ring_append(r, "c", 1, RING_STREAM_PTY), 3);
+	ck_assert_int_eq(get(r, 0, BUFSIZE, NCHUNKS), 0);
+	ck_assert_uint_eq(rres.nchunks, 3);
+	ck_assert_uint_eq(rchunks[0].time, 0);
+	ck_assert_uint_eq(rchunks[1].time, 7);
+	ck_assert_uint_eq(rchunks[2].time, 9);
+	/* Many more than the slots: every chunk read has its own. */
+	for (i = 0; i < 5 * ring_slots(r); i++) {
+		ring_set_time(r, (uint32_t)(1000 + i));
+		id = ring_append(r, "xy", 2, RING_STREAM_STDOUT);
+		ck_assert_uint_eq(id, 4 + i);
+	}
+	ck_assert_int_eq(get(r, 0, BUFSIZE, NCHUNKS), 0);
+	ck_assert_uint_gt(rres.dropped, 0);
+	for (i = 0; i < rres.nchunks; i++)
+		CHECK_eq(rchunks[i].time, 1000 + (rchunks[i].id - 4));
+	ring_free(r);
+}
+END_TEST
+
 /* Build the suite. */
 static Suite *
 ring_suite(void)
@@ -896,6 +937,7 @@ ring_suite(void)
 	tcase_add_test(tc, test_close_notify);
 	tcase_add_test(tc, test_ids_near_max);
 	tcase_add_test(tc, test_resume);
+	tcase_add_test(tc, test_times);
 	tcase_add_loop_test(tc, test_random_model, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
