@@ -78,11 +78,14 @@ struct session_limits {
 	uint64_t	 max_session_bytes;	/* argv, cwd, user of all kept */
 	int		 profile;		/* PROTO_PROFILE_* of creates that
 						   name none (--profile) */
+	void		(*before_spawn)(void);	/* on the loop, before each
+						   spawn is queued, or NULL */
 };
 
 /*
- * Set the loop (capture, timers), the limits and the observer, and start
- * the spawner's threads (once, before any session).
+ * Set the loop (capture, timers), the limits and the observer, and the
+ * spawner's (which makes its threads at the first spawns), once, before
+ * any session.
  */
 void	 session_init(struct event_base *, const struct session_limits *,
 	    session_observer_fn);
