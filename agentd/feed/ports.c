@@ -36,7 +36,6 @@
 #define PORTS_TCP_CLOSE		7	/* TCP_CLOSE: an unconnected UDP socket */
 #define PORTS_KNOWN_PIDS	64	/* holders of sockets looked at first */
 
-static int	ports_open(void);
 static int	ports_dump(int family, int proto, struct ports_set *);
 static int	ports_dump_all(struct ports_set *);
 static int	ports_read(int);
@@ -66,7 +65,7 @@ static int64_t			 ports_interval_ms;	/* --ports-interval */
 static int64_t			 ports_feed_ms;		/* --ports-feed-interval */
 static int			 ports_primed;		/* a list was read */
 static int			 ports_fd = -1;
-static int			 ports_init_error;	/* -errno of ports_open() */
+static int			 ports_init_error;	/* -errno of ports_init() */
 static uint32_t			 ports_seq;
 static struct ports_set		 ports_now;
 static int			 ports_watchers;
@@ -236,26 +235,17 @@ ports_set_free(struct ports_set *set)
 	memset(set, 0, sizeof *set);
 }
 
-/* Keep the settings and make the timer; the socket is the first read's. */
-void
+/* Open the netlink socket. */
+int
 ports_init(struct event_base *base, int64_t interval_ms, int load_modules)
-{
-	ports_load_modules = load_modules;
-	ports_interval_ms = interval_ms > 0 ? interval_ms : 1;
-	ports_init_error = 0;
-	if ((ports_ev = evtimer_new(base, ports_timer, NULL)) == NULL)
-		fatal("%s: out of memory", __func__);
-}
-
-/* Open the netlink socket, once: a failure stays.  0 or -errno. */
-static int
-ports_open(void)
 {
 	struct sockaddr_nl	sa;
 	struct timeval		tv = { 1, 0 };
 
-	if (ports_fd != -1 || ports_init_error != 0)
-		return (ports_init_error);
+	ports_load_modules = load_modules;
+	ports_interval_ms = interval_ms > 0 ? interval_ms : 1;
+	if ((ports_ev = evtimer_new(base, ports_timer, NULL)) == NULL)
+		fatal("%s: out of memory", __func__);
 	ports_fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
 	    NETLINK_SOCK_DIAG);
 	if (ports_fd == -1) {
@@ -717,8 +707,8 @@ ports_read(int resolve)
 	size_t			 i;
 	int			 error;
 
-	if ((error = ports_open()) != 0)
-		return (error);
+	if (ports_fd == -1)
+		return (ports_init_error != 0 ? ports_init_error : -EBADF);
 	if ((error = ports_dump_all(&now)) != 0) {
 		log_warn("%s: sock_diag: %s", __func__, strerror(-error));
 		ports_set_free(&now);

@@ -114,13 +114,13 @@ void	 ports_diff(const struct ports_set *before, const struct ports_set *now,
 void	 ports_set_free(struct ports_set *);
 
 /*
- * Keep base for the timer; interval_ms is --ports-interval; load_modules
- * (PID 1): when sock_diag answers ENOENT, load its modules (kmod.h) and ask
- * again, once.  Nothing is read and no socket opened yet: the first read
- * opens the netlink socket (no netlink: then every read fails the same way,
- * and GET /v1/ports says so).
+ * Open the netlink socket and keep base for the timer; interval_ms is
+ * --ports-interval; load_modules (PID 1): when sock_diag answers ENOENT,
+ * load its modules (kmod.h) and ask again, once.  Nothing is read yet (the
+ * first read is the baseline).  Returns 0 or -errno (no netlink: then every
+ * refresh fails the same way, and GET /v1/ports says so).
  */
-void	 ports_init(struct event_base *, int64_t interval_ms,
+int	 ports_init(struct event_base *, int64_t interval_ms,
 	    int load_modules);
 /* Close and free everything. */
 void	 ports_free(void);

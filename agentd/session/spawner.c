@@ -12,9 +12,8 @@
  *
  * Threads are made when first needed, not at the start: a job queued when
  * every thread is busy (more jobs queued than threads waiting) makes one
- * more, up to the pool's size; the pipe and its event come with the first
- * job.  So an agentd that never spawns has no thread, and one that spawns
- * one at a time has one.
+ * more, up to the pool's size.  So an agentd that never spawns has no
+ * thread, and one that spawns one at a time has one.
  */
 #include <sys/queue.h>
 #include <sys/syscall.h>
@@ -105,7 +104,6 @@ static unsigned		 spawner_nthreads;	/* made (the lock's) */
 static unsigned		 spawner_idle;		/* waiting (the lock's) */
 static size_t		 spawner_nqueued;	/* on the queue (the lock's) */
 
-static void	 spawner_up(void);
 static int	 spawner_queue_locked(struct spawner_job *);
 static void	 spawner_thread_new(void);
 static void	*spawner_main(void *);
@@ -119,20 +117,12 @@ static int	 spawner_kill_locked(struct spawner_job *);
 static void	 spawner_kill_cb(evutil_socket_t, short, void *);
 static void	 spawner_unwatch_locked(struct spawner_job *);
 
-/* Keep the pool's size and the loop; nothing is made before a job. */
+/* The pipe from the threads and its event; no thread before a job. */
 void
 spawner_init(struct event_base *base, unsigned nthreads)
 {
 	spawner_base = base;
 	spawner_max = nthreads > 0 ? nthreads : 1;
-}
-
-/* The pipe from the threads and its event, at the first job. */
-static void
-spawner_up(void)
-{
-	if (spawner_pipe_ev != NULL)
-		return;
 	if (pipe2(spawner_pipe, O_CLOEXEC) == -1)
 		fatal("%s: pipe2: %s", __func__, strerror(errno));
 	if (fd_nonblock_cloexec(spawner_pipe[0]) != 0)
@@ -328,7 +318,6 @@ spawner_start(const struct pty_spec *spec, int64_t timeout_ms,
 	struct timeval		 tv;
 	int			 grow;
 
-	spawner_up();
 	j = xcalloc(1, sizeof *j);
 	j->spec = *spec;
 	j->argv = spawner_strv_dup(spec->argv);

@@ -336,7 +336,7 @@ START_TEST(refresh_real)
 	uint16_t			 tport, uport;
 
 	ck_assert_ptr_nonnull(base);
-	ports_init(base, 250, 0);
+	ck_assert_int_eq(ports_init(base, 250, 0), 0);
 	memset(&sin, 0, sizeof sin);
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -417,7 +417,7 @@ START_TEST(baseline_then_pids)
 	int				 t;
 
 	ck_assert_ptr_nonnull(base);
-	ports_init(base, 250, 0);
+	ck_assert_int_eq(ports_init(base, 250, 0), 0);
 	memset(&sin, 0, sizeof sin);
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -455,7 +455,7 @@ START_TEST(many_openings_bounded)
 	int			 fds[100], i, tries, before, done;
 
 	ck_assert_ptr_nonnull(base);
-	ports_init(base, 250, 0);
+	ck_assert_int_eq(ports_init(base, 250, 0), 0);
 	refresh_resolved();		/* the baseline, and its pids */
 	memset(&sin, 0, sizeof sin);
 	sin.sin_family = AF_INET;
