@@ -221,7 +221,7 @@ membudget_memory(void)
 				continue;
 			lim = membudget_walk(mnt, path[v1], v1 ?
 			    "memory.limit_in_bytes" : "memory.max");
-			/* v1's "none" is a huge number: only a real one counts. */
+			/* v1's "none" is a huge number: a real one counts. */
 			if (lim > 0 && (mem == 0 || lim < mem))
 				mem = lim;
 		}

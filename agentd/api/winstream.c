@@ -52,8 +52,9 @@ struct winstream {
 static TAILQ_HEAD(, winstream)	 winstreams =
 				    TAILQ_HEAD_INITIALIZER(winstreams);
 static size_t			 winstream_n;
-static struct ring_reader	 winstream_reader =	/* while a window is */
-				    RING_READER_INIT(WINSTREAM_READ_BYTES); /* sent */
+static struct ring_reader	 winstream_reader =	/* while a window is
+							   sent */
+				    RING_READER_INIT(WINSTREAM_READ_BYTES);
 static struct proto_buf		 winstream_out;	/* a pull's chunks rendered,
 						   kept while a window is
 						   sent (fresh pages for

@@ -103,9 +103,8 @@ static int			 sse_turn_open;	/* sse_turn_ev is active */
 static struct event		*sse_turn_ev;	/* ends a turn's count */
 static struct event		*sse_next_ev;	/* the next turn's pulls */
 static uint64_t			 sse_deferred_total;
-static struct ring_reader	 sse_reader =	/* a ring read's bytes, */
-				    RING_READER_INIT(SSE_READ_BYTES); /* while
-					   session streams are open */
+/* A ring read's bytes, kept while session streams are open. */
+static struct ring_reader	 sse_reader = RING_READER_INIT(SSE_READ_BYTES);
 static struct ring_chunk	 sse_chunks[SSE_READ_CHUNKS];
 static struct event_base	*sse_base;	/* the loop */
 

@@ -81,8 +81,8 @@ static void
 sessionsave_ring(struct upgstate_w *w, struct session *s)
 {
 	static struct ring_chunk	 chunks[SESSIONSAVE_CHUNKS];
-	struct ring_reader		 rd =
-					    RING_READER_INIT(SESSIONSAVE_READ_BYTES);
+	struct ring_reader		 rd = RING_READER_INIT(
+					    SESSIONSAVE_READ_BYTES);
 	struct ring_read_result		 res;
 	struct ring_stats		 st;
 	struct ring			*r = session_ring(s);	/* published */

@@ -127,12 +127,11 @@ spawner_init(struct event_base *base, unsigned nthreads)
 		fatal("%s: pipe2: %s", __func__, strerror(errno));
 	if (fd_nonblock_cloexec(spawner_pipe[0]) != 0)
 		fatal("%s: O_NONBLOCK: %s", __func__, strerror(errno));
-	spawner_pipe_ev = event_new(spawner_base, spawner_pipe[0],
-	    EV_READ | EV_PERSIST, spawner_read_cb, NULL);
+	spawner_pipe_ev = event_new(base, spawner_pipe[0], EV_READ | EV_PERSIST,
+	    spawner_read_cb, NULL);
 	if (spawner_pipe_ev == NULL || event_add(spawner_pipe_ev, NULL) != 0)
 		fatal("%s: out of memory", __func__);
-	if ((spawner_kill_ev = evtimer_new(spawner_base, spawner_kill_cb,
-	    NULL)) == NULL)
+	if ((spawner_kill_ev = evtimer_new(base, spawner_kill_cb, NULL)) == NULL)
 		fatal("%s: out of memory", __func__);
 }
 
