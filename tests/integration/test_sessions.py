@@ -447,11 +447,13 @@ class LazySpawnerTest(AgentdTestCase):
             self.wait_until(lambda: self.metric('agentd_spawn_threads') == 2,
                             what='two spawn threads')
             # ... a third create makes the third thread, and is answered
-            # while they are stuck.
+            # while they are stuck (without it, it would wait for their
+            # --spawn-timeout of 4 s).
             t0 = time.monotonic()
             s = self.create(argv=['echo', 'third'], yield_ms=3000)
             self.assertEqual(s['exit_code'], 0)
-            self.assertLess(time.monotonic() - t0, 2.0)
+            self.assertLess(time.monotonic() - t0, 3.0)
+            self.assertTrue(all(b.is_alive() for b in stuck))
             self.assertEqual(self.metric('agentd_spawn_threads'), 3)
             for b in stuck:
                 self.assertError(b.join_result(), 504, 'spawn_timeout')
