@@ -78,6 +78,7 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	outq_set_max(cfg->max_answer_bytes);
 	limits.profile = cfg->profile;
 	limits.cast_resizes = cfg->cast_resizes;
+	limits.before_spawn = ports_api_prime;	/* the ports' baseline */
 	api_init(cfg, agentd_start_ms);
 	webdir_init(cfg->web_dir, cfg->web_file_max);
 	debug_init(agentd_base, cfg, agentd_start_ms);
@@ -86,7 +87,7 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	mcp_init(agentd_base, cfg);
 	sessions_init(agentd_base, cfg);
 	events_init(agentd_base, cfg->max_events, cfg->events_bytes);
-	/* the baseline, the feed's port events */
+	/* the feed's port events; the baseline when first needed */
 	ports_api_init(agentd_base, cfg);
 	pause_init(agentd_base);
 	sse_init(agentd_base, cfg->sse_buffer, cfg->sse_keepalive_ms,

@@ -205,8 +205,9 @@ static const struct opt opts[] = {
 	  "(running, starting and exited) together at most; a create past it "
 	  "gets 429 session_budget_exceeded (default 64MiB)" },
 	{ "spawn-threads", OPT_COUNT, OFF(spawn_threads), 1, 256, "N",
-	  "threads that spawn sessions' processes, so many creates run at "
-	  "once; more wait their turn (default 4)" },
+	  "threads that spawn sessions' processes (made when first "
+	  "needed), so many creates run at once; more wait their turn "
+	  "(default 4)" },
 	{ "spawn-timeout", OPT_MILLIS, OFF(spawn_timeout_ms), 100, 3600000,
 	  "MS", "a create whose process has not exec'd within this (its "
 	  "queue time too) gets 504 spawn_timeout; a late child is killed "

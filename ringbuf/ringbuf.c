@@ -532,7 +532,8 @@ ring_newest(const struct ring *r)
 /*
  * Copy up to avail chunks from id start on into buf, back to back, within
  * the limits of ring_read(); set *toobig when the first chunk exceeds
- * bufsize.  Returns the number of chunks copied, none of them validated.
+ * bufsize (then *nbytesp is its length).  Returns the number of chunks
+ * copied, none of them validated.
  */
 static size_t
 ring_copy_window(const struct ring *r, uint64_t start, uint64_t avail,
@@ -560,6 +561,7 @@ ring_copy_window(const struct ring *r, uint64_t start, uint64_t avail,
 		if (n == 0) {
 			if (len > bufsize) {
 				*toobig = 1;
+				nbytes = len;	/* what the buffer must hold */
 				break;
 			}
 		} else if (nbytes >= limit || len > limit - nbytes)
@@ -633,8 +635,10 @@ ring_read(const struct ring *r, uint64_t cursor, uint8_t *buf, size_t bufsize,
 		skip = tail > start ? tail - start : 0;
 #endif
 		if (toobig) {
-			if (skip == 0)
+			if (skip == 0) {
+				res->nbytes = nbytes;	/* the chunk's length */
 				return -EMSGSIZE;
+			}
 			continue;
 		}
 		if (skip >= n)

@@ -212,7 +212,8 @@ uint64_t	 ring_newest(const struct ring *);
  * A cursor greater than the newest id (first_id - 1 before the first chunk)
  * returns -ERANGE; a cursor below first_id - 1 (tests only) counts the ids
  * below first_id as dropped.  -EMSGSIZE: the first chunk does not fit in
- * bufsize (give at least ring_chunk_max() to avoid it).  Returns 0
+ * bufsize; res->nbytes is then its length, the bufsize a read again needs
+ * (ringread.h does so; ring_chunk_max() bytes always do).  Returns 0
  * otherwise, also when no chunk is returned.  res must not be NULL. [any]
  */
 int		 ring_read(const struct ring *, uint64_t cursor, uint8_t *buf,

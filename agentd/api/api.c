@@ -162,6 +162,8 @@ api_metrics(struct http_req *hr)
 	    "agentd_spawn_timeouts_total %" PRIu64 "\n"
 	    "# TYPE agentd_spawns_abandoned gauge\n"
 	    "agentd_spawns_abandoned %zu\n"
+	    "# TYPE agentd_spawn_threads gauge\n"
+	    "agentd_spawn_threads %u\n"
 	    "# TYPE agentd_output_bytes_total counter\n"
 	    "agentd_output_bytes_total %" PRIu64 "\n"
 	    "# TYPE agentd_output_dropped_bytes_total counter\n"
@@ -203,8 +205,8 @@ api_metrics(struct http_req *hr)
 	    session_count_running(), session_count(),
 	    agentd_stats.sessions_started, agentd_stats.sessions_spawn_failed,
 	    session_count_starting(), agentd_stats.sessions_spawn_timeouts,
-	    spawner_abandoned(), agentd_stats.output_bytes, dropped,
-	    agentd_stats.output_cuts, agentd_stats.output_held,
+	    spawner_abandoned(), spawner_threads(), agentd_stats.output_bytes,
+	    dropped, agentd_stats.output_cuts, agentd_stats.output_held,
 	    agentd_stats.output_hold_expired, held,
 	    session_ring_bytes_total(), session_pipe_bytes(),
 	    agentd_stats.zombies_reaped,

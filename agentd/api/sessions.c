@@ -440,10 +440,9 @@ sessions_window_read(struct session *s, uint64_t cursor, size_t max_bytes,
 		lim += skip;
 	error = ring_read(r, after, buf, buflen, lim, rchunks,
 	    nitems(rchunks), &res);
-	if (error == -ERANGE)
-		return (proto_fail(err, 400, "invalid_cursor",
-		    "cursor %" PRIu64 " is after the last chunk %" PRIu64,
-		    cursor, newest));
+	if (window_cursor(cursor, newest, error, &res, rchunks, &skip,
+	    err) != 0)
+		return (-1);
 	if (error != 0)
 		return (proto_fail(err, 500, "internal_error", "ring_read: %s",
 		    strerror(-error)));
@@ -460,14 +459,8 @@ sessions_window_read(struct session *s, uint64_t cursor, size_t max_bytes,
 	w->cursor = res.nchunks > 0 ? rchunks[res.nchunks - 1].id : cursor;
 	w->dropped = res.dropped;
 	w->more = res.more;
-	/* The cursor's chunk was evicted: the gap says so, start afresh. */
-	if (w->n == 0 || res.dropped > 0)
-		skip = 0;
+	/* A cursor inside its chunk (window_cursor() checked it). */
 	if (skip > 0) {
-		if (skip >= pchunks[0].len)
-			return (proto_fail(err, 400, "invalid_cursor",
-			    "cursor %" PRIu64 " points past the end of chunk %"
-			    PRIu64, cursor, pchunks[0].id));
 		pchunks[0].data += skip;
 		pchunks[0].len -= (uint32_t)skip;
 		pchunks[0].offset += skip;

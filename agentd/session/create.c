@@ -362,6 +362,8 @@ session_create(const struct proto_create *pc, session_create_fn fn,
 	ring_total += p->ring_bytes;
 	p->kept_bytes = kept;
 	kept_total += kept;
+	if (limits.before_spawn != NULL)
+		limits.before_spawn();
 	p->job = spawner_start(&spec, limits.spawn_timeout_ms > 0 ?
 	    limits.spawn_timeout_ms : SPAWNER_TIMEOUT_DEFAULT,
 	    session_spawned, p);

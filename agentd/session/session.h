@@ -88,6 +88,8 @@ struct session_limits {
 						   name none (--profile) */
 	uint64_t	 cast_resizes;		/* resizes a session's log keeps
 						   (the last; --cast-resizes) */
+	void		(*before_spawn)(void);	/* on the loop, before each
+						   spawn is queued, or NULL */
 };
 
 /* A PTY's size from a time on (ms since the session's start). */
@@ -97,8 +99,9 @@ struct session_size {
 };
 
 /*
- * Set the loop (capture, timers), the limits and the observer, and start
- * the spawner's threads (once, before any session).
+ * Set the loop (capture, timers), the limits and the observer, and the
+ * spawner's (which makes its threads at the first spawns), once, before
+ * any session.
  */
 void	 session_init(struct event_base *, const struct session_limits *,
 	    session_observer_fn);

@@ -18,6 +18,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "ringbuf.h"
+#include "ringread.h"
 #include "session.h"
 #include "session_int.h"
 #include "sessionsave.h"
@@ -25,6 +26,8 @@
 #include "util.h"
 
 #define SESSIONSAVE_CHUNKS	1024	/* chunks copied per ring read */
+#define SESSIONSAVE_READ_BYTES	(1u << 20) /* bytes copied per ring read
+					   (more for a longer chunk) */
 #define SESSIONSAVE_ARGV_MAX	4096	/* argv entries of a session read */
 
 /* A chunk of a ring read back: its bytes are in the state's blob. */
@@ -79,12 +82,14 @@ static void
 sessionsave_ring(struct upgstate_w *w, struct session *s)
 {
 	static struct ring_chunk	 chunks[SESSIONSAVE_CHUNKS];
+	struct ring_reader		 rd = RING_READER_INIT(
+					    SESSIONSAVE_READ_BYTES);
 	struct ring_read_result		 res;
 	struct ring_stats		 st;
 	struct ring			*r = session_ring(s);	/* published */
-	uint8_t				*buf;
 	uint64_t			 cursor, off;
-	size_t				 size = ring_chunk_max(r), i;
+	size_t				 i;
+	int				 error;
 
 	ring_stats(r, &st);
 	upgstate_put(w, "ring-bytes", "%zu", s->ring_bytes);
@@ -94,10 +99,12 @@ sessionsave_ring(struct upgstate_w *w, struct session *s)
 	upgstate_put(w, "ring-dropped", "%" PRIu64 " %" PRIu64,
 	    st.bytes_dropped, st.chunks_dropped);
 	upgstate_put(w, "ring-closed", "%d", ring_closed(r));
-	buf = xmalloc(size);
 	for (cursor = st.oldest - 1;;) {
-		if (ring_read(r, cursor, buf, size, size, chunks,
-		    SESSIONSAVE_CHUNKS, &res) != 0 || res.nchunks == 0)
+		error = ring_reader_read(&rd, r, cursor, SIZE_MAX, chunks,
+		    SESSIONSAVE_CHUNKS, &res);
+		if (error == -ENOMEM)
+			fatal("%s: out of memory", __func__);
+		if (error != 0 || res.nchunks == 0)
 			break;
 		for (i = 0; i < res.nchunks; i++) {
 			off = upgstate_blob(w, chunks[i].data, chunks[i].len);
@@ -107,7 +114,7 @@ sessionsave_ring(struct upgstate_w *w, struct session *s)
 		}
 		cursor = chunks[res.nchunks - 1].id;
 	}
-	free(buf);
+	ring_reader_free(&rd);
 }
 
 /* Write every session as a section; collect the fds to keep. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ringbuf.h"
+#include "ringread.h"
 
 #define CAP		4096u			/* bytes: the smallest ring */
 #define BUFSIZE		(256u * 1024)		/* bytes: read buffer */
@@ -482,6 +483,7 @@ START_TEST(test_bufsize)
 	check_chunk(0, 1, 0, 2000, RING_STREAM_PTY);
 	rc = ring_read(r, 0, rbuf, 1999, BUFSIZE, rchunks, NCHUNKS, &rres);
 	ck_assert_int_eq(rc, -EMSGSIZE);
+	ck_assert_uint_eq(rres.nbytes, 2000);	/* the bufsize it needs */
 	rc = ring_read(r, 0, rbuf, 0, 0, rchunks, NCHUNKS, &rres);
 	ck_assert_int_eq(rc, -EMSGSIZE);
 
@@ -501,6 +503,59 @@ START_TEST(test_bufsize)
 	ck_assert_int_eq(rc, 0);
 	ck_assert_uint_eq(rres.nchunks, 1);
 	ck_assert_uint_eq(rchunks[0].len, 0);
+	ring_free(r);
+}
+END_TEST
+
+/*
+ * A reader's buffer is its base size while the chunks fit, and grows to a
+ * longer chunk's length (rounded to 4 KiB), never to the ring's capacity.
+ */
+START_TEST(test_reader_grows)
+{
+	struct ring		*r = mkring(4u << 20, 1);
+	struct ring_reader	 rd = RING_READER_INIT(4096);
+	uint64_t		 i;
+
+	ck_assert_uint_eq(ring_reader_size(&rd), 0);
+	for (i = 1; i <= 100; i++)
+		put(r, i, 100);
+	/* 100 chunks of 100 bytes, max_bytes far more: the base's worth. */
+	ck_assert_int_eq(ring_reader_read(&rd, r, 0, SIZE_MAX, rchunks,
+	    NCHUNKS, &rres), 0);
+	ck_assert_uint_eq(ring_reader_size(&rd), 4096);
+	ck_assert_uint_eq(rres.nchunks, 40);
+	ck_assert_uint_eq(rres.nbytes, 4000);
+	ck_assert_int_eq(rres.more, 1);
+	ck_assert_uint_eq(rchunks[0].id, 1);
+	pattern(rbuf, 40, 100);
+	ck_assert_int_eq(memcmp(rchunks[39].data, rbuf, 100), 0);
+
+	/* A chunk of 200,000 bytes after them: read whole, alone. */
+	put(r, 101, 200000);
+	put(r, 102, 100);
+	ck_assert_int_eq(ring_reader_read(&rd, r, 100, 10, rchunks, NCHUNKS,
+	    &rres), 0);
+	ck_assert_uint_eq(rres.nchunks, 1);
+	ck_assert_uint_eq(rchunks[0].id, 101);
+	ck_assert_uint_eq(rchunks[0].len, 200000);
+	pattern(rbuf, 101, 200000);
+	ck_assert_int_eq(memcmp(rchunks[0].data, rbuf, 200000), 0);
+	ck_assert_uint_eq(ring_reader_size(&rd), 200704);
+
+	/* A cursor after the newest chunk is ring_read()'s -ERANGE. */
+	ck_assert_int_eq(ring_reader_read(&rd, r, 103, 10, rchunks, NCHUNKS,
+	    &rres), -ERANGE);
+
+	/* Freed, it starts again at its base. */
+	ring_reader_free(&rd);
+	ck_assert_uint_eq(ring_reader_size(&rd), 0);
+	ck_assert_int_eq(ring_reader_read(&rd, r, 101, SIZE_MAX, rchunks,
+	    NCHUNKS, &rres), 0);
+	ck_assert_uint_eq(rres.nchunks, 1);
+	ck_assert_uint_eq(rchunks[0].id, 102);
+	ck_assert_uint_eq(ring_reader_size(&rd), 4096);
+	ring_reader_free(&rd);
 	ring_free(r);
 }
 END_TEST
@@ -931,6 +986,7 @@ ring_suite(void)
 	tcase_add_test(tc, test_dropped);
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_bufsize);
+	tcase_add_test(tc, test_reader_grows);
 	tcase_add_test(tc, test_append_split);
 	tcase_add_test(tc, test_reserve_commit);
 	tcase_add_test(tc, test_stats);
