@@ -16,6 +16,7 @@
 #include "http.h"
 #include "proto.h"
 #include "ringbuf.h"
+#include "ringread.h"
 #include "session.h"
 #include "sse.h"
 #include "util.h"
@@ -44,14 +45,12 @@ struct cast {
 static TAILQ_HEAD(, cast)	 casts = TAILQ_HEAD_INITIALIZER(casts);
 static size_t			 cast_n;
 static uint64_t			 cast_total;
-static uint8_t			*cast_buf;	/* while a cast is sent */
-static size_t			 cast_buf_len;
+static struct ring_reader	 cast_reader =	/* while a cast is sent */
+				    RING_READER_INIT(CAST_READ_BYTES);
 static struct proto_buf		 cast_out;	/* a pull's events */
 static struct proto_buf		 cast_join;	/* a carry and its chunk */
 static struct ring_chunk	 cast_chunks[CAST_CHUNKS];
 
-static int	cast_read(struct ring *, uint64_t, size_t,
-		    struct ring_read_result *);
 static void	cast_event(struct proto_buf *, struct cast *, uint32_t,
 		    const char *, const void *, size_t);
 static void	cast_resizes(struct proto_buf *, struct cast *, uint32_t);
@@ -62,30 +61,6 @@ static void	cast_pull(struct sse *, void *);
 static void	cast_end(struct cast *);
 static void	cast_gone(void *);
 static void	cast_free(struct cast *);
-
-/* ring_read() into the read buffer, grown for a chunk too big for it. */
-static int
-cast_read(struct ring *r, uint64_t at, size_t lim,
-    struct ring_read_result *res)
-{
-	size_t	need = CAST_READ_BYTES;
-	int	error;
-
-	for (;;) {
-		if (cast_buf_len < need) {
-			free(cast_buf);
-			cast_buf_len = 0;
-			if ((cast_buf = malloc(need)) == NULL)
-				return (-ENOMEM);
-			cast_buf_len = need;
-		}
-		error = ring_read(r, at, cast_buf, cast_buf_len, lim,
-		    cast_chunks, CAST_CHUNKS, res);
-		if (error != -EMSGSIZE || need >= ring_chunk_max(r))
-			return (error);
-		need = ring_chunk_max(r);
-	}
-}
 
 /* One event line: [t, "code", "data"], at time ms, never before the last. */
 static void
@@ -237,7 +212,8 @@ cast_pull(struct sse *sse, void *arg)
 
 	while (!done && sse_room(sse)) {
 		lim = sse_room_bytes(sse) / CAST_WORST;
-		if (cast_read(session_ring(c->s), c->at, lim, &res) != 0) {
+		if (ring_reader_read(&cast_reader, session_ring(c->s), c->at,
+		    lim, cast_chunks, CAST_CHUNKS, &res) != 0) {
 			done = 1;	/* out of memory: it ends here */
 			break;
 		}
@@ -294,9 +270,7 @@ cast_free(struct cast *c)
 	free(c);
 	if (--cast_n > 0)
 		return;
-	free(cast_buf);
-	cast_buf = NULL;
-	cast_buf_len = 0;
+	ring_reader_free(&cast_reader);
 	proto_buf_free(&cast_out);
 	proto_buf_free(&cast_join);
 }
