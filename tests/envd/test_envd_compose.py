@@ -151,6 +151,36 @@ class TestComposeUser(ComposeCase):
         self.assertEqual(os.stat(dest).st_uid, nobody.pw_uid)
 
 
+@unittest.skipUnless(ROOT, 'needs root (another user)')
+class TestComposeConfined(ComposeCase):
+    """--envd-confine-files 1: as the user, with its rights only."""
+
+    extra = ('--envd-confine-files', '1')
+
+    def test_confined(self):
+        nobody = pwd.getpwnam('nobody')
+        srcs = self.make(b'x', b'y')
+        st, r = self.compose({'source_paths': srcs,
+                              'destination': self.p('out'),
+                              'username': 'nobody'})
+        self.assertEqual((st, r['code']), (403, 403), r)
+        self.assertFalse(os.path.exists(self.p('out')))
+        for s in srcs:
+            self.assertTrue(os.path.exists(s), s)
+        os.mkdir(self.p('own'))
+        os.chown(self.p('own'), nobody.pw_uid, nobody.pw_gid)
+        st, r = self.compose({'source_paths': srcs,
+                              'destination': self.p('own', 'out'),
+                              'username': 'nobody'})
+        self.assertEqual(st, 200, r)
+        self.assertEqual(os.stat(self.p('own', 'out')).st_uid, nobody.pw_uid)
+        with open(self.p('own', 'out'), 'rb') as fh:
+            self.assertEqual(fh.read(), b'xy')
+        # The sources, in a root folder, stay: the user cannot remove them.
+        for s in srcs:
+            self.assertTrue(os.path.exists(s), s)
+
+
 class RangeCase(FilesCase):
 
     DATA = bytes(range(256)) * 40        # 10240 bytes
