@@ -26,14 +26,11 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#ifdef AGENTD_ZLIB
-#include <zlib.h>
-#endif
-
 #include "config.h"
 #include "fetch.h"
 #include "fileio.h"
 #include "files.h"
+#include "gzenc.h"
 #include "http.h"
 #include "log.h"
 #include "outq.h"
@@ -975,28 +972,27 @@ files_work_envd(struct files_job *j, uint64_t size, time_t mtime)
 #ifdef AGENTD_ZLIB
 /*
  * On a worker: the file read to its end (a pseudo-file's too), gzip'd
- * FILES_CHUNK at a time into chunks sent as a stream: compression holds
- * this thread only, and memory stays at two chunks and zlib's state.
+ * FILES_CHUNK at a time (gzenc.h) into chunks sent as a stream:
+ * compression holds this thread only, and memory stays at two chunks and
+ * the encoder's table.
  */
 static int
 files_work_gzip(struct files_job *j, int fd)
 {
-	z_stream	 z;
+	struct gzenc	*z;
 	char		*in;
 	ssize_t		 n;
-	int		 flush, zr, rc = -1;
+	int		 rc = -1;
 
-	memset(&z, 0, sizeof z);
 	in = malloc(FILES_CHUNK);
-	if (in == NULL || (j->chunk = malloc(FILES_CHUNK)) == NULL ||
-	    deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS,
-	    8, Z_DEFAULT_STRATEGY) != Z_OK) {
+	z = gzenc_new();
+	if (in == NULL || z == NULL ||
+	    (j->chunk = malloc(GZENC_BOUND(FILES_CHUNK))) == NULL) {
 		free(in);
+		gzenc_free(z);
 		return (proto_fail(&j->err, 503, "out_of_memory", "no memory "
 		    "to compress %.160s; try again later", j->q.path));
 	}
-	z.next_out = (Bytef *)j->chunk;
-	z.avail_out = FILES_CHUNK;
 	do {
 		if ((n = read(fd, in, FILES_CHUNK)) == -1 && errno == EINTR)
 			continue;
@@ -1004,23 +1000,14 @@ files_work_gzip(struct files_job *j, int fd)
 			fileio_fail(&j->err, errno, "read", j->q.path);
 			goto out;
 		}
-		flush = n == 0 ? Z_FINISH : Z_NO_FLUSH;
-		z.next_in = (Bytef *)in;
-		z.avail_in = (uInt)n;
-		do {
-			zr = deflate(&z, flush);
-			if (z.avail_out > 0 && zr != Z_STREAM_END)
-				continue;
-			if (files_work_post(j, FILES_CHUNK - z.avail_out) != 0)
-				goto out;
-			z.next_out = (Bytef *)j->chunk;
-			z.avail_out = FILES_CHUNK;
-		} while (z.avail_in > 0 || (flush == Z_FINISH &&
-		    zr != Z_STREAM_END));
+		/* Never empty: a header, a block or the trailer. */
+		if (files_work_post(j, gzenc_write(z, in, (size_t)n, n == 0,
+		    j->chunk)) != 0)
+			goto out;
 	} while (n != 0);
 	rc = 0;
 out:
-	deflateEnd(&z);
+	gzenc_free(z);
 	free(in);
 	return (rc);
 }

@@ -350,6 +350,14 @@ class TestGzip(RangeCase):
         st, h, body = self.get({'Accept-Encoding': 'gzip'}, empty)
         self.assertEqual((st, h.get('Content-Encoding')), (200, 'gzip'))
         self.assertEqual(gzip.decompress(body), b'')
+        # What repeats is smaller.
+        text = b''.join(b'line %d of a log, level=info\n' % (i % 500)
+                        for i in range(20000))
+        with open(big, 'wb') as fh:
+            fh.write(text)
+        st, _, body = self.get({'Accept-Encoding': 'gzip'}, big)
+        self.assertEqual(gzip.decompress(body), text)
+        self.assertLess(len(body), len(text) // 3)
         # A pseudo-file too.
         with open('/proc/version', 'rb') as fh:
             ver = fh.read()
