@@ -312,7 +312,8 @@ compose_work(void *arg, uid_t owner, struct proto_err *err)
 	struct compose		*c = arg;
 	struct fileio_tmp	 t;
 	struct statvfs		 sv;
-	struct stat		 st;
+	struct stat		 st, dst;
+	struct proto_err	 e;
 	uint64_t		 total = 0;
 	char			*base;
 	size_t			 i;
@@ -330,10 +331,25 @@ compose_work(void *arg, uid_t owner, struct proto_err *err)
 		}
 		c->as_user = !give;
 	}
+	/* The destination's file now, if any: no source may be it. */
+	memset(&dst, 0, sizeof dst);
+	if ((fd = fileio_parent(c->dest, 0, c->trust, &base, &e)) != -1) {
+		if (fstatat(fd, base, &dst, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    !S_ISREG(dst.st_mode))
+			dst.st_ino = 0;
+		close(fd);
+		free(base);
+	}
 	for (i = 0; i < c->n; i++) {
 		if ((fd = compose_open(c, i, &st, err)) == -1)
 			return (-1);
 		close(fd);
+		/* Else its removal at the end would take the destination. */
+		if (dst.st_ino != 0 && st.st_ino == dst.st_ino &&
+		    st.st_dev == dst.st_dev)
+			return (proto_fail(err, 400, "invalid_request", "source "
+			    "path \"%.200s\" is the destination's file",
+			    c->src[i]));
 		total += (uint64_t)st.st_size;
 	}
 	/* envd's EnsureDirs: the missing folders are the user's. */

@@ -93,6 +93,18 @@ class TestCompose(ComposeCase):
                              token=False)
         self.assertEqual(st, 401, r)
         self.assertFalse(os.path.exists(dest))
+        # The destination by another name: refused, nothing lost.
+        with open(dest, 'wb') as fh:
+            fh.write(b'kept')
+        os.symlink(self.root, self.p('alias'))
+        for alias in (self.p('.', 'out'), self.p('alias', 'out')):
+            st, r = self.compose({'source_paths': [srcs[0], alias],
+                                  'destination': dest})
+            self.assertEqual(st, 400, (alias, r))
+        with open(dest, 'rb') as fh:
+            self.assertEqual(fh.read(), b'kept')
+        os.unlink(dest)
+        os.unlink(self.p('alias'))
         # A destination that is a folder: refused, sources kept.
         st, r = self.compose({'source_paths': srcs,
                               'destination': self.p('dir')})
