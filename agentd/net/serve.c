@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,24 +162,44 @@ serve_etags(const char *v)
 	}
 }
 
-/* Go's http.ParseTime: its three formats, in GMT; 0 or -1. */
+/*
+ * Go's http.ParseTime: IMF-fixdate, RFC 850 (a 2-digit year: 69-99 the
+ * 1900s) or asctime, in GMT; 0 or -1.
+ */
 static int
 serve_time(const char *v, time_t *t)
 {
-	static const char	*fmts[] = { "%a, %d %b %Y %H:%M:%S GMT",
-	    "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y" };
-	struct tm		 tm;
-	const char		*end;
-	size_t			 i;
+	static const char	 mons[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	const char		*m;
+	char			 mon[4] = "", gmt[4] = "GMT";
+	int			 d, y, h, mi, s, n = -1;
+	int64_t			 era, yoe, doy;
 
-	for (i = 0; i < nitems(fmts); i++) {
-		memset(&tm, 0, sizeof tm);
-		if ((end = strptime(v, fmts[i], &tm)) != NULL && *end == '\0') {
-			*t = timegm(&tm);
-			return (0);
-		}
+	v += strspn(v, "SMTWFadehinorstuy");	/* the weekday */
+	if (sscanf(v, ", %2d %3s %4d %2d:%2d:%2d %3s%n", &d, mon, &y, &h, &mi,
+	    &s, gmt, &n) != 7 || y < 1000) {
+		n = -1;
+		if (sscanf(v, ", %2d-%3s-%2d %2d:%2d:%2d %3s%n", &d, mon, &y,
+		    &h, &mi, &s, gmt, &n) == 7)
+			y += y < 69 ? 2000 : 1900;
+		else if (sscanf(v, " %3s %2d %2d:%2d:%2d %4d%n", mon, &d, &h,
+		    &mi, &s, &y, &n) != 6)
+			return (-1);
 	}
-	return (-1);
+	if (n < 0 || v[n] != '\0' || strcmp(gmt, "GMT") != 0 ||
+	    strlen(mon) != 3 || (m = strstr(mons, mon)) == NULL ||
+	    (m - mons) % 3 != 0 || d < 1 || d > 31 || h > 23 || mi > 59 ||
+	    s > 60 || h < 0 || mi < 0 || s < 0)
+		return (-1);
+	/* Days from the civil date (H. Hinnant's algorithm). */
+	n = (int)(m - mons) / 3 + 1;
+	y -= n <= 2;
+	era = y / 400;
+	yoe = y - era * 400;
+	doy = (153 * (n + (n > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	*t = (time_t)((era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy -
+	    719468) * 86400 + h * 3600 + mi * 60 + s);
+	return (0);
 }
 
 /*

@@ -165,6 +165,18 @@ START_TEST(test_preconditions)
 	    "Tue Nov 14 22:13:20 2023", NULL, NULL), 304);
 	ck_assert_int_eq(status_of("If-Modified-Since", "yesterday", NULL,
 	    NULL), 200);
+	ck_assert_int_eq(status_of("If-Modified-Since",
+	    "Wednesday, 15-Nov-23 00:00:00 GMT", NULL, NULL), 304);
+	ck_assert_int_eq(status_of("If-Modified-Since",
+	    "Tue, 14 Nov 2023 22:13:20 UTC", NULL, NULL), 200);
+	ck_assert_int_eq(status_of("If-Modified-Since",
+	    "Tue, 14 Nov 2023 22:13:20 GMTx", NULL, NULL), 200);
+	ck_assert_int_eq(status_of("If-Modified-Since",
+	    "Tue, 14 Foo 2023 22:13:20 GMT", NULL, NULL), 200);
+	ck_assert_int_eq(status_of("If-Modified-Since",
+	    "Thu, 29 Feb 2024 00:00:00 GMT", NULL, NULL), 304);
+	ck_assert_int_eq(status_of("If-Modified-Since",
+	    "Sat, 01 Jan 2000 00:00:00 GMT", NULL, NULL), 200);
 	ck_assert_int_eq(status_of("If-None-Match", "\"a\", *", NULL, NULL),
 	    304);
 	ck_assert_int_eq(status_of("If-None-Match", "\"a\"",
