@@ -47,8 +47,9 @@ serve_dup(const struct evkeyvalq *h, const char *name)
 void
 serve_read(struct serve_req *r, const struct evkeyvalq *h, int gzip_ok)
 {
-	uint8_t	rnd[SERVE_BOUNDARY_LEN / 2];
-	size_t	i;
+	struct timespec	ts;
+	uint8_t		rnd[SERVE_BOUNDARY_LEN / 2];
+	size_t		i;
 
 	memset(r, 0, sizeof *r);
 	r->range = serve_dup(h, "Range");
@@ -60,8 +61,18 @@ serve_read(struct serve_req *r, const struct evkeyvalq *h, int gzip_ok)
 	r->enc = serve_encoding(evhttp_find_header(h, "Accept-Encoding"),
 	    gzip_ok, r->range != NULL || r->if_modified != NULL ||
 	    r->if_none_match != NULL || r->if_range != NULL);
-	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-		memset(rnd, 0x5a, sizeof rnd);	/* a boundary, not a secret */
+	/*
+	 * A boundary, not a secret: never wait for the kernel's pool (early
+	 * in a VM's boot it blocks for a second); else the clock's bits.
+	 */
+	if (r->range == NULL || strchr(r->range, ',') == NULL)
+		return;			/* no multipart answer */
+	if (getrandom(rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		for (i = 0; i < sizeof rnd; i++)
+			rnd[i] = (uint8_t)((uint64_t)ts.tv_nsec >> (i % 4 * 8) ^
+			    (uint64_t)ts.tv_sec >> (i % 8));
+	}
 	for (i = 0; i < sizeof rnd; i++)
 		snprintf(r->boundary + 2 * i, 3, "%02x", rnd[i]);
 }
