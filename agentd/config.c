@@ -103,6 +103,9 @@ static const struct opt opts[] = {
 	  "kernel buffer of a pipe session's stdout and stderr, applied with "
 	  "CAP_SYS_RESOURCE or CAP_SYS_ADMIN only (default 1MiB; 0 keeps the "
 	  "kernel's 64KiB)" },
+	{ "utf8-hold", OPT_MILLIS, OFF(utf8_hold_ms), 0, 1000, "MS",
+	  "how long a chunk's last bytes wait for the rest of their UTF-8 "
+	  "character (default 10; 0: no wait)" },
 	{ "session-memory", OPT_SIZE, OFF(session_memory), 0, 1ull << 50,
 	  "BYTES", "memory.max of each session's cgroup, no swap (default 0: "
 	  "none); a request's limits.memory_bytes replaces it" },
@@ -120,6 +123,10 @@ static const struct opt opts[] = {
 	  "(default 1000)" },
 	{ "shutdown-grace", OPT_MILLIS, OFF(shutdown_grace_ms), 0, 3600000, "MS",
 	  "SIGTERM to SIGKILL on shutdown (default 5000; units ms/s/m)" },
+	{ "upgrade-ready-timeout", OPT_MILLIS, OFF(upgrade_ready_ms), 100,
+	  3600000, "MS", "a live upgrade's new agentd must have taken the state "
+	  "over within this, else it execs the old binary again (default "
+	  "60000; units ms/s/m)" },
 	{ "shutdown", OPT_SHUTDOWN, OFF(shutdown_reboot), 0, 0, "poweroff|reboot",
 	  "as PID 1, how to end the machine (default poweroff)" },
 	{ "max-connections", OPT_COUNT, OFF(max_connections), 1, 1000000, "N",
@@ -201,8 +208,9 @@ static const struct opt opts[] = {
 	  "(running, starting and exited) together at most; a create past it "
 	  "gets 429 session_budget_exceeded (default 64MiB)" },
 	{ "spawn-threads", OPT_COUNT, OFF(spawn_threads), 1, 256, "N",
-	  "threads that spawn sessions' processes, so many creates run at "
-	  "once; more wait their turn (default 4)" },
+	  "threads that spawn sessions' processes (made when first "
+	  "needed), so many creates run at once; more wait their turn "
+	  "(default 4)" },
 	{ "spawn-timeout", OPT_MILLIS, OFF(spawn_timeout_ms), 100, 3600000,
 	  "MS", "a create whose process has not exec'd within this (its "
 	  "queue time too) gets 504 spawn_timeout; a late child is killed "
@@ -224,6 +232,16 @@ static const struct opt opts[] = {
 	  "how JSON reads carry output when the request names no encoding: "
 	  "base64 \"data\", or \"text\" for chunks that are UTF-8 (default "
 	  "base64)" },
+	{ "web-dir", OPT_STRING, OFF(web_dir), 0, 0, "DIR",
+	  "folder of the web terminal's files, served at /term/ without the "
+	  "token (default " CONFIG_WEB_DIR_DEFAULT " when it exists; '' "
+	  "disables)" },
+	{ "web-file-max", OPT_SIZE, OFF(web_file_max), 1024, 1ull << 30,
+	  "BYTES", "largest file served from --web-dir; a larger one is 404 "
+	  "(default 8MiB)" },
+	{ "cast-resizes", OPT_COUNT, OFF(cast_resizes), 0, 1000000, "N",
+	  "resizes of a session kept for its recording (/cast), the last ones "
+	  "(default 1024)" },
 	{ "log-level", OPT_STRING, OFF(log_level), 0, 0, "LEVEL",
 	  "debug, info, warn or error (default info)" },
 };
@@ -277,7 +295,9 @@ config_defaults(struct config *cfg)
 	cfg->max_total_ring_bytes = CONFIG_MAX_TOTAL_RING_DEFAULT;
 	cfg->stdin_buffer = CONFIG_STDIN_BUFFER_DEFAULT;
 	cfg->pipe_bytes = CONFIG_PIPE_BYTES_DEFAULT;
+	cfg->utf8_hold_ms = CONFIG_UTF8_HOLD_DEFAULT;
 	cfg->shutdown_grace_ms = CONFIG_SHUTDOWN_GRACE_DEFAULT;
+	cfg->upgrade_ready_ms = CONFIG_UPGRADE_READY_DEFAULT;
 	cfg->max_connections = CONFIG_MAX_CONNECTIONS_DEFAULT;
 	cfg->idle_timeout_ms = CONFIG_IDLE_TIMEOUT_DEFAULT;
 	cfg->header_timeout_ms = CONFIG_HEADER_TIMEOUT_DEFAULT;
@@ -297,6 +317,8 @@ config_defaults(struct config *cfg)
 	cfg->max_events = CONFIG_MAX_EVENTS_DEFAULT;
 	cfg->events_bytes = CONFIG_EVENTS_BYTES_DEFAULT;
 	cfg->sse_buffer = CONFIG_SSE_BUFFER_DEFAULT;
+	cfg->web_file_max = CONFIG_WEB_FILE_MAX_DEFAULT;
+	cfg->cast_resizes = CONFIG_CAST_RESIZES_DEFAULT;
 	cfg->sse_keepalive_ms = CONFIG_SSE_KEEPALIVE_DEFAULT;
 	cfg->mcp_sessions = CONFIG_MCP_SESSIONS_DEFAULT;
 	cfg->self_memory_min = CONFIG_SELF_MEMORY_MIN_DEFAULT;
@@ -795,6 +817,7 @@ config_free(struct config *cfg)
 	free(cfg->socket_path);
 	free(cfg->envd_spool_dir);
 	free(cfg->token_file);
+	free(cfg->web_dir);
 	if (cfg->token != NULL)
 		explicit_bzero(cfg->token, cfg->token_len);
 	free(cfg->token);

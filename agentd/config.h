@@ -26,7 +26,9 @@
 #define CONFIG_FIT_SESSION	0x4	/* --max-session-bytes */
 #define CONFIG_STDIN_BUFFER_DEFAULT	(1u << 20)	/* bytes */
 #define CONFIG_PIPE_BYTES_DEFAULT	(1u << 20)	/* bytes */
+#define CONFIG_UTF8_HOLD_DEFAULT	10		/* ms */
 #define CONFIG_SHUTDOWN_GRACE_DEFAULT	5000		/* ms */
+#define CONFIG_UPGRADE_READY_DEFAULT	60000		/* ms */
 #define CONFIG_MAX_CONNECTIONS_DEFAULT	16384	/* TCP; the unix socket and
 						   vsock as many each */
 #define CONFIG_IDLE_TIMEOUT_DEFAULT	(120 * 1000)	/* ms */
@@ -44,6 +46,9 @@
 #define CONFIG_MAX_EVENTS_DEFAULT	16384	/* events held by the feed */
 #define CONFIG_EVENTS_BYTES_DEFAULT	(4u << 20)	/* bytes */
 #define CONFIG_SSE_BUFFER_DEFAULT	(256u << 10)	/* bytes */
+#define CONFIG_CAST_RESIZES_DEFAULT	1024	/* resizes logged per session */
+#define CONFIG_WEB_DIR_DEFAULT		"/usr/share/agentd/web"
+#define CONFIG_WEB_FILE_MAX_DEFAULT	(8u << 20)	/* bytes */
 #define CONFIG_SSE_KEEPALIVE_DEFAULT	15000	/* ms */
 #define CONFIG_PORTS_INTERVAL_DEFAULT	250		/* ms */
 #define CONFIG_PORTS_FEED_INTERVAL_DEFAULT 1000		/* ms */
@@ -82,6 +87,9 @@ struct config {
 	size_t		  token_len;
 	char		 *workdir;
 	char		 *log_level;
+	char		 *web_dir;		/* NULL: the default if it exists */
+	uint64_t	  web_file_max;		/* bytes of a file of --web-dir */
+	uint64_t	  cast_resizes;		/* resizes logged per session */
 	uint64_t	  max_sessions;
 	int64_t		  exited_ttl_ms;
 	uint64_t	  max_body;
@@ -92,6 +100,8 @@ struct config {
 	uint64_t	  pipe_bytes;		/* output pipes' buffer, 0: the
 						   kernel's */
 	int64_t		  shutdown_grace_ms;
+	int64_t		  upgrade_ready_ms;	/* a successor's, to take over */
+	int64_t		  utf8_hold_ms;		/* --utf8-hold */
 	int		  shutdown_reboot;	/* --shutdown=reboot */
 	int		  profile;		/* --profile: PROTO_PROFILE_* */
 	int		  encoding;		/* --encoding: PROTO_ENC_* */

@@ -131,8 +131,9 @@ int	pty_kill_group(pid_t pgid, int sig);
 
 /*
  * Send sig to every process of the sessions sids (each the pid of its
- * leader, which the caller keeps unreaped, so that the id names no other
- * session): kill(-sid) for the leader's group, then each process of another
+ * leader, which the caller keeps unreaped, or whose id it knows held by a
+ * live process of the session, so that the id names no other session):
+ * kill(-sid) for the leader's group, then each process of another
  * group of the session, as /proc shows it (an interactive shell runs each
  * job in a group of its own, and `nohup job &` there outlives a SIGHUP).
  * Those are signalled through a pidfd opened before their session is read

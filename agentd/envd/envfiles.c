@@ -29,6 +29,7 @@
 #include "conn.h"
 #include "connect.h"
 #include "envfiles.h"
+#include "envstate.h"
 #include "fetch.h"
 #include "fileio.h"
 #include "files.h"
@@ -261,11 +262,11 @@ envfiles_route(struct http_req *hr, const struct pty_user *user,
 	if (q.username != NULL || !authorized) {
 		/* Signed only: the URL's user, never Basic auth's. */
 		if (pty_user_lookup(q.username != NULL ? q.username :
-		    envd_default_user(), &named, cause,
+		    envstate_user(), &named, cause,
 		    sizeof cause) != 0) {
 			envd_plain_fail(hr, 401, "error looking up user "
 			    "'%.64s': %s", q.username != NULL ? q.username :
-			    envd_default_user(), cause);
+			    envstate_user(), cause);
 			goto out;
 		}
 		user = &named;
@@ -278,7 +279,7 @@ envfiles_route(struct http_req *hr, const struct pty_user *user,
 		envfiles_post(hr, &q, user, authorized);
 		goto out;
 	}
-	if ((path = fsentry_resolve(q.path, user->home, envd_default_workdir(),
+	if ((path = fsentry_resolve(q.path, user->home, envstate_workdir(),
 	    cause, sizeof cause)) == NULL) {
 		envd_plain_fail(hr, 400, "error expanding and resolving path: "
 		    "%s", cause);
@@ -341,7 +342,7 @@ envfiles_post(struct http_req *hr, struct envfiles_query *q,
 		goto fail;
 	}
 	if (q->path != NULL && (p->path = fsentry_resolve(q->path, user->home,
-	    envd_default_workdir(), cause, sizeof cause)) == NULL) {
+	    envstate_workdir(), cause, sizeof cause)) == NULL) {
 		envd_plain_fail(hr, 400, "error resolving path: %s", cause);
 		goto fail;
 	}
@@ -349,8 +350,8 @@ envfiles_post(struct http_req *hr, struct envfiles_query *q,
 		goto fail;
 	p->content_type = xstrdup(ct);
 	p->home = xstrdup(user->home);
-	if (envd_default_workdir() != NULL)
-		p->workdir = xstrdup(envd_default_workdir());
+	if (envstate_workdir() != NULL)
+		p->workdir = xstrdup(envstate_workdir());
 	/*
 	 * What a gzip body inflates to: with the token up to
 	 * --envd-max-upload, on disk; allowed by its signature alone (or

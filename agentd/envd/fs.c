@@ -24,6 +24,7 @@
 
 #include "config.h"
 #include "connect.h"
+#include "envstate.h"
 #include "fileio.h"
 #include "files.h"
 #include "fs.h"
@@ -297,7 +298,7 @@ fs_path(struct envd_call *call, json_t *msg, const char *name, char **out)
 		envd_reply_error(call, &err);
 		return (-1);
 	}
-	if ((p = fsentry_resolve(in, u->home, envd_default_workdir(), cause,
+	if ((p = fsentry_resolve(in, u->home, envstate_workdir(), cause,
 	    sizeof cause)) == NULL) {
 		envd_reply_fail(call, ENVD_INVALID_ARGUMENT, "%s", cause);
 		return (-1);
@@ -891,8 +892,12 @@ fs_work_remove(struct fs_job *j, uid_t owner, struct proto_err *err)
 	char	*base = NULL;
 	int	 dfd, rc = 0;
 
-	if ((dfd = fileio_parent(j->path, 0, owner, &base, err)) == -1)
-		return (err->status == 404 ? 0 : -1);
+	if ((dfd = fileio_parent(j->path, 0, owner, &base, err)) == -1) {
+		if (err->status != 404)
+			return (-1);
+		j->answer = json_object();	/* its folder is gone too */
+		return (0);
+	}
 	if (*base == '\0')
 		rc = proto_fail(err, 400, "invalid_argument", "cannot remove "
 		    "/");
