@@ -21,6 +21,7 @@
 #include "compose.h"
 #include "config.h"
 #include "connect.h"
+#include "envstate.h"
 #include "fileio.h"
 #include "files.h"
 #include "fs.h"
@@ -180,7 +181,7 @@ compose_parse(struct http_req *hr, const struct pty_user *user,
 	}
 	(void)fs_who(user, &c->who);
 	if ((c->dest = fsentry_resolve(json_string_value(dest), user->home,
-	    envd_default_workdir(), cause, sizeof cause)) == NULL) {
+	    envstate_workdir(), cause, sizeof cause)) == NULL) {
 		envd_plain_fail(hr, 400, "error resolving destination path: %s",
 		    cause);
 		goto out;
@@ -189,7 +190,7 @@ compose_parse(struct http_req *hr, const struct pty_user *user,
 	json_array_foreach(srcs, i, v) {
 		s = json_string_value(v);
 		if ((c->src[i] = fsentry_resolve(s, user->home,
-		    envd_default_workdir(), cause, sizeof cause)) == NULL) {
+		    envstate_workdir(), cause, sizeof cause)) == NULL) {
 			envd_plain_fail(hr, 400, "error resolving source path "
 			    "\"%.200s\": %s", s, cause);
 			goto out;
