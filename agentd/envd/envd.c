@@ -12,6 +12,7 @@
 #include <event2/http.h>
 #include <jansson.h>
 
+#include "compose.h"
 #include "config.h"
 #include "connect.h"
 #include "envd.h"
@@ -59,6 +60,7 @@ envd_start(struct event_base *base, struct config *cfg)
 	process_register(base, cfg);
 	fs_register(base, cfg);
 	envfiles_register(cfg);
+	compose_register(cfg);
 	for (i = 0; cfg->envd_listen[i] != NULL; i++) {
 		if (http_listen_routes(cfg->envd_listen[i], envd_route) != 0)
 			return (-1);
