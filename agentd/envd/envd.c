@@ -12,11 +12,13 @@
 #include <event2/http.h>
 #include <jansson.h>
 
+#include "collapse.h"
 #include "config.h"
 #include "connect.h"
 #include "envd.h"
 #include "envfiles.h"
 #include "envstate.h"
+#include "freeze.h"
 #include "fs.h"
 #include "http.h"
 #include "httpcore.h"
@@ -59,6 +61,8 @@ envd_start(struct event_base *base, struct config *cfg)
 	process_register(base, cfg);
 	fs_register(base, cfg);
 	envfiles_register(cfg);
+	freeze_register(base, cfg);
+	collapse_register();
 	for (i = 0; cfg->envd_listen[i] != NULL; i++) {
 		if (http_listen_routes(cfg->envd_listen[i], envd_route) != 0)
 			return (-1);
@@ -151,6 +155,8 @@ envd_init(struct http_req *hr, const struct pty_user *u, int authorized)
 			goto bad;
 		tok = json_string_value(v);
 	}
+	/* Every /init thaws what a /freeze froze (envd's deferred one). */
+	freeze_thaw_deferred();
 	if ((v = json_object_get(o, "envVars")) != NULL && !json_is_null(v) &&
 	    envstate_merge_vars(v, msg, sizeof msg) != 0) {
 		json_decref(o);
@@ -221,6 +227,7 @@ envd_session_event(struct session *s, int events)
 void
 envd_free(void)
 {
+	freeze_free();
 	fs_free();
 	process_free_all();
 	envstate_free();
