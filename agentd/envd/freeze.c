@@ -67,6 +67,7 @@ static struct freeze_wait	*freeze_waiting;
 static int			 freeze_thaw_due;	/* /init came meanwhile */
 static int			 freeze_active;	/* a freeze of ours stands */
 static struct freeze_list	 freeze_guest;	/* frozen by the guest */
+static uint64_t			 freeze_n, freeze_thaws, freeze_cut, freeze_nbusy;
 static char			 freeze_root[PATH_MAX];	/* R of cgroup.h */
 
 /* Where systemd's cgroups the resume needs live (envd's allowlist). */
@@ -136,6 +137,7 @@ freeze_busy(struct http_req *hr)
 {
 	struct proto_buf	b = { 0 };
 
+	freeze_nbusy++;
 	log_debug("%s: %s while a freeze waits", __func__, hr->path);
 	http_reply_raw(hr->req, 503, "text/plain", &b);
 }
@@ -574,6 +576,8 @@ freeze_post(struct http_req *hr, const struct pty_user *u, int authorized)
 	}
 	w->start_ms = clock_mono_ms();
 	w->r.sweep_ms = w->start_ms - t0;
+	freeze_n++;
+	freeze_cut += w->r.truncated;
 	log_info("%s: %s: %d requested, %d failed, %d visited%s", __func__,
 	    w->r.mode, w->r.requested, w->r.failed, w->r.visited,
 	    w->r.truncated ? " (truncated)" : "");
@@ -710,6 +714,7 @@ freeze_thaw(char *cause, size_t causelen)
 	int			discover, failed = 0, truncated = 0, thawed = 0;
 	int			preserved = 0, error;
 
+	freeze_thaws++;
 	if (freeze_self(self, sizeof self) != 0)
 		return (0);
 	snprintf(sessions, sizeof sessions, "%s/sessions", freeze_root);
@@ -741,6 +746,7 @@ freeze_thaw(char *cause, size_t causelen)
 		}
 		freeze_list_clear(&q);
 	}
+	freeze_cut += truncated;
 	log_info("%s: %d thawed, %d preserved, %d failed%s", __func__, thawed,
 	    preserved, failed, truncated ? " (truncated)" : "");
 	if (failed == 0 && !truncated) {
@@ -818,6 +824,27 @@ freeze_fs(struct http_req *hr, const struct pty_user *u, int authorized)
 	}
 	log_info("%s: %s / done", __func__, op);
 	freeze_204(hr);
+}
+
+/* Append the figures to a /metrics answer. */
+void
+freeze_metrics(struct proto_buf *b)
+{
+	if (freeze_base == NULL)
+		return;
+	proto_buf_printf(b, "# TYPE agentd_envd_frozen gauge\n"
+	    "agentd_envd_frozen %d\n"
+	    "# TYPE agentd_envd_freeze_cgroups_max gauge\n"
+	    "agentd_envd_freeze_cgroups_max %" PRIu64 "\n"
+	    "# TYPE agentd_envd_freezes_total counter\n"
+	    "agentd_envd_freezes_total %" PRIu64 "\n"
+	    "# TYPE agentd_envd_thaws_total counter\n"
+	    "agentd_envd_thaws_total %" PRIu64 "\n"
+	    "# TYPE agentd_envd_freeze_truncated_total counter\n"
+	    "agentd_envd_freeze_truncated_total %" PRIu64 "\n"
+	    "# TYPE agentd_envd_freeze_busy_total counter\n"
+	    "agentd_envd_freeze_busy_total %" PRIu64 "\n", freeze_active,
+	    freeze_walk_max, freeze_n, freeze_thaws, freeze_cut, freeze_nbusy);
 }
 
 /* Drop a waiting freeze (its connection goes with evhttp) and the record. */

@@ -40,11 +40,18 @@
 
 struct config;
 struct event_base;
+struct proto_buf;
 
 /* Register the routes (cfg: --envd-freeze-cgroups). */
 void	freeze_register(struct event_base *, const struct config *);
 /* /init's thaw (envd's deferred unfreeze): now, or when a wait ends. */
 void	freeze_thaw_deferred(void);
+/*
+ * Append to a /metrics answer (with --envd-listen): agentd_envd_frozen (a
+ * freeze of ours stands), agentd_envd_freeze_cgroups_max, and the totals
+ * of freezes, thaws, walks cut by their bound and 503s.
+ */
+void	freeze_metrics(struct proto_buf *);
 /* Drop a waiting freeze and the guest's record (at the end). */
 void	freeze_free(void);
 

@@ -217,6 +217,10 @@ def lock(vm, c):
           busy == [503] * 4, f"{busy}")
     check("lock: /healthz and /init answer meanwhile", (st, ist) == (200, 204),
           f"{st} {ist}")
+    _, _, text = vm.agent.request("GET", "/metrics")
+    text = text.decode() if isinstance(text, bytes) else str(text)
+    check("lock: /metrics counts the 503s",
+          "agentd_envd_freeze_busy_total 4\n" in text, text[-600:])
     vm.sh(f"kill $(cat {CG}/gu/cgroup.procs); sleep 0.1; rmdir {CG}/gu")
     code, out = vm.sh(f"cat {CG}/sessions/cgroup.freeze")
     check("lock: nothing left frozen", out.strip() == "0", out)

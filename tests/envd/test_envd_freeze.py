@@ -33,7 +33,8 @@ class FreezeNoCgroupTest(AgentdTestCase):
         super().setUp()
         self.eport = free_port()
         self.start_agentd(['--envd-listen', '127.0.0.1:%d' % self.eport,
-                           '--dual-stack', '0'])
+                           '--dual-stack', '0',
+                           '--envd-freeze-cgroups', '100'])
 
     def raw(self, method, path, body=b''):
         c = http.client.HTTPConnection('127.0.0.1', self.eport,
@@ -120,6 +121,34 @@ class FreezeNoCgroupTest(AgentdTestCase):
         self.assertEqual(st, 204, data)
         st, r, data = self.raw('POST', '/unfreeze')
         self.assertEqual(st, 204)
+
+    def metrics(self):
+        c = http.client.HTTPConnection('127.0.0.1', self.agentd.port,
+                                       timeout=30 * SLOW)
+        c.request('GET', '/metrics',
+                  headers={'Authorization': 'Bearer ' + self.agentd.token})
+        text = c.getresponse().read().decode()
+        c.close()
+        return dict(l.split() for l in text.splitlines()
+                    if l.startswith('agentd_envd_f') or
+                    l.startswith('agentd_envd_thaws'))
+
+    def test_metrics(self):
+        m = self.metrics()
+        self.assertEqual(m['agentd_envd_freeze_cgroups_max'], '100')
+        self.assertEqual((m['agentd_envd_freezes_total'],
+                          m['agentd_envd_thaws_total'],
+                          m['agentd_envd_frozen']), ('0', '0', '0'))
+        self.freeze('?maxWaitMs=10')
+        self.raw('POST', '/freeze')
+        self.raw('POST', '/unfreeze')
+        self.raw('POST', '/init', b'{}')
+        m = self.metrics()
+        self.assertEqual((m['agentd_envd_freezes_total'],
+                          m['agentd_envd_thaws_total'],
+                          m['agentd_envd_freeze_busy_total'],
+                          m['agentd_envd_freeze_truncated_total']),
+                         ('2', '2', '0', '0'))
 
     def test_fsfreeze_refused_outside_pid1(self):
         """FIFREEZE on this machine's / would stop it: agentd refuses it
