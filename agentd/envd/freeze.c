@@ -619,14 +619,15 @@ freeze_check(struct freeze_wait *w)
 	return ((int)n);
 }
 
-/* The poll: again in FREEZE_POLL_MS while some are not frozen. */
+/* The poll (events 0: arm it): again in FREEZE_POLL_MS while some are
+   not frozen. */
 static void
 freeze_tick(evutil_socket_t fd, short events, void *arg)
 {
 	struct freeze_wait	*w = arg;
 	struct timeval		 tv;
 
-	if (fd != -1 && freeze_check(w) == 0) {
+	if ((events & EV_TIMEOUT) && freeze_check(w) == 0) {
 		freeze_end(w, 1);
 		return;
 	}

@@ -182,46 +182,90 @@ def checks(vm):
     c.stop()
 
 
-def lock(vm, c):
-    """A legacy freeze whose cgroup the guest keeps thawing waits its whole
-    budget holding the lock: /freeze, /unfreeze, /fsfreeze, /fsthaw get 503
-    meanwhile, /healthz and /init answer, and the /init's thaw runs when
-    the wait ends."""
+KTHREADS = "khungtaskd|oom_reaper|kcompactd0|kswapd0|kdevtmpfs"
+
+
+def kthread_in(vm, cg):
+    """Move a kernel thread into cgroup cg (made): the freezer never stops
+    one, so cg (and its parents) never read "frozen 1".  Its pid, or
+    None."""
     code, out = vm.sh(
-        f"mkdir -p {CG}/gu && setsid sh -c 'echo $$ > {CG}/gu/cgroup.procs; "
-        f"while :; do echo 0 > {CG}/sessions/cgroup.freeze; done' "
-        f"> /dev/null 2>&1 < /dev/null & sleep 0.2; cat {CG}/gu/cgroup.procs")
-    if not check("lock: a guest loop thaws the sessions' parent",
-                 code == 0 and out.strip(), out):
+        f"mkdir -p {cg}; for d in /proc/[0-9]*; do "
+        f"case $(cat $d/comm 2>/dev/null) in {KTHREADS}) "
+        f"echo ${{d#/proc/}} > {cg}/cgroup.procs 2>/dev/null && "
+        f"{{ echo ${{d#/proc/}}; break; }};; esac; done")
+    pids = re.findall(r"^\d+$", out, re.M)
+    return pids[0] if pids else None
+
+
+def lock(vm, c):
+    """A legacy freeze of the sessions with a kernel thread among them (the
+    freezer skips kernel threads, so they never read frozen) waits its whole
+    budget holding the lock: /freeze, /unfreeze, /fsfreeze, /fsthaw get 503
+    meanwhile, /healthz and /init answer.  Then the guest takes the kernel
+    thread out during a wait: the poll sees the sessions frozen before the
+    budget ends, and the /init sent meanwhile thaws them when it ends."""
+    k = kthread_in(vm, f"{CG}/sessions/k")
+    if not check("lock: a kernel thread in the sessions' cgroups", k, ""):
         return
     res = {}
 
-    def waiting():
-        res["r"] = freeze(vm, "?mode=legacy&maxWaitMs=2000")
+    def waiting(q):
+        res["r"] = freeze(vm, q)
 
-    t = threading.Thread(target=waiting)
+    t = threading.Thread(target=waiting,
+                         args=("?mode=legacy&maxWaitMs=2000",))
     t0 = time.monotonic()
     t.start()
     time.sleep(0.5)
     busy = [vm.envd("POST", p)[0] for p in
             ("/freeze?maxWaitMs=10", "/unfreeze", "/fsfreeze", "/fsthaw")]
     st, _, _ = vm.agent.request("GET", "/healthz", timeout=5)
-    ist, _, _ = vm.envd("POST", "/init", {})
     t.join()
     took = time.monotonic() - t0
     st1, r = res.get("r", (None, None))
     check("lock: the freeze waited its budget, its cgroup not frozen",
           st1 == 200 and isinstance(r, dict) and r["notFrozen"] == 1 and
-          r["waitMs"] >= 1900 and took >= 1.9, f"{st1} {r} {took:.2f}s")
+          r["frozen"] == 0 and r["waitMs"] >= 1900 and took >= 1.9,
+          f"{st1} {r} {took:.2f}s")
     check("lock: /freeze, /unfreeze, /fsfreeze, /fsthaw 503 meanwhile",
           busy == [503] * 4, f"{busy}")
-    check("lock: /healthz and /init answer meanwhile", (st, ist) == (200, 204),
-          f"{st} {ist}")
+    check("lock: /healthz answers meanwhile", st == 200, f"{st}")
     _, _, text = vm.agent.request("GET", "/metrics")
     text = text.decode() if isinstance(text, bytes) else str(text)
     check("lock: /metrics counts the 503s",
           "agentd_envd_freeze_busy_total 4\n" in text, text[-600:])
-    vm.sh(f"kill $(cat {CG}/gu/cgroup.procs); sleep 0.1; rmdir {CG}/gu")
-    code, out = vm.sh(f"cat {CG}/sessions/cgroup.freeze")
+
+    st, _, raw = vm.envd("POST", "/unfreeze")
+    check("lock: unfreeze after the wait: 204", st == 204, f"{st} {raw!r}")
+
+    # the guest moves the kernel thread out 1 s into the next wait, and a
+    # process in (the kernel counts frozen tasks again when one freezes)
+    code, out = vm.sh(
+        f"mkdir -p {CG}/gu && setsid sh -c 'echo $$ > {CG}/gu/cgroup.procs; "
+        f"sleep 1; echo {k} > {CG}/cgroup.procs; sh -c \"echo \\$\\$ > "
+        f"{CG}/sessions/k/cgroup.procs; exec sleep 3\"' > /dev/null 2>&1 "
+        f"< /dev/null & while [ -z \"$(cat {CG}/gu/cgroup.procs)\" ]; do "
+        f"usleep 10000; done")
+    t = threading.Thread(target=waiting,
+                         args=("?mode=legacy&maxWaitMs=8000",))
+    t0 = time.monotonic()
+    t.start()
+    time.sleep(0.3)
+    ist, _, raw = vm.envd("POST", "/init", {})
+    t.join()
+    took = time.monotonic() - t0
+    st1, r = res.get("r", (None, None))
+    check("lock: /init answers while a freeze waits", ist == 204,
+          f"{ist} {raw!r}")
+    check("lock: the poll sees the cgroup frozen before the budget ends",
+          st1 == 200 and isinstance(r, dict) and r["frozen"] == 1 and
+          r["notFrozen"] == 0 and 300 <= r["waitMs"] < 6000 and took < 6,
+          f"{st1} {r} {took:.2f}s")
+    runs(vm, "lock: /init's thaw ran when the wait ended", c)
+    code, out = vm.sh(f"echo {k} > {CG}/cgroup.procs 2>/dev/null; "
+                      f"kill $(cat {CG}/gu/cgroup.procs "
+                      f"{CG}/sessions/k/cgroup.procs) 2>/dev/null; "
+                      f"usleep 200000; rmdir {CG}/sessions/k {CG}/gu; "
+                      f"cat {CG}/sessions/cgroup.freeze")
     check("lock: nothing left frozen", out.strip() == "0", out)
-    runs(vm, "lock", c)
