@@ -4,7 +4,6 @@
  * request, cgroup.events' "frozen" the settled state of its tasks.
  */
 #include <sys/ioctl.h>
-#include <sys/queue.h>
 #include <sys/types.h>
 
 #include <ctype.h>
@@ -20,7 +19,6 @@
 
 #include <event2/event.h>
 #include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cgroup.h"
 #include "config.h"
@@ -189,30 +187,36 @@ syntax:
 }
 
 /*
- * /freeze's query as envd's generated wrapper binds it: each parameter at
- * most once, the integers Go's; else http.Error's 400 and -1.  An unknown
- * mode is legacy, as envd takes it.
+ * /freeze's query as envd's generated wrapper binds it (Go's ParseQuery: a
+ * pair with ';' dropped, a key without '=' has ""): each parameter at most
+ * once, the integers Go's; else http.Error's 400 and -1.  An unknown mode
+ * is legacy, as envd takes it.
  */
 static int
 freeze_query(struct http_req *hr, int *hier, int64_t *maxcg, int64_t *waitms)
 {
 	static const char *names[] = { "mode", "maxCgroups", "maxWaitMs" };
 	struct proto_buf	 b = { 0 };
-	struct evkeyvalq	 q;
-	struct evkeyval		*kv;
-	const char		*val[3] = { NULL, NULL, NULL };
-	char			 why[192], msg[256];
+	const char		*p, *e;
+	char			*pair, *key, *val[3] = { NULL, NULL, NULL }, *eq;
+	char			 why[192];
 	int			 count[3] = { 0, 0, 0 }, i, rc = 0;
 	int64_t			*out[3] = { NULL, maxcg, waitms };
 
-	TAILQ_INIT(&q);
-	if (*hr->query != '\0' && evhttp_parse_query_str(hr->query, &q) != 0)
-		evhttp_clear_headers(&q);	/* Go drops what it cannot read */
-	TAILQ_FOREACH(kv, &q, next) {
-		for (i = 0; i < 3; i++) {
-			if (strcmp(kv->key, names[i]) == 0 && count[i]++ == 0)
-				val[i] = kv->value;
+	for (p = hr->query; *p != '\0'; p = e + (*e != '\0')) {
+		e = p + strcspn(p, "&");
+		xasprintf(&pair, "%.*s", (int)(e - p), p);
+		if ((eq = strchr(pair, '=')) != NULL)
+			*eq++ = '\0';
+		key = evhttp_uridecode(pair, 1, NULL);
+		for (i = 0; key != NULL && memchr(p, ';', e - p) == NULL &&
+		    i < 3; i++) {
+			if (strcmp(key, names[i]) == 0 && count[i]++ == 0)
+				val[i] = evhttp_uridecode(eq != NULL ? eq : "",
+				    1, NULL);
 		}
+		free(key);
+		free(pair);
 	}
 	*hier = 0;
 	*maxcg = *waitms = 0;
@@ -225,13 +229,12 @@ freeze_query(struct http_req *hr, int *hier, int64_t *maxcg, int64_t *waitms)
 			*hier = strcmp(val[i], "hierarchy") == 0;
 		else if (val[i] != NULL)
 			rc = freeze_parse_int(val[i], out[i], why, sizeof why);
-		if (rc != 0) {
-			snprintf(msg, sizeof msg, "Invalid format for parameter "
-			    "%s: %s\n", names[i], why);
-			proto_buf_append(&b, msg, strlen(msg));
-		}
+		if (rc != 0)
+			proto_buf_printf(&b, "Invalid format for parameter %s: "
+			    "%s\n", names[i], why);
 	}
-	evhttp_clear_headers(&q);
+	for (i = 0; i < 3; i++)
+		free(val[i]);
 	if (rc != 0) {
 		evhttp_add_header(evhttp_request_get_output_headers(hr->req),
 		    "X-Content-Type-Options", "nosniff");

@@ -178,7 +178,8 @@ def checks(vm):
           f"{st} {raw!r}")
 
     vm.sh(f"kill $(cat {CG}/gw/cgroup.procs) 2>/dev/null; "
-          f"echo 0 > {CG}/gf/cgroup.freeze; rmdir {CG}/gf")
+          f"echo 0 > {CG}/gf/cgroup.freeze; usleep 200000; "
+          f"rmdir {CG}/gf {CG}/gw")
     c.stop()
 
 

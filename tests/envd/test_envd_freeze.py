@@ -69,7 +69,7 @@ class FreezeNoCgroupTest(AgentdTestCase):
 
     def test_freeze_without_wait_is_204(self):
         for q in ('', '?mode=hierarchy', '?maxWaitMs=0', '?maxWaitMs=-5',
-                  '?mode=bogus'):
+                  '?mode=bogus', '?maxWaitMs=abc;x=1', '?junk&x'):
             st, r, data = self.raw('POST', '/freeze' + q)
             self.assertEqual((st, data), (204, b''), q)
         st, r, data = self.raw('GET', '/freeze')
@@ -102,7 +102,12 @@ class FreezeNoCgroupTest(AgentdTestCase):
                 ('mode=legacy&mode=hierarchy', "mode: multiple values for "
                  "single value parameter 'mode'"),
                 ('maxWaitMs=1&maxWaitMs=2', "maxWaitMs: multiple values "
-                 "for single value parameter 'maxWaitMs'")):
+                 "for single value parameter 'maxWaitMs'"),
+                ('maxWaitMs', 'maxWaitMs: error binding string parameter: '
+                 'strconv.ParseInt: parsing "": invalid syntax'),
+                ('junk&max%57aitMs=%2B1x', 'maxWaitMs: error binding string '
+                 'parameter: strconv.ParseInt: parsing "+1x": invalid '
+                 'syntax')):
             st, r, data = self.raw('POST', '/freeze?' + q)
             self.assertEqual(st, 400, q)
             self.assertEqual(r.getheader('Content-Type'),
