@@ -131,6 +131,9 @@ envd_init(struct http_req *hr, const struct pty_user *u, int authorized)
 		envd_plain_fail(hr, 400, "the body is not a JSON object");
 		return;
 	}
+	/* Every /init thaws what a /freeze froze (envd's deferred one),
+	   whatever its fields say. */
+	freeze_thaw_deferred();
 	if ((v = json_object_get(o, "defaultUser")) != NULL &&
 	    !json_is_null(v)) {
 		if (!json_is_string(v))
@@ -155,8 +158,6 @@ envd_init(struct http_req *hr, const struct pty_user *u, int authorized)
 			goto bad;
 		tok = json_string_value(v);
 	}
-	/* Every /init thaws what a /freeze froze (envd's deferred one). */
-	freeze_thaw_deferred();
 	if ((v = json_object_get(o, "envVars")) != NULL && !json_is_null(v) &&
 	    envstate_merge_vars(v, msg, sizeof msg) != 0) {
 		json_decref(o);

@@ -159,6 +159,14 @@ def checks(vm):
     check("init: the guest's own frozen cgroup stays frozen",
           out.strip() == "1", out)
 
+    # an /init agentd refuses (an unknown defaultUser) thaws all the same,
+    # as envd's thaws whenever the body decodes
+    st, _, raw = vm.envd("POST", "/freeze?mode=legacy")
+    time.sleep(0.3)
+    st2, _, raw2 = vm.envd("POST", "/init", {"defaultUser": "nosuchuser"})
+    check("init refused: 400", (st, st2) == (204, 400), f"{st} {st2} {raw2!r}")
+    runs(vm, "init refused thaws", c)
+
     lock(vm, c)
 
     # the rootfs: an initramfs (ramfs/tmpfs) has no freeze
