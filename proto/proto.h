@@ -180,6 +180,9 @@ struct proto_create {
 	uint64_t	  limit_memory;	/* limits.memory_bytes; 0: the default */
 	uint64_t	  limit_pids;	/* limits.pids; 0: the default */
 	uint64_t	  limit_cpu;	/* limits.cpu_percent; 0: the default */
+	size_t		  kept_extra;	/* bytes its caller keeps beside it
+					   (envd's record): counted with argv,
+					   cwd and user */
 };
 int	proto_parse_create(const char *body, size_t len,
 	    const struct proto_limits *, struct proto_create *, struct proto_err *);

@@ -13,6 +13,7 @@
 #include <event2/http.h>
 
 #include "api.h"
+#include "cast.h"
 #include "cgroup.h"
 #include "config.h"
 #include "conn.h"
@@ -33,6 +34,7 @@
 #include "ringbuf.h"
 #include "sandbox.h"
 #include "upgrade.h"
+#include "webdir.h"
 #include "session.h"
 #include "sessions.h"
 #include "spawner.h"
@@ -80,6 +82,8 @@ api_route(struct http_req *hr)
 		ports_route(hr);
 	else if (strcmp(p, "/mcp") == 0)
 		mcp_route(hr);
+	else if (strncmp(p, "/term", 5) == 0 && (p[5] == '\0' || p[5] == '/'))
+		webdir_route(hr);
 	else if (hr->unix_peer && strncmp(p, "/debug/", 7) == 0)
 		debug_route(hr);	/* the unix socket only */
 	else
@@ -136,12 +140,14 @@ api_metrics(struct http_req *hr)
 	uint64_t			 dropped = agentd_stats.output_dropped_bytes;
 	uint64_t			 held = 0;
 	size_t				 n, i, calls, fetches;
+	size_t				 npinned, npins;
 
 	for (s = session_first(); s != NULL; s = session_next(s)) {
 		ring_stats(session_ring(s), &st);
 		dropped += st.bytes_dropped;
 		held += st.bytes_held;
 	}
+	npinned = session_count_pinned(&npins);
 	proto_buf_printf(&b,
 	    "# TYPE agentd_sessions_running gauge\n"
 	    "agentd_sessions_running %zu\n"
@@ -157,6 +163,8 @@ api_metrics(struct http_req *hr)
 	    "agentd_spawn_timeouts_total %" PRIu64 "\n"
 	    "# TYPE agentd_spawns_abandoned gauge\n"
 	    "agentd_spawns_abandoned %zu\n"
+	    "# TYPE agentd_spawn_threads gauge\n"
+	    "agentd_spawn_threads %u\n"
 	    "# TYPE agentd_output_bytes_total counter\n"
 	    "agentd_output_bytes_total %" PRIu64 "\n"
 	    "# TYPE agentd_output_dropped_bytes_total counter\n"
@@ -185,6 +193,10 @@ api_metrics(struct http_req *hr)
 	    "agentd_http_answer_bytes_max %" PRIu64 "\n"
 	    "# TYPE agentd_session_leaders_unreaped gauge\n"
 	    "agentd_session_leaders_unreaped %zu\n"
+	    "# TYPE agentd_session_groups_pinned gauge\n"
+	    "agentd_session_groups_pinned %zu\n"
+	    "# TYPE agentd_session_pins gauge\n"
+	    "agentd_session_pins %zu\n"
 	    "# TYPE agentd_sessions_oom_killed_total counter\n"
 	    "agentd_sessions_oom_killed_total %" PRIu64 "\n"
 	    "# TYPE agentd_cgroup_kills_total counter\n"
@@ -194,14 +206,14 @@ api_metrics(struct http_req *hr)
 	    session_count_running(), session_count(),
 	    agentd_stats.sessions_started, agentd_stats.sessions_spawn_failed,
 	    session_count_starting(), agentd_stats.sessions_spawn_timeouts,
-	    spawner_abandoned(), agentd_stats.output_bytes, dropped,
-	    agentd_stats.output_cuts, agentd_stats.output_held,
+	    spawner_abandoned(), spawner_threads(), agentd_stats.output_bytes,
+	    dropped, agentd_stats.output_cuts, agentd_stats.output_held,
 	    agentd_stats.output_hold_expired, held,
 	    session_ring_bytes_total(), session_pipe_bytes(),
 	    agentd_stats.zombies_reaped,
 	    session_bytes_total(), api_cfg->max_session_bytes,
 	    outq_bytes(), outq_max(),
-	    session_count_unreaped(),
+	    session_count_unreaped(), npinned, npins,
 	    agentd_stats.sessions_oom_killed, agentd_stats.cgroup_kills,
 	    (clock_mono_ms() - api_start_ms) / 1000.0);
 	conn_metrics(&b);
@@ -209,6 +221,10 @@ api_metrics(struct http_req *hr)
 	upgrade_metrics(&b);
 	events_metrics(&b);
 	sse_metrics(&b);
+	cast_metrics(&b);
+	proto_buf_printf(&b, "# TYPE agentd_cast_resizes_max gauge\n"
+	    "agentd_cast_resizes_max %" PRIu64 "\n", api_cfg->cast_resizes);
+	webdir_metrics(&b);
 	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */
 	proto_buf_printf(&b, "# TYPE agentd_evmem_kept_bytes gauge\n"
 	    "agentd_evmem_kept_bytes %zu\n", evmem_kept());

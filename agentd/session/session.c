@@ -60,18 +60,19 @@ int			 removing_all;	/* in session_remove_all() */
 static int64_t	session_left(struct event *);
 
 /*
- * Set the limits and the observer, and start the spawner's threads.
+ * Set the limits and the observer, and the spawner's (it makes its threads
+ * when the first spawns need them).
  *
  * Why threads: a spawn waits for the child's chdir and execve, which a
  * lease on the executable or a FUSE mount that does not answer can hold
  * for as long as they like; on the loop that would stop every session and
- * client.  And session leaders must stay unreaped until agentd is done
- * signalling their group (a reaped leader's pid, the group's id, may be
+ * client.  And a session leader is reaped only once what is left of its
+ * session is pinned (reap.c: a reaped leader's pid, the group's id, may be
  * reused by any new process, and kill(-pgid) would then reach a stranger).
  * agentd reaps orphans with waitpid(-1, __WNOTHREAD), which sees only the
  * main thread's children; the leaders are the spawner threads' children,
- * so only session_collect() (waitid WNOWAIT) and the final reap touch
- * them.  Orphans are adopted by the main thread (the first live thread of
+ * so only session_collect() (waitid WNOWAIT, then the pins, then waitpid)
+ * touches them.  Orphans are adopted by the main thread (the first live thread of
  * a subreaper or of init).
  */
 void
@@ -160,7 +161,10 @@ session_count_running(void)
 	return (nrunning);
 }
 
-/* Leaders kept as zombies: exited, unreleased sessions and dead corpses. */
+/*
+ * Leaders kept as zombies (where nothing can pin their id: no /proc of our
+ * own, no pidfds): exited, unreleased sessions and dead corpses.
+ */
 size_t
 session_count_unreaped(void)
 {
@@ -169,9 +173,29 @@ session_count_unreaped(void)
 	size_t			 n = 0;
 
 	TAILQ_FOREACH(s, &sessions, entry)
-		n += s->reaped && !s->released;
+		n += s->reaped && !s->released && !s->leader_gone;
 	LIST_FOREACH(c, &corpses, entry)
-		n += c->pid > 0 && c->reaped;
+		n += c->pid > 0 && c->reaped && !c->leader_gone;
+	return (n);
+}
+
+/* Sessions (and corpses) whose reaped leader's id pins hold; the pins. */
+size_t
+session_count_pinned(size_t *npins)
+{
+	struct session		*s;
+	struct session_corpse	*c;
+	size_t			 n = 0;
+
+	*npins = 0;
+	TAILQ_FOREACH(s, &sessions, entry) {
+		n += s->pins.n > 0;
+		*npins += (size_t)s->pins.n;
+	}
+	LIST_FOREACH(c, &corpses, entry) {
+		n += c->pins.n > 0;
+		*npins += (size_t)c->pins.n;
+	}
 	return (n);
 }
 
@@ -400,7 +424,11 @@ session_insert(struct session *s, const struct session_timers *t)
 		    SESSION_HUP_POLL_MIN_MS);
 	if (s->out[0].carry_len > 0 || s->out[1].carry_len > 0)
 		session_timer_add(s->hold_ev, 0);	/* an older agentd's */
-	s->restored = 1;
+	/*
+	 * A leader reaped before the upgrade: its pid may be anyone's (never
+	 * waitpid() it); the pins handed over hold its id, the sweep checks.
+	 */
+	s->restored = s->leader_gone ? 2 : 1;
 	TAILQ_INSERT_TAIL(&sessions, s, entry);
 	if (!s->exited)
 		nrunning++;
