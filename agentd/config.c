@@ -62,9 +62,15 @@ static const struct opt opts[] = {
 	{ "envd-watch-dirs", OPT_COUNT, OFF(envd_watch_dirs), 1, 1000000, "N",
 	  "folders one envd watch follows, recursive ones included "
 	  "(default 8192)" },
+	{ "envd-freeze-cgroups", OPT_COUNT, OFF(envd_freeze_cgroups), 1,
+	  1000000, "N", "cgroups envd's /freeze scan and its thaw visit; "
+	  "maxCgroups is clamped to it (default 8192)" },
 	{ "envd-watch-events", OPT_COUNT, OFF(envd_watch_events), 1, 1000000,
 	  "N", "events an envd watcher or WatchDir stream holds untaken "
 	  "(default 4096; more: resource_exhausted)" },
+	{ "envd-compose-sources", OPT_COUNT, OFF(envd_compose_sources), 1,
+	  10000000, "N", "source files of one envd POST /files/compose "
+	  "(default 10000; more: 400)" },
 	{ "envd-max-upload", OPT_SIZE, OFF(envd_max_upload), 0, 1ull << 50,
 	  "BYTES", "largest body of envd's POST /files, kept on disk in "
 	  "--envd-spool-dir when over --max-body (default 1GiB; more: 413; 0: "
@@ -105,6 +111,9 @@ static const struct opt opts[] = {
 	  "kernel buffer of a pipe session's stdout and stderr, applied with "
 	  "CAP_SYS_RESOURCE or CAP_SYS_ADMIN only (default 1MiB; 0 keeps the "
 	  "kernel's 64KiB)" },
+	{ "utf8-hold", OPT_MILLIS, OFF(utf8_hold_ms), 0, 1000, "MS",
+	  "how long a chunk's last bytes wait for the rest of their UTF-8 "
+	  "character (default 10; 0: no wait)" },
 	{ "session-memory", OPT_SIZE, OFF(session_memory), 0, 1ull << 50,
 	  "BYTES", "memory.max of each session's cgroup, no swap (default 0: "
 	  "none); a request's limits.memory_bytes replaces it" },
@@ -222,8 +231,9 @@ static const struct opt opts[] = {
 	  "(running, starting and exited) together at most; a create past it "
 	  "gets 429 session_budget_exceeded (default 64MiB)" },
 	{ "spawn-threads", OPT_COUNT, OFF(spawn_threads), 1, 256, "N",
-	  "threads that spawn sessions' processes, so many creates run at "
-	  "once; more wait their turn (default 4)" },
+	  "threads that spawn sessions' processes (made when first "
+	  "needed), so many creates run at once; more wait their turn "
+	  "(default 4)" },
 	{ "spawn-timeout", OPT_MILLIS, OFF(spawn_timeout_ms), 100, 3600000,
 	  "MS", "a create whose process has not exec'd within this (its "
 	  "queue time too) gets 504 spawn_timeout; a late child is killed "
@@ -245,6 +255,16 @@ static const struct opt opts[] = {
 	  "how JSON reads carry output when the request names no encoding: "
 	  "base64 \"data\", or \"text\" for chunks that are UTF-8 (default "
 	  "base64)" },
+	{ "web-dir", OPT_STRING, OFF(web_dir), 0, 0, "DIR",
+	  "folder of the web terminal's files, served at /term/ without the "
+	  "token (default " CONFIG_WEB_DIR_DEFAULT " when it exists; '' "
+	  "disables)" },
+	{ "web-file-max", OPT_SIZE, OFF(web_file_max), 1024, 1ull << 30,
+	  "BYTES", "largest file served from --web-dir; a larger one is 404 "
+	  "(default 8MiB)" },
+	{ "cast-resizes", OPT_COUNT, OFF(cast_resizes), 0, 1000000, "N",
+	  "resizes of a session kept for its recording (/cast), the last ones "
+	  "(default 1024)" },
 	{ "log-level", OPT_STRING, OFF(log_level), 0, 0, "LEVEL",
 	  "debug, info, warn or error (default info)" },
 };
@@ -284,7 +304,9 @@ config_defaults(struct config *cfg)
 	cfg->envd_vsock_listen = xcalloc(1, sizeof *cfg->envd_vsock_listen);
 	cfg->envd_max_message = CONFIG_ENVD_MAX_MESSAGE_DEFAULT;
 	cfg->envd_watchers = CONFIG_ENVD_WATCHERS_DEFAULT;
+	cfg->envd_compose_sources = CONFIG_ENVD_COMPOSE_SOURCES_DEFAULT;
 	cfg->envd_watch_dirs = CONFIG_ENVD_WATCH_DIRS_DEFAULT;
+	cfg->envd_freeze_cgroups = CONFIG_ENVD_FREEZE_CGROUPS_DEFAULT;
 	cfg->envd_watch_events = CONFIG_ENVD_WATCH_EVENTS_DEFAULT;
 	cfg->envd_max_upload = CONFIG_ENVD_MAX_UPLOAD_DEFAULT;
 	cfg->envd_spool_dir = xstrdup(CONFIG_ENVD_SPOOL_DIR_DEFAULT);
@@ -298,6 +320,7 @@ config_defaults(struct config *cfg)
 	cfg->max_total_ring_bytes = CONFIG_MAX_TOTAL_RING_DEFAULT;
 	cfg->stdin_buffer = CONFIG_STDIN_BUFFER_DEFAULT;
 	cfg->pipe_bytes = CONFIG_PIPE_BYTES_DEFAULT;
+	cfg->utf8_hold_ms = CONFIG_UTF8_HOLD_DEFAULT;
 	cfg->shutdown_grace_ms = CONFIG_SHUTDOWN_GRACE_DEFAULT;
 	cfg->upgrade_ready_ms = CONFIG_UPGRADE_READY_DEFAULT;
 	cfg->max_connections = CONFIG_MAX_CONNECTIONS_DEFAULT;
@@ -323,6 +346,8 @@ config_defaults(struct config *cfg)
 	cfg->max_events = CONFIG_MAX_EVENTS_DEFAULT;
 	cfg->events_bytes = CONFIG_EVENTS_BYTES_DEFAULT;
 	cfg->sse_buffer = CONFIG_SSE_BUFFER_DEFAULT;
+	cfg->web_file_max = CONFIG_WEB_FILE_MAX_DEFAULT;
+	cfg->cast_resizes = CONFIG_CAST_RESIZES_DEFAULT;
 	cfg->sse_keepalive_ms = CONFIG_SSE_KEEPALIVE_DEFAULT;
 	cfg->mcp_sessions = CONFIG_MCP_SESSIONS_DEFAULT;
 	cfg->self_memory_min = CONFIG_SELF_MEMORY_MIN_DEFAULT;
@@ -848,6 +873,7 @@ config_free(struct config *cfg)
 	free(cfg->envd_spool_dir);
 	free(cfg->forward_address);
 	free(cfg->token_file);
+	free(cfg->web_dir);
 	if (cfg->token != NULL)
 		explicit_bzero(cfg->token, cfg->token_len);
 	free(cfg->token);

@@ -26,6 +26,7 @@
 #define CONFIG_FIT_SESSION	0x4	/* --max-session-bytes */
 #define CONFIG_STDIN_BUFFER_DEFAULT	(1u << 20)	/* bytes */
 #define CONFIG_PIPE_BYTES_DEFAULT	(1u << 20)	/* bytes */
+#define CONFIG_UTF8_HOLD_DEFAULT	10		/* ms */
 #define CONFIG_SHUTDOWN_GRACE_DEFAULT	5000		/* ms */
 #define CONFIG_UPGRADE_READY_DEFAULT	60000		/* ms */
 #define CONFIG_MAX_CONNECTIONS_DEFAULT	16384	/* TCP; the unix socket and
@@ -45,6 +46,9 @@
 #define CONFIG_MAX_EVENTS_DEFAULT	16384	/* events held by the feed */
 #define CONFIG_EVENTS_BYTES_DEFAULT	(4u << 20)	/* bytes */
 #define CONFIG_SSE_BUFFER_DEFAULT	(256u << 10)	/* bytes */
+#define CONFIG_CAST_RESIZES_DEFAULT	1024	/* resizes logged per session */
+#define CONFIG_WEB_DIR_DEFAULT		"/usr/share/agentd/web"
+#define CONFIG_WEB_FILE_MAX_DEFAULT	(8u << 20)	/* bytes */
 #define CONFIG_SSE_KEEPALIVE_DEFAULT	15000	/* ms */
 #define CONFIG_PORTS_INTERVAL_DEFAULT	250		/* ms */
 #define CONFIG_PORTS_FEED_INTERVAL_DEFAULT 1000		/* ms */
@@ -60,7 +64,10 @@
 
 #define CONFIG_ENVD_MAX_MESSAGE_DEFAULT	(4u << 20)	/* bytes */
 #define CONFIG_ENVD_WATCHERS_DEFAULT	64	/* CreateWatcher watchers */
+#define CONFIG_ENVD_COMPOSE_SOURCES_DEFAULT 10000 /* sources of one compose */
 #define CONFIG_ENVD_WATCH_DIRS_DEFAULT	8192	/* folders of one watch */
+#define CONFIG_ENVD_FREEZE_CGROUPS_DEFAULT 8192	/* cgroups a freeze's scan
+						   or a thaw visits */
 #define CONFIG_ENVD_WATCH_EVENTS_DEFAULT 4096	/* events held untaken */
 #define CONFIG_ENVD_MAX_UPLOAD_DEFAULT	(1ull << 30)	/* bytes */
 #define CONFIG_ENVD_SPOOL_DIR_DEFAULT	"/tmp"
@@ -72,6 +79,9 @@ struct config {
 	uint64_t	  envd_max_message;	/* bytes of a Connect message */
 	uint64_t	  envd_watchers;	/* CreateWatcher watchers at once */
 	uint64_t	  envd_watch_dirs;	/* folders of one watch */
+	uint64_t	  envd_compose_sources;	/* of one /files/compose */
+	uint64_t	  envd_freeze_cgroups;	/* cgroups a freeze's scan or a
+						   thaw visits */
 	uint64_t	  envd_watch_events;	/* events held untaken */
 	uint64_t	  envd_max_upload;	/* bytes of a POST /files body */
 	char		 *envd_spool_dir;	/* where bodies over max_body go */
@@ -84,6 +94,9 @@ struct config {
 	size_t		  token_len;
 	char		 *workdir;
 	char		 *log_level;
+	char		 *web_dir;		/* NULL: the default if it exists */
+	uint64_t	  web_file_max;		/* bytes of a file of --web-dir */
+	uint64_t	  cast_resizes;		/* resizes logged per session */
 	uint64_t	  max_sessions;
 	int64_t		  exited_ttl_ms;
 	uint64_t	  max_body;
@@ -95,6 +108,7 @@ struct config {
 						   kernel's */
 	int64_t		  shutdown_grace_ms;
 	int64_t		  upgrade_ready_ms;	/* a successor's, to take over */
+	int64_t		  utf8_hold_ms;		/* --utf8-hold */
 	int		  shutdown_reboot;	/* --shutdown=reboot */
 	int		  profile;		/* --profile: PROTO_PROFILE_* */
 	int		  encoding;		/* --encoding: PROTO_ENC_* */

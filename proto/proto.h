@@ -180,6 +180,9 @@ struct proto_create {
 	uint64_t	  limit_memory;	/* limits.memory_bytes; 0: the default */
 	uint64_t	  limit_pids;	/* limits.pids; 0: the default */
 	uint64_t	  limit_cpu;	/* limits.cpu_percent; 0: the default */
+	size_t		  kept_extra;	/* bytes its caller keeps beside it
+					   (envd's record): counted with argv,
+					   cwd and user */
 };
 int	proto_parse_create(const char *body, size_t len,
 	    const struct proto_limits *, struct proto_create *, struct proto_err *);
@@ -344,6 +347,8 @@ size_t	proto_utf8_len(const uint8_t *p, size_t n);
  * kept whole, at most 3 bytes go back).
  */
 size_t	proto_utf8_cut(const uint8_t *p, size_t end);
+/* Bytes at the start of p[0..len) that are whole valid UTF-8 sequences. */
+size_t	proto_utf8_valid(const uint8_t *p, size_t len);
 /*
  * Whether p[0..len) is not UTF-8 only at its ends (a read that split a
  * character): *lead continuation bytes first, *tail bytes of a character

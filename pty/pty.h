@@ -131,8 +131,9 @@ int	pty_kill_group(pid_t pgid, int sig);
 
 /*
  * Send sig to every process of the sessions sids (each the pid of its
- * leader, which the caller keeps unreaped, so that the id names no other
- * session): kill(-sid) for the leader's group, then each process of another
+ * leader, which the caller keeps unreaped, or whose id it knows held by a
+ * live process of the session, so that the id names no other session):
+ * kill(-sid) for the leader's group, then each process of another
  * group of the session, as /proc shows it (an interactive shell runs each
  * job in a group of its own, and `nohup job &` there outlives a SIGHUP).
  * Those are signalled through a pidfd opened before their session is read
@@ -160,5 +161,13 @@ int	pty_proc_own(void);
  * once hung up.
  */
 int	pty_kill_foreground(int master, pid_t sid, int sig);
+
+/*
+ * pidfd_open(2) (Linux 5.3) and pidfd_send_signal(2) (5.1) by their numbers,
+ * which libcs name late or not at all.  As the system calls: a pidfd or -1,
+ * 0 or -1, with errno (ENOSYS before those kernels).
+ */
+int	pty_pidfd_open(pid_t pid);
+int	pty_pidfd_signal(int pidfd, int sig);
 
 #endif /* PTY_H */

@@ -13,7 +13,9 @@
 #include <event2/http.h>
 
 #include "api.h"
+#include "cast.h"
 #include "cgroup.h"
+#include "compose.h"
 #include "config.h"
 #include "conn.h"
 #include "connect.h"
@@ -22,6 +24,7 @@
 #include "forward.h"
 #include "evmem.h"
 #include "files.h"
+#include "freeze.h"
 #include "fs.h"
 #include "http.h"
 #include "mcp.h"
@@ -33,6 +36,7 @@
 #include "ringbuf.h"
 #include "sandbox.h"
 #include "upgrade.h"
+#include "webdir.h"
 #include "session.h"
 #include "sessions.h"
 #include "spawner.h"
@@ -80,6 +84,8 @@ api_route(struct http_req *hr)
 		ports_route(hr);
 	else if (strcmp(p, "/mcp") == 0)
 		mcp_route(hr);
+	else if (strncmp(p, "/term", 5) == 0 && (p[5] == '\0' || p[5] == '/'))
+		webdir_route(hr);
 	else if (hr->unix_peer && strncmp(p, "/debug/", 7) == 0)
 		debug_route(hr);	/* the unix socket only */
 	else
@@ -136,12 +142,14 @@ api_metrics(struct http_req *hr)
 	uint64_t			 dropped = agentd_stats.output_dropped_bytes;
 	uint64_t			 held = 0;
 	size_t				 n, i, calls, fetches;
+	size_t				 npinned, npins;
 
 	for (s = session_first(); s != NULL; s = session_next(s)) {
 		ring_stats(session_ring(s), &st);
 		dropped += st.bytes_dropped;
 		held += st.bytes_held;
 	}
+	npinned = session_count_pinned(&npins);
 	proto_buf_printf(&b,
 	    "# TYPE agentd_sessions_running gauge\n"
 	    "agentd_sessions_running %zu\n"
@@ -157,10 +165,18 @@ api_metrics(struct http_req *hr)
 	    "agentd_spawn_timeouts_total %" PRIu64 "\n"
 	    "# TYPE agentd_spawns_abandoned gauge\n"
 	    "agentd_spawns_abandoned %zu\n"
+	    "# TYPE agentd_spawn_threads gauge\n"
+	    "agentd_spawn_threads %u\n"
 	    "# TYPE agentd_output_bytes_total counter\n"
 	    "agentd_output_bytes_total %" PRIu64 "\n"
 	    "# TYPE agentd_output_dropped_bytes_total counter\n"
 	    "agentd_output_dropped_bytes_total %" PRIu64 "\n"
+	    "# TYPE agentd_output_utf8_cuts_total counter\n"
+	    "agentd_output_utf8_cuts_total %" PRIu64 "\n"
+	    "# TYPE agentd_output_utf8_held_total counter\n"
+	    "agentd_output_utf8_held_total %" PRIu64 "\n"
+	    "# TYPE agentd_output_utf8_hold_expired_total counter\n"
+	    "agentd_output_utf8_hold_expired_total %" PRIu64 "\n"
 	    "# TYPE agentd_output_held_bytes gauge\n"
 	    "agentd_output_held_bytes %" PRIu64 "\n"
 	    "# TYPE agentd_ring_bytes gauge\n"
@@ -179,6 +195,10 @@ api_metrics(struct http_req *hr)
 	    "agentd_http_answer_bytes_max %" PRIu64 "\n"
 	    "# TYPE agentd_session_leaders_unreaped gauge\n"
 	    "agentd_session_leaders_unreaped %zu\n"
+	    "# TYPE agentd_session_groups_pinned gauge\n"
+	    "agentd_session_groups_pinned %zu\n"
+	    "# TYPE agentd_session_pins gauge\n"
+	    "agentd_session_pins %zu\n"
 	    "# TYPE agentd_sessions_oom_killed_total counter\n"
 	    "agentd_sessions_oom_killed_total %" PRIu64 "\n"
 	    "# TYPE agentd_cgroup_kills_total counter\n"
@@ -188,12 +208,14 @@ api_metrics(struct http_req *hr)
 	    session_count_running(), session_count(),
 	    agentd_stats.sessions_started, agentd_stats.sessions_spawn_failed,
 	    session_count_starting(), agentd_stats.sessions_spawn_timeouts,
-	    spawner_abandoned(), agentd_stats.output_bytes, dropped, held,
+	    spawner_abandoned(), spawner_threads(), agentd_stats.output_bytes,
+	    dropped, agentd_stats.output_cuts, agentd_stats.output_held,
+	    agentd_stats.output_hold_expired, held,
 	    session_ring_bytes_total(), session_pipe_bytes(),
 	    agentd_stats.zombies_reaped,
 	    session_bytes_total(), api_cfg->max_session_bytes,
 	    outq_bytes(), outq_max(),
-	    session_count_unreaped(),
+	    session_count_unreaped(), npinned, npins,
 	    agentd_stats.sessions_oom_killed, agentd_stats.cgroup_kills,
 	    (clock_mono_ms() - api_start_ms) / 1000.0);
 	conn_metrics(&b);
@@ -201,6 +223,10 @@ api_metrics(struct http_req *hr)
 	upgrade_metrics(&b);
 	events_metrics(&b);
 	sse_metrics(&b);
+	cast_metrics(&b);
+	proto_buf_printf(&b, "# TYPE agentd_cast_resizes_max gauge\n"
+	    "agentd_cast_resizes_max %" PRIu64 "\n", api_cfg->cast_resizes);
+	webdir_metrics(&b);
 	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */
 	proto_buf_printf(&b, "# TYPE agentd_evmem_kept_bytes gauge\n"
 	    "agentd_evmem_kept_bytes %zu\n", evmem_kept());
@@ -223,6 +249,8 @@ api_metrics(struct http_req *hr)
 	forward_metrics(&b);
 	envd_metrics(&b);
 	fs_metrics(&b);
+	compose_metrics(&b);
+	freeze_metrics(&b);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)

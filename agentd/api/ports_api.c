@@ -30,6 +30,9 @@ static TAILQ_HEAD(, ports_waiter) ports_waiters =
 static int	ports_started;		/* ports_init() done */
 static struct event_base	*ports_base;	/* the loop */
 static const struct config	*ports_cfg;
+static int64_t			 ports_feed_ms;	/* the feed's refresh: at most
+						   FORWARD_INTERVAL_MS while
+						   forwarding */
 
 static void	ports_api_start(void);
 static int	ports_api_held(int port);
@@ -43,10 +46,7 @@ static const struct hold_ops	ports_hold_ops = {
 	ports_api_deadline, ports_api_gone
 };
 
-/*
- * Open the netlink socket (a failure is kept: each refresh reports it),
- * read the baseline and start the event feed's refreshes.
- */
+/* Start the event feed's refreshes (nothing is read yet). */
 void
 ports_api_init(struct event_base *base, const struct config *cfg)
 {
@@ -59,25 +59,32 @@ ports_api_init(struct event_base *base, const struct config *cfg)
 static void
 ports_api_start(void)
 {
-	int64_t	feed;
-
 	if (ports_started)
 		return;
 	ports_started = 1;
 	ports_init(ports_base, ports_cfg->ports_interval_ms,
 	    ports_cfg->pid1);
 	ports_set_changed(ports_api_changed);
-	feed = ports_cfg->ports_feed_interval_ms;
+	ports_feed_ms = ports_cfg->ports_feed_interval_ms;
 	if (ports_cfg->forward_localhost &&
 	    forward_init(ports_base, ports_cfg->forward_address,
 	    ports_cfg->forward_max, ports_cfg->forward_max_conns,
 	    ports_cfg->forward_buffer) == 0 &&
-	    (feed == 0 || feed > FORWARD_INTERVAL_MS))
-		feed = FORWARD_INTERVAL_MS;	/* forwards within a second */
-	if (feed > 0) {
-		ports_baseline();
-		ports_feed(feed);
-	}
+	    (ports_feed_ms == 0 || ports_feed_ms > FORWARD_INTERVAL_MS))
+		ports_feed_ms = FORWARD_INTERVAL_MS; /* forwards within a second */
+	if (ports_feed_ms > 0)
+		ports_feed(ports_feed_ms);
+}
+
+/* The feed's baseline, before agentd starts a process (ports_api.h). */
+void
+ports_api_prime(void)
+{
+	if (ports_cfg == NULL)
+		return;
+	ports_api_start();
+	if (ports_feed_ms > 0)
+		ports_prime();
 }
 
 /* GET /v1/ports[?port=P[&wait_ms=W]] */

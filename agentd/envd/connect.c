@@ -551,8 +551,15 @@ envd_reply(struct envd_call *call, json_t *msg)
 	struct envd_err		 err;
 	char			*s;
 
-	if ((s = json_dumps(msg, JSON_COMPACT)) == NULL)
-		fatal("%s: out of memory", __func__);
+	/* No answer built, or one jansson cannot write: a client's call
+	   never ends agentd. */
+	if (msg == NULL || (s = json_dumps(msg, JSON_COMPACT)) == NULL) {
+		log_warn("%s: %s: no answer to write", __func__, call->m->name);
+		json_decref(msg);
+		envd_reply_fail(call, ENVD_INTERNAL, "the answer could not be "
+		    "written");
+		return;
+	}
 	json_decref(msg);
 	if (strlen(s) > envd_max_message) {
 		envd_fail(&err, ENVD_RESOURCE_EXHAUSTED, "answer of %zu bytes "
@@ -642,8 +649,14 @@ envd_stream_send(struct envd_stream *st, json_t *msg)
 	char			*s;
 	size_t			 len;
 
-	if ((s = json_dumps(msg, JSON_COMPACT)) == NULL)
-		fatal("%s: out of memory", __func__);
+	if (msg == NULL || (s = json_dumps(msg, JSON_COMPACT)) == NULL) {
+		log_warn("%s: a message could not be written", __func__);
+		json_decref(msg);
+		envd_fail(&err, ENVD_INTERNAL, "a message could not be "
+		    "written");
+		envd_stream_end(st, &err);
+		return (-1);
+	}
 	json_decref(msg);
 	len = strlen(s);
 	if (len > envd_max_message) {
@@ -656,8 +669,13 @@ envd_stream_send(struct envd_stream *st, json_t *msg)
 	}
 	envd_envelope(&b, 0, s, len);
 	free(s);
-	if (b.oom)
-		fatal("%s: out of memory", __func__);
+	if (b.oom) {
+		proto_buf_free(&b);
+		envd_fail(&err, ENVD_INTERNAL, "a message could not be "
+		    "written");
+		envd_stream_end(st, &err);
+		return (-1);
+	}
 	sse_send_raw(st->sse, b.data, b.len);
 	proto_buf_free(&b);
 	return (0);
@@ -685,9 +703,8 @@ envd_stream_end(struct envd_stream *st, const struct envd_err *err)
 	}
 	envd_envelope(&b, ENVD_FLAG_END, e.data, e.len);
 	proto_buf_free(&e);
-	if (b.oom)
-		fatal("%s: out of memory", __func__);
-	sse_send_raw(st->sse, b.data, b.len);
+	if (!b.oom)	/* else the stream ends without its last message */
+		sse_send_raw(st->sse, b.data, b.len);
 	proto_buf_free(&b);
 	sse_end(st->sse);
 	free(st);
@@ -984,9 +1001,12 @@ envd_json_set_bytes(json_t *obj, const char *camel, const void *p,
 void
 envd_json_set_new(json_t *obj, const char *camel, json_t *value)
 {
-	if (value == NULL || json_object_set_new(obj, camel, value) != 0)
-		fatal("%s: out of memory (or a string that is not UTF-8)",
-		    __func__);
+	if (value == NULL) {	/* a string that is not UTF-8: left out */
+		log_warn("%s: %s: no value", __func__, camel);
+		return;
+	}
+	if (json_object_set_new(obj, camel, value) != 0)
+		fatal("%s: out of memory", __func__);
 }
 
 /* Append the envd counters to a /metrics answer. */

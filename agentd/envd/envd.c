@@ -12,11 +12,14 @@
 #include <event2/http.h>
 #include <jansson.h>
 
+#include "compose.h"
+#include "collapse.h"
 #include "config.h"
 #include "connect.h"
 #include "envd.h"
 #include "envfiles.h"
 #include "envstate.h"
+#include "freeze.h"
 #include "fs.h"
 #include "http.h"
 #include "httpcore.h"
@@ -59,6 +62,9 @@ envd_start(struct event_base *base, struct config *cfg)
 	process_register(base, cfg);
 	fs_register(base, cfg);
 	envfiles_register(cfg);
+	compose_register(cfg);
+	freeze_register(base, cfg);
+	collapse_register();
 	for (i = 0; cfg->envd_listen[i] != NULL; i++) {
 		if (http_listen_routes(cfg->envd_listen[i], envd_route) != 0)
 			return (-1);
@@ -127,6 +133,9 @@ envd_init(struct http_req *hr, const struct pty_user *u, int authorized)
 		envd_plain_fail(hr, 400, "the body is not a JSON object");
 		return;
 	}
+	/* Every /init thaws what a /freeze froze (envd's deferred one),
+	   whatever its fields say. */
+	freeze_thaw_deferred();
 	if ((v = json_object_get(o, "defaultUser")) != NULL &&
 	    !json_is_null(v)) {
 		if (!json_is_string(v))
@@ -221,6 +230,7 @@ envd_session_event(struct session *s, int events)
 void
 envd_free(void)
 {
+	freeze_free();
 	fs_free();
 	process_free_all();
 	envstate_free();

@@ -892,8 +892,12 @@ fs_work_remove(struct fs_job *j, uid_t owner, struct proto_err *err)
 	char	*base = NULL;
 	int	 dfd, rc = 0;
 
-	if ((dfd = fileio_parent(j->path, 0, owner, &base, err)) == -1)
-		return (err->status == 404 ? 0 : -1);
+	if ((dfd = fileio_parent(j->path, 0, owner, &base, err)) == -1) {
+		if (err->status != 404)
+			return (-1);
+		j->answer = json_object();	/* its folder is gone too */
+		return (0);
+	}
 	if (*base == '\0')
 		rc = proto_fail(err, 400, "invalid_argument", "cannot remove "
 		    "/");

@@ -2,18 +2,19 @@
  * process.c -- envd's process.Process on agentd's sessions (process.h).
  *
  * A process is a session and a small record beside it: its pid, tag and
- * ProcessConfig (for List), its end once it came, and the streams of Start
- * and Connect that follow it.  A stream pulls the session's output from
+ * the envs of its ProcessConfig (List answers the rest from the session),
+ * counted with the session's argv in --max-session-bytes; its end once it
+ * came, and the streams of Start and Connect that follow it.  A stream pulls the session's output from
  * its ring after its cursor, as sse.c's do: a slow client costs at most
  * --sse-buffer, the rest waits in the ring (a gap skips what the ring
  * dropped).  A record is kept 30 s after its end (envd's window for a
  * Connect that comes late) and while a stream still follows it.
  */
 #include <sys/queue.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 #include "proto.h"
 #include "pty.h"
 #include "ringbuf.h"
+#include "ringread.h"
 #include "session.h"
 #include "util.h"
 
@@ -45,6 +47,9 @@
 #define PROCESS_TAG_MAX		256	/* bytes of a tag */
 #define PROCESS_EVENT_SLACK	64	/* bytes of a data event besides data */
 #define PROCESS_PIECE_MAX	(64 * 1024) /* bytes of output in one event */
+#define PROCESS_KILL_WAIT_MS	1000	/* SendSignal SIGKILL awaits the end */
+#define PROCESS_PAIR_BYTES	64	/* bytes jansson keeps per env, besides
+					   its name and value */
 
 struct pstream;
 
@@ -54,7 +59,7 @@ struct process {
 	struct session		*s;		/* NULL once removed */
 	pid_t			 pid;
 	char			*tag;
-	json_t			*config;	/* ProcessConfig, for List */
+	json_t			*envs;		/* ProcessConfig's, or NULL */
 	int			 ended;		/* its end is known */
 	int			 exit_code;	/* -1 when signalled */
 	int			 signo;
@@ -80,15 +85,25 @@ struct pstart {
 	struct envd_call	*call;
 	struct event		*closed;	/* the client's close, or NULL */
 	char			*tag;
-	json_t			*config;
+	json_t			*envs;		/* ProcessConfig's, or NULL */
 	int64_t			 keepalive_s;
 };
 
+/* A SendSignal SIGKILL answered once its process ended and was reaped. */
+struct pkill {
+	TAILQ_ENTRY(pkill)	 entry;
+	struct envd_call	*call;
+	struct event		*ev;		/* the pidfd readable, or the cap */
+	struct event		*closed;	/* the client's close */
+	int			 pidfd;
+};
+
 static struct processes		 processes = TAILQ_HEAD_INITIALIZER(processes);
+static TAILQ_HEAD(, pkill)	 pkills = TAILQ_HEAD_INITIALIZER(pkills);
 static const struct config	*process_cfg;
 static struct event_base	*process_base;
-static uint8_t			*process_buf;
-static size_t			 process_buf_len;
+static struct ring_reader	 process_reader =
+				    RING_READER_INIT(PROCESS_READ_BYTES);
 static struct ring_chunk	 process_chunks[PROCESS_READ_CHUNKS];
 
 static void	process_start(struct envd_call *, json_t *);
@@ -101,7 +116,9 @@ static void	process_update(struct envd_call *, json_t *);
 static void	process_stream_input(struct envd_call *, json_t *);
 static void	process_started(struct session *, const struct proto_err *,
 		    void *);
-static void	process_start_closed(evutil_socket_t, short, void *);
+static struct event *process_hold(struct envd_call *,
+		    void (*)(struct evhttp_connection *, void *), void *);
+static void	process_held_closed(evutil_socket_t, short, void *);
 static void	process_start_gone(struct evhttp_connection *, void *);
 static void	process_follow(struct envd_call *, struct process *,
 		    int64_t keepalive_s, int replay);
@@ -117,6 +134,10 @@ static void	process_sweep(void);
 static struct process *process_select(json_t *, int ended_too,
 		    struct envd_err *);
 static int64_t	process_keepalive_s(struct envd_call *);
+static json_t	*process_info(struct process *);
+static void	process_killed(evutil_socket_t, short, void *);
+static void	process_kill_gone(struct evhttp_connection *, void *);
+static void	process_kill_free(struct pkill *);
 
 static const struct envd_method process_methods[] = {
 	{ "process.Process/Start", ENVD_STREAM, process_start },
@@ -172,7 +193,7 @@ process_sweep(void)
 		    (p->s == NULL || now - p->ended_ms >= PROCESS_ENDED_KEEP_MS)) {
 			TAILQ_REMOVE(&processes, p, entry);
 			free(p->tag);
-			json_decref(p->config);
+			json_decref(p->envs);
 			free(p);
 		}
 	}
@@ -239,12 +260,15 @@ process_keepalive_s(struct envd_call *call)
 	return (n > PROCESS_KEEPALIVE_MAX_S ? PROCESS_KEEPALIVE_MAX_S : n);
 }
 
-/* The cwd of a Start: "~" expanded, "" the default; must be a directory. */
+/*
+ * The cwd of a Start: "~" expanded, "" the default.  Not looked at here, as
+ * root: the child enters it as the user, and its failure is the answer
+ * (a look as root would tell the user whether a path it cannot see exists).
+ */
 static char *
-process_cwd(const char *cwd, const struct pty_user *u, struct envd_err *err)
+process_cwd(const char *cwd, const struct pty_user *u)
 {
-	struct stat	 st;
-	char		*path;
+	char	*path;
 
 	if (cwd == NULL || *cwd == '\0')
 		cwd = envstate_workdir() != NULL ? envstate_workdir() :
@@ -255,22 +279,17 @@ process_cwd(const char *cwd, const struct pty_user *u, struct envd_err *err)
 		xasprintf(&path, "%s/%s", u->home, cwd);
 	else
 		path = xstrdup(cwd);
-	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		envd_fail(err, ENVD_INVALID_ARGUMENT, "cwd '%s' does not exist "
-		    "or is no directory", path);
-		free(path);
-		return (NULL);
-	}
 	return (path);
 }
 
 /* Fill a create from a StartRequest; -1 with err. */
 static int
 process_create(struct envd_call *call, json_t *msg, struct proto_create *pc,
-    const char **tag, struct envd_err *err)
+    const char **tag, json_t **kept, struct envd_err *err)
 {
 	const struct pty_user	*u = envd_call_user(call);
-	json_t			*proc, *args = NULL, *envs = NULL, *pty, *size;
+	json_t			*proc, *args = NULL, *envs = NULL;
+	json_t			*pty = NULL, *size = NULL;
 	json_t			*v;
 	const char		*cmd = NULL, *cwd = NULL, *k;
 	char *const		*base = envstate_env();
@@ -279,6 +298,7 @@ process_create(struct envd_call *call, json_t *msg, struct proto_create *pc,
 	int			 stdin_open = 1, r;
 
 	memset(pc, 0, sizeof *pc);
+	*kept = NULL;
 	if ((r = envd_json_object(msg, "process", &proc, err)) <= 0) {
 		if (r == 0)
 			envd_fail(err, ENVD_INVALID_ARGUMENT, "process is "
@@ -329,10 +349,15 @@ process_create(struct envd_call *call, json_t *msg, struct proto_create *pc,
 				    "string", k));
 			xasprintf(&pc->env[i++], "%s=%s", k,
 			    json_string_value(v));
+			pc->kept_extra += strlen(pc->env[i - 1]) + 1 +
+			    PROCESS_PAIR_BYTES;
 		}
+		/* Only the names and strings checked: nothing else of it. */
+		*kept = json_object_size(envs) > 0 ? json_copy(envs) : NULL;
 	}
-	if ((pc->cwd = process_cwd(cwd, u, err)) == NULL)
-		return (-1);
+	if (*tag != NULL)
+		pc->kept_extra += strlen(*tag) + 1;
+	pc->cwd = process_cwd(cwd, u);
 	pc->user = xstrdup(u->name);
 	if ((r = envd_json_object(msg, "pty", &pty, err)) < 0)
 		return (-1);
@@ -366,22 +391,21 @@ process_start(struct envd_call *call, json_t *msg)
 	struct proto_err	 perr;
 	struct envd_err		 err = { 0 };
 	struct session		*exists;
-	struct evhttp_request	*req;
 	struct pstart		*ps;
-	json_t			*proc = NULL;
+	json_t			*envs;
 	const char		*tag = NULL;
 
 	process_sweep();
-	if (process_create(call, msg, &pc, &tag, &err) != 0) {
+	if (process_create(call, msg, &pc, &tag, &envs, &err) != 0) {
 		proto_create_free(&pc);
+		json_decref(envs);
 		envd_reply_error(call, &err);
 		return;
 	}
 	ps = xcalloc(1, sizeof *ps);
 	ps->call = call;
 	ps->tag = tag != NULL ? xstrdup(tag) : NULL;
-	envd_json_object(msg, "process", &proc, &err);
-	ps->config = json_deep_copy(proc);
+	ps->envs = envs;
 	ps->keepalive_s = process_keepalive_s(call);
 	if (session_create(&pc, process_started, ps, &exists, &perr) != 0) {
 		proto_create_free(&pc);
@@ -389,24 +413,38 @@ process_start(struct envd_call *call, json_t *msg)
 		return;
 	}
 	proto_create_free(&pc);
-	/* evhttp stops reading while a request is out: watch for the close. */
-	req = envd_call_req(call)->req;
-	ps->closed = http_watch_client(req, process_start_closed, ps);
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
-	    process_start_gone, ps);
+	ps->closed = process_hold(call, process_start_gone, ps);
 }
 
-/* A spawning Start's client closed (or sent more): free its connection. */
-static void
-process_start_closed(evutil_socket_t fd, short events, void *arg)
+/*
+ * Watch the client of a call held for later: evhttp stops reading while a
+ * request is out, so its close is seen here, and then gone(arg) runs as
+ * its connection is freed.  The watching event, for the caller to free.
+ */
+static struct event *
+process_hold(struct envd_call *call, void (*gone)(struct evhttp_connection *,
+    void *), void *arg)
 {
-	struct pstart	*ps = arg;
+	struct evhttp_request	*req = envd_call_req(call)->req;
+	struct event		*ev;
+
+	ev = http_watch_client(req, process_held_closed, call);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req), gone,
+	    arg);
+	return (ev);
+}
+
+/* A held call's client closed (or sent more): free its connection. */
+static void
+process_held_closed(evutil_socket_t fd, short events, void *arg)
+{
+	struct envd_call	*call = arg;
 
 	if (!http_client_gone(fd, events))
 		return;
 	log_debug("%s: client fd %d went away", __func__, (int)fd);
 	evhttp_connection_free(evhttp_request_get_connection(
-	    envd_call_req(ps->call)->req));	/* process_start_gone() ran */
+	    envd_call_req(call)->req));	/* the hold's gone() ran */
 }
 
 /* The connection of a spawning Start is going away: give the spawn up. */
@@ -419,7 +457,7 @@ process_start_gone(struct evhttp_connection *evcon, void *arg)
 	event_free(ps->closed);
 	envd_call_drop(ps->call);
 	free(ps->tag);
-	json_decref(ps->config);
+	json_decref(ps->envs);
 	free(ps);
 }
 
@@ -450,12 +488,14 @@ process_started(struct session *s, const struct proto_err *perr, void *arg)
 			code = ENVD_DEADLINE_EXCEEDED;
 			break;
 		default:
-			code = ENVD_INTERNAL;
+			/* The user's chdir failed (pty.c's "cwd '%s': ..."). */
+			code = strncmp(perr->message, "cwd '", 5) == 0 ?
+			    ENVD_INVALID_ARGUMENT : ENVD_INTERNAL;
 		}
 		envd_reply_fail(ps->call, code, "error starting process: %s",
 		    perr->message);
 		free(ps->tag);
-		json_decref(ps->config);
+		json_decref(ps->envs);
 		free(ps);
 		return;
 	}
@@ -464,7 +504,7 @@ process_started(struct session *s, const struct proto_err *perr, void *arg)
 	p->s = s;
 	p->pid = (pid_t)v.pid;
 	p->tag = ps->tag;
-	p->config = ps->config;
+	p->envs = ps->envs;
 	TAILQ_INIT(&p->streams);
 	TAILQ_INSERT_TAIL(&processes, p, entry);
 	session_set_tag(s, p->tag);
@@ -550,7 +590,7 @@ process_pull(struct envd_stream *st, void *arg)
 	struct ring		*r;
 	struct ring_read_result	 res;
 	json_t			*o;
-	size_t			 i, need;
+	size_t			 i;
 	static const char *const names[] = { "pty", "stdout", "stderr" };
 
 	if (!ps->started) {
@@ -564,17 +604,10 @@ process_pull(struct envd_stream *st, void *arg)
 	}
 	if (p->s != NULL && (ps->replay || !p->ended)) {
 		r = session_ring(p->s);
-		need = ring_chunk_max(r) > PROCESS_READ_BYTES ?
-		    ring_chunk_max(r) : PROCESS_READ_BYTES;
-		if (process_buf_len < need) {
-			free(process_buf);
-			process_buf = xmalloc(need);
-			process_buf_len = need;
-		}
 		while (envd_stream_room(st)) {
-			if (ring_read(r, ps->cursor, process_buf,
-			    process_buf_len, PROCESS_READ_BYTES,
-			    process_chunks, nitems(process_chunks), &res) != 0)
+			if (ring_reader_read(&process_reader, r, ps->cursor,
+			    PROCESS_READ_BYTES, process_chunks,
+			    nitems(process_chunks), &res) != 0)
 				break;
 			ps->cursor += res.dropped;
 			for (i = 0; i < res.nchunks; i++) {
@@ -690,24 +723,67 @@ process_connect(struct envd_call *call, json_t *msg)
 	process_follow(call, p, process_keepalive_s(call), 0);
 }
 
-/* List: the running processes. */
+/* A ProcessInfo: its config (cmd, args, envs, cwd), pid and tag. */
+static json_t *
+process_info(struct process *p)
+{
+	struct proto_session	 v;
+	json_t			*info = json_object(), *c = json_object();
+	json_t			*args = json_array();
+	size_t			 i;
+
+	session_view(p->s, &v);
+	envd_json_set_string(c, "cmd", v.argv[0]);
+	for (i = 1; v.argv[i] != NULL; i++) {
+		if (json_array_append_new(args, json_string(v.argv[i])) != 0)
+			break;	/* a string not UTF-8: cut there */
+	}
+	if (json_array_size(args) > 0)
+		envd_json_set_new(c, "args", args);
+	else
+		json_decref(args);
+	if (p->envs != NULL)
+		envd_json_set_new(c, "envs", json_incref(p->envs));
+	envd_json_set_string(c, "cwd", v.cwd);
+	envd_json_set_new(info, "config", c);
+	envd_json_set_u32(info, "pid", (uint32_t)p->pid);
+	envd_json_set_string(info, "tag", p->tag);
+	return (info);
+}
+
+/*
+ * List: the running processes.  Each one's size is taken as it is added:
+ * past --envd-max-message, resource_exhausted before anything more is
+ * built.
+ */
 static void
 process_list(struct envd_call *call, json_t *msg)
 {
 	struct process	*p;
-	json_t		*o = json_object(), *a = json_array(), *info;
+	json_t		*o, *a, *info;
+	size_t		 len = sizeof "{\"processes\":[]}" - 1, n = 0;
 
 	process_sweep();
+	a = json_array();
 	TAILQ_FOREACH(p, &processes, entry) {
 		if (!process_running(p))
 			continue;
-		info = json_object();
-		envd_json_set_new(info, "config", json_deep_copy(p->config));
-		envd_json_set_u32(info, "pid", (uint32_t)p->pid);
-		envd_json_set_string(info, "tag", p->tag);
+		info = process_info(p);
+		len += json_dumpb(info, NULL, 0, JSON_COMPACT) + 1;
+		if (len > process_cfg->envd_max_message) {
+			json_decref(info);
+			json_decref(a);
+			envd_reply_fail(call, ENVD_RESOURCE_EXHAUSTED, "the list "
+			    "of %zu and more processes is larger than "
+			    "configured max %" PRIu64 " (--envd-max-message)",
+			    n + 1, process_cfg->envd_max_message);
+			return;
+		}
 		if (json_array_append_new(a, info) != 0)
 			fatal("%s: out of memory", __func__);
+		n++;
 	}
+	o = json_object();
 	envd_json_set_new(o, "processes", a);
 	envd_reply(call, o);
 }
@@ -794,7 +870,9 @@ process_send_signal(struct envd_call *call, json_t *msg)
 	struct envd_err		 err = { 0 };
 	struct proto_err	 perr;
 	struct process		*p;
-	int			 sig = 0;
+	struct pkill		*pk;
+	struct timeval		 tv;
+	int			 sig = 0, fd;
 
 	if ((p = process_select(msg, 0, &err)) == NULL ||
 	    envd_json_enum(msg, "signal", names, values, nitems(names), &sig,
@@ -807,12 +885,70 @@ process_send_signal(struct envd_call *call, json_t *msg)
 		    "SIGNAL_SIGTERM or SIGNAL_SIGKILL");
 		return;
 	}
+	/* The leader's pidfd, taken while it is unreaped: its own. */
+	fd = sig == SIGKILL ? session_leader_pidfd(p->s) : -1;
 	if (session_signal_all_of(p->s, sig, &perr) != 0) {
+		if (fd != -1)
+			close(fd);
 		envd_reply_fail(call, process_code(&perr), "error sending "
 		    "signal: %s", perr.message);
 		return;
 	}
+	if (fd == -1) {
+		envd_reply(call, json_object());
+		return;
+	}
+	/*
+	 * Answer once it ended and was reaped (at most PROCESS_KILL_WAIT_MS):
+	 * a `kill -0` of its pid the client runs next finds nothing, as
+	 * after envd's, whose Wait() reaps it.
+	 */
+	pk = xcalloc(1, sizeof *pk);
+	pk->call = call;
+	pk->pidfd = fd;
+	TAILQ_INSERT_TAIL(&pkills, pk, entry);
+	if ((pk->ev = event_new(process_base, fd, EV_READ, process_killed,
+	    pk)) == NULL)
+		fatal("%s: out of memory", __func__);
+	event_add(pk->ev, timeval_ms(&tv, PROCESS_KILL_WAIT_MS));
+	pk->closed = process_hold(call, process_kill_gone, pk);
+}
+
+/* A killed process ended (or the wait's cap passed): reap it, answer. */
+static void
+process_killed(evutil_socket_t fd, short events, void *arg)
+{
+	struct pkill		*pk = arg;
+	struct envd_call	*call = pk->call;
+	struct evhttp_request	*req = envd_call_req(call)->req;
+
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
+	    NULL, NULL);
+	process_kill_free(pk);
+	session_collect();	/* before its SIGCHLD is read, maybe */
 	envd_reply(call, json_object());
+}
+
+/* The connection of a waiting SendSignal is going away. */
+static void
+process_kill_gone(struct evhttp_connection *evcon, void *arg)
+{
+	struct pkill	*pk = arg;
+
+	envd_call_drop(pk->call);
+	process_kill_free(pk);
+}
+
+/* Free a waiting SendSignal's events and pidfd (not its call). */
+static void
+process_kill_free(struct pkill *pk)
+{
+	TAILQ_REMOVE(&pkills, pk, entry);
+	event_free(pk->ev);
+	if (pk->closed != NULL)
+		event_free(pk->closed);
+	close(pk->pidfd);
+	free(pk);
 }
 
 /* Update: a PTY's size. */
@@ -822,7 +958,7 @@ process_update(struct envd_call *call, json_t *msg)
 	struct envd_err		 err = { 0 };
 	struct proto_err	 perr;
 	struct process		*p;
-	json_t			*pty, *size = NULL;
+	json_t			*pty = NULL, *size = NULL;
 	uint32_t		 cols = 0, rows = 0;
 
 	if ((p = process_select(msg, 0, &err)) == NULL ||
@@ -863,10 +999,20 @@ process_stream_input(struct envd_call *call, json_t *msg)
 void
 process_free_all(void)
 {
-	struct process	*p;
-	struct pstream	*ps;
-	struct envd_err	 err;
+	struct process		*p;
+	struct pstream		*ps;
+	struct pkill		*pk;
+	struct envd_call	*call;
+	struct envd_err		 err;
 
+	while ((pk = TAILQ_FIRST(&pkills)) != NULL) {
+		call = pk->call;
+		evhttp_connection_set_closecb(evhttp_request_get_connection(
+		    envd_call_req(call)->req), NULL, NULL);
+		process_kill_free(pk);
+		envd_reply_fail(call, ENVD_UNAVAILABLE, "agentd is shutting "
+		    "down");
+	}
 	while ((p = TAILQ_FIRST(&processes)) != NULL) {
 		while ((ps = TAILQ_FIRST(&p->streams)) != NULL) {
 			p->s = NULL;
@@ -877,12 +1023,10 @@ process_free_all(void)
 		}
 		TAILQ_REMOVE(&processes, p, entry);
 		free(p->tag);
-		json_decref(p->config);
+		json_decref(p->envs);
 		free(p);
 	}
-	free(process_buf);
-	process_buf = NULL;
-	process_buf_len = 0;
+	ring_reader_free(&process_reader);
 }
 
 /* The session observer's part: note ends, feed or end the streams. */

@@ -32,6 +32,11 @@
  * for all (CONN_INFLIGHT_MIN, or two of the largest requests) the
  * connection adding bytes is closed with a 503.
  *
+ * Pipelining.  While a whole request waits behind the one evhttp answers,
+ * the socket is not read (conn_pause): a half-close the client sent after
+ * it would be read first, and evhttp drops the connection, the request
+ * with it.
+ *
  * Timeouts.  A request must arrive whole within --header-timeout of the
  * connection's start; after an answer on a keep-alive connection the next
  * one has --idle-timeout plus --header-timeout; an unproven connection
@@ -81,6 +86,8 @@
 #define CONN_TRIM_BYTES		(8u << 20) /* in flight once, trim after */
 #define CONN_TRIM_MS		200	/* trim this long after the drop */
 #define CONN_POOLS_MAX		8	/* evhttps: APIs times transports */
+#define CONN_PAUSE_TICK_S	3600	/* a paused socket is read again after
+					   this long at the latest */
 #define CONN_VSOCK_LOG_MAX	64	/* vsock connections logged ... */
 #define CONN_VSOCK_LOG_MS	10000	/* ... per this long */
 
@@ -103,6 +110,9 @@ static uint64_t		 conn_evicted;	/* unproven, for a new connection */
 static struct conn_peers conn_peers[CONN_PEER_BUCKETS];
 static uint64_t		 conn_inflight_high; /* bytes, since the last trim */
 static struct event	*conn_trim_ev;
+static struct ev_token_bucket_cfg *conn_pause_cfg; /* no limit: a pause
+					   empties the read bucket by hand */
+static uint64_t		 conn_paused_total;
 /* Set-up connections by fd, to find a request's connection. */
 static struct conn	**conn_by_fd;
 static size_t		 conn_by_fd_len;
@@ -139,13 +149,18 @@ static void		 conn_uncount(struct conn *);
 void
 conn_start(struct event_base *base, const struct config *c)
 {
+	const struct timeval	pause_tick = { CONN_PAUSE_TICK_S, 0 };
+
 	conn_base = base;
 	conn_cfg = c;
 	conn_gate_init(c, conn_prove, conn_uncount);
 	if ((conn_setup_ev = event_new(conn_base, -1, 0, conn_setup_cb,
 	    NULL)) == NULL || (conn_shed_ev = event_new(conn_base, -1, 0,
 	    conn_shed_cb, NULL)) == NULL || (conn_trim_ev = evtimer_new(
-	    conn_base, conn_trim_cb, NULL)) == NULL)
+	    conn_base, conn_trim_cb, NULL)) == NULL ||
+	    (conn_pause_cfg = ev_token_bucket_cfg_new(EV_RATE_LIMIT_MAX,
+	    EV_RATE_LIMIT_MAX, EV_RATE_LIMIT_MAX, EV_RATE_LIMIT_MAX,
+	    &pause_tick)) == NULL)
 		fatal("%s: out of memory", __func__);
 	/* Two requests of evhttp's largest always fit. */
 	conn_request_max = 2 * conn_cfg->max_body + HTTP_BODY_SLACK +
@@ -568,6 +583,8 @@ conn_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 	if (conn_inflight > conn_inflight_high)
 		conn_inflight_high = conn_inflight;
 	if (c->busy) {
+		/* Pipelined: read on once this one is answered. */
+		conn_pause(c, 1);
 		/*
 		 * evhttp reads on while it writes an answer, only to see a
 		 * close, and keeps what comes: a client that never reads its
@@ -768,8 +785,10 @@ conn_request_done(struct evhttp_request *req, void *arg)
 	conn_inflight += c->pending;
 	conn_arm(c, conn_timeout(c, conn_cfg->idle_timeout_ms +
 	    conn_cfg->header_timeout_ms));
-	if (c->state == CONN_DRAIN)
+	if (c->state == CONN_DRAIN) {
+		conn_pause(c, 0);
 		return;
+	}
 	/*
 	 * The next request's head goes through the gate too: what came
 	 * pipelined is taken back before evhttp looks at it (it does right
@@ -780,6 +799,43 @@ conn_request_done(struct evhttp_request *req, void *arg)
 	c->nlines = 0;
 	if (evbuffer_get_length(in) > 0)
 		conn_gate(c, in, 0);
+	/*
+	 * A whole request came pipelined: evhttp reads it from its buffer in
+	 * the next loop turn, and the socket is not read before it is
+	 * answered.  A client that sent it and then shut its side (a
+	 * half-close, RFC 9112 9.6) would otherwise be read to its end
+	 * first, and evhttp drops a connection whose client ended, the
+	 * request it did not parse yet with it.
+	 */
+	conn_pause(c, c->state == CONN_BODY &&
+	    evbuffer_get_length(in) >= c->head_bytes + c->body_bytes);
+}
+
+/*
+ * Stop (on) or resume reading c's socket.  evhttp enables reading itself
+ * whenever it reads a request or writes an answer; a bufferevent whose
+ * read bucket (rate limiting, unlimited but for this) is empty reads
+ * nothing whatever is enabled, until the bucket is filled again: at
+ * resume, or after CONN_PAUSE_TICK_S at the latest.
+ */
+void
+conn_pause(struct conn *c, int on)
+{
+	struct bufferevent	*bev;
+
+	if (on == c->paused)
+		return;
+	c->paused = on;
+	bev = evhttp_connection_get_bufferevent(c->evcon);
+	if (!on) {
+		bufferevent_set_rate_limit(bev, NULL);
+		return;
+	}
+	conn_paused_total++;
+	if (bufferevent_set_rate_limit(bev, conn_pause_cfg) != 0 ||
+	    bufferevent_decrement_read_limit(bev,
+	    bufferevent_get_read_limit(bev)) != 0)
+		fatal("%s: out of memory", __func__);
 }
 
 /* Counters of the gate and admission, for /metrics. */
@@ -794,11 +850,14 @@ conn_metrics(struct proto_buf *b)
 	    "# TYPE agentd_http_shed_total counter\n"
 	    "agentd_http_shed_total %llu\n"
 	    "# TYPE agentd_http_inflight_bytes gauge\n"
-	    "agentd_http_inflight_bytes %llu\n",
+	    "agentd_http_inflight_bytes %llu\n"
+	    "# TYPE agentd_http_pipelined_pauses_total counter\n"
+	    "agentd_http_pipelined_pauses_total %llu\n",
 	    (unsigned long long)conn_gate_refused(),
 	    (unsigned long long)conn_evicted,
 	    (unsigned long long)conn_shed_count,
-	    (unsigned long long)conn_inflight);
+	    (unsigned long long)conn_inflight,
+	    (unsigned long long)conn_paused_total);
 }
 
 /*

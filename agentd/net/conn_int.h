@@ -74,6 +74,8 @@ struct conn {
 	uint64_t		 chunked_total;	/* bytes of the chunked body */
 	size_t			 head_bytes;	/* of the head and trailer: evhttp
 						   takes HTTP_HEADERS_MAX in all */
+	uint64_t		 body_bytes;	/* the request's Content-Length */
+	int			 paused;	/* its socket is not read (conn_pause) */
 	int			 releasing;	/* the gate adds to the input */
 	/* envd's POST /files over --max-body: its body on disk (spool.h). */
 	struct spool		*spool;
@@ -111,5 +113,6 @@ void		 conn_gate(struct conn *, struct evbuffer *,
 			    size_t keep);
 /* Free a connection's spool, unless a handler took it. */
 void		 conn_spool_drop(struct conn *);
+void		 conn_pause(struct conn *, int);
 
 #endif /* AGENTD_CONN_INT_H */

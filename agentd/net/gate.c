@@ -431,6 +431,7 @@ conn_admit(struct conn *c, struct evbuffer *in, size_t len)
 	c->nlines = 0;
 	c->chunked_total = 0;
 	c->head_bytes = len;
+	c->body_bytes = h.content_length > 0 ? (uint64_t)h.content_length : 0;
 	if (!h.spool) {
 		conn_release(c, in, len);
 		return;

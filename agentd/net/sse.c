@@ -33,8 +33,10 @@
 #include "outq.h"
 #include "proto.h"
 #include "ringbuf.h"
+#include "ringread.h"
 #include "session.h"
 #include "sse.h"
+#include "turn.h"
 #include "util.h"
 
 #define SSE_READ_CHUNKS		64	/* chunks read from a ring at a time */
@@ -67,6 +69,8 @@ struct sse {
 	size_t			 reserved;	/* its buffer's bytes not taken
 						   by unsent ones, counted */
 	TAILQ_ENTRY(sse)	 dentry;	/* in sse_deferred */
+	struct session		*tied;		/* sse_tie()'s, or NULL */
+	sse_gone_fn		 removed;	/* ... called as it goes */
 };
 TAILQ_HEAD(sses, sse);
 
@@ -98,12 +102,11 @@ static int64_t			 sse_idle_ms;
 static struct event		*sse_budget_ev;	/* wakes starved streams */
 static uint64_t			 sse_starved_total;
 static int64_t			 sse_turn_us;	/* the turn's first pull */
-static int			 sse_turn_open;	/* sse_turn_ev is active */
-static struct event		*sse_turn_ev;	/* ends a turn's count */
+static struct turn		*sse_turn;	/* the pulls' loop turn */
 static struct event		*sse_next_ev;	/* the next turn's pulls */
 static uint64_t			 sse_deferred_total;
-static uint8_t			*sse_buf;	/* a ring read's bytes */
-static size_t			 sse_buf_len;
+/* A ring read's bytes, kept while session streams are open. */
+static struct ring_reader	 sse_reader = RING_READER_INIT(SSE_READ_BYTES);
 static struct ring_chunk	 sse_chunks[SSE_READ_CHUNKS];
 static struct event_base	*sse_base;	/* the loop */
 
@@ -130,7 +133,6 @@ static int	sse_turn_spent(void);
 static void	sse_keep_promise(struct sse *, size_t);
 static void	sse_reserve(struct sse *);
 static int	sse_room_own(const struct sse *);
-static void	sse_turn_cb(evutil_socket_t, short, void *);
 static void	sse_defer(struct sse *);
 static void	sse_next_cb(evutil_socket_t, short, void *);
 
@@ -140,9 +142,8 @@ sse_init(struct event_base *base, size_t buffer_bytes, int64_t keepalive_ms,
     int64_t idle_timeout_ms)
 {
 	sse_base = base;
-	if ((sse_turn_ev = event_new(base, -1, 0, sse_turn_cb, NULL)) ==
-	    NULL || (sse_next_ev = evtimer_new(base, sse_next_cb, NULL)) ==
-	    NULL)
+	sse_turn = turn_new(base);
+	if ((sse_next_ev = evtimer_new(base, sse_next_cb, NULL)) == NULL)
 		fatal("%s: out of memory", __func__);
 	sse_buffer_bytes = buffer_bytes;
 	sse_keepalive_ms = keepalive_ms;
@@ -221,6 +222,14 @@ sse_start_raw(struct http_req *hr, int status, const char *type,
     sse_pull_fn pull, sse_gone_fn gone, void *arg)
 {
 	return (sse_open(hr, status, type, pull, gone, arg));
+}
+
+/* Tie a raw stream to a session (sse.h). */
+void
+sse_tie(struct sse *st, struct session *s, sse_gone_fn removed)
+{
+	st->tied = s;
+	st->removed = removed;
 }
 
 /* Queue raw bytes (a stream of sse_start_raw()). */
@@ -354,7 +363,7 @@ sse_budget_want(void)
 int
 sse_room(const struct sse *st)
 {
-	return (sse_room_own(st) && !(sse_turn_open &&
+	return (sse_room_own(st) && !(turn_open(sse_turn) &&
 	    clock_mono_us() - sse_turn_us >= SSE_TURN_US));
 }
 
@@ -534,26 +543,14 @@ sse_finish(struct sse *st)
  * while requests wait behind them (400 streams read through qemu's
  * network kept /healthz at 200 ms under TCG); time, not bytes, so that a
  * fast CPU still fills a reader's connection in few turns.  The turn's
- * first look activates sse_turn_ev, which runs after the callbacks
- * already queued in this turn and starts the clock again
- * (session/capture.c's way).
+ * first look starts the clock again (turn.h).
  */
 static int
 sse_turn_spent(void)
 {
-	if (!sse_turn_open) {
-		sse_turn_open = 1;
+	if (turn_look(sse_turn))
 		sse_turn_us = clock_mono_us();
-		event_active(sse_turn_ev, EV_TIMEOUT, 1);
-	}
 	return (clock_mono_us() - sse_turn_us >= SSE_TURN_US);
-}
-
-/* The loop turn's callbacks ran: the next pull starts the clock again. */
-static void
-sse_turn_cb(evutil_socket_t fd, short events, void *arg)
-{
-	sse_turn_open = 0;
 }
 
 /* Pull the stream in the next loop turn, after the ones waiting before. */
@@ -739,6 +736,8 @@ sse_session_free(struct sse_session *ss)
 	TAILQ_REMOVE(&sse_sessions, ss, entry);
 	session_watch(ss->s, 0);
 	free(ss);
+	if (TAILQ_EMPTY(&sse_sessions))
+		ring_reader_free(&sse_reader);
 }
 
 /*
@@ -754,25 +753,28 @@ sse_session_pull(struct sse *sse, void *arg)
 	struct ring_read_result	 res;
 	struct proto_chunk	 c;
 	struct proto_buf	 b = { 0 };
-	size_t			 i, need;
+	size_t			 i;
 	char			 gap[64];
-	int			 n;
+	int			 n, error;
 
-	need = ring_chunk_max(r) > SSE_READ_BYTES ? ring_chunk_max(r) :
-	    SSE_READ_BYTES;
-	if (sse_buf_len < need) {
-		free(sse_buf);
-		sse_buf = xmalloc(need);
-		sse_buf_len = need;
-	}
 	while (sse_room(sse)) {
 		/*
 		 * What the room takes rendered at the worst (a first chunk
 		 * goes whole): --sse-buffer and one frame at most.
 		 */
-		if (ring_read(r, ss->cursor, sse_buf, sse_buf_len,
+		error = ring_reader_read(&sse_reader, r, ss->cursor,
 		    sse_room_bytes(sse) / SSE_ESCAPE_WORST, sse_chunks,
-		    nitems(sse_chunks), &res) != 0)
+		    nitems(sse_chunks), &res);
+		if (error == -ENOMEM) {
+			/* No memory for a chunk this long: the stream ends. */
+			log_warn("%s: session %s: no memory to read its output",
+			    __func__, session_id(ss->s));
+			proto_buf_free(&b);
+			sse_session_free(ss);
+			sse_end(sse);
+			return;
+		}
+		if (error != 0)
 			break;
 		if (res.dropped > 0) {
 			ss->skip = 0;
@@ -842,6 +844,17 @@ void
 sse_session_event(struct session *s, int events)
 {
 	struct sse_session	*ss, *next;
+	struct sse		*st, *stnext;
+
+	/* The streams tied to it (a big window, a recording) end first. */
+	for (st = TAILQ_FIRST(&sse_streams); st != NULL &&
+	    (events & SESSION_EV_REMOVED); st = stnext) {
+		stnext = TAILQ_NEXT(st, entry);
+		if (st->tied == s) {
+			st->tied = NULL;
+			st->removed(st->arg);
+		}
+	}
 
 	for (ss = TAILQ_FIRST(&sse_sessions); ss != NULL; ss = next) {
 		next = TAILQ_NEXT(ss, entry);

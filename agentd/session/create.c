@@ -285,12 +285,12 @@ session_create(const struct proto_create *pc, session_create_fn fn,
 		return (proto_fail(err, 422, "spawn_failed", "%s", cause));
 	}
 	cwd = session_cwd(pc->cwd);
-	kept = session_bytes(pc->argv, cwd, u.name);
+	kept = session_bytes(pc->argv, cwd, u.name) + pc->kept_extra;
 	if (kept_total + kept > limits.max_session_bytes) {
 		free(cwd);
 		return (proto_fail(err, 429, "session_budget_exceeded",
-		    "argv, cwd and user of the sessions kept would exceed %llu "
-		    "bytes (--max-session-bytes; %llu kept): remove exited "
+		    "argv, cwd, user (and envd's envs) of the sessions kept "
+		    "would exceed %llu bytes (--max-session-bytes; %llu kept): remove exited "
 		    "sessions", (unsigned long long)limits.max_session_bytes,
 		    (unsigned long long)kept_total));
 	}
@@ -362,6 +362,8 @@ session_create(const struct proto_create *pc, session_create_fn fn,
 	ring_total += p->ring_bytes;
 	p->kept_bytes = kept;
 	kept_total += kept;
+	if (limits.before_spawn != NULL)
+		limits.before_spawn();
 	p->job = spawner_start(&spec, limits.spawn_timeout_ms > 0 ?
 	    limits.spawn_timeout_ms : SPAWNER_TIMEOUT_DEFAULT,
 	    session_spawned, p);
@@ -519,7 +521,9 @@ session_attach(struct session_pending *p, const struct pty_proc *proc)
 	s->cols = p->cols;
 	s->pid = proc->pid;
 	s->started_ms = clock_wall_ms();
-	s->output_ms = clock_mono_ms();
+	s->output_ms = s->start_mono_ms = clock_mono_ms();
+	s->start_rows = s->rows;
+	s->start_cols = s->cols;
 	s->ended_ms = -1;
 	s->ring_bytes = p->ring_bytes;
 	s->cg = p->cg;
@@ -563,8 +567,10 @@ session_attach(struct session_pending *p, const struct pty_proc *proc)
 	s->drain_ev = evtimer_new(session_base, session_drain_cb, s);
 	s->ttl_ev = evtimer_new(session_base, session_ttl_cb, s);
 	s->hup_ev = evtimer_new(session_base, session_hup_cb, &s->out[0]);
+	s->hold_ev = evtimer_new(session_base, session_hold_cb, s);
 	if (s->inq == NULL || s->timeout_ev == NULL || s->kill_ev == NULL ||
 	    s->drain_ev == NULL || s->ttl_ev == NULL || s->hup_ev == NULL ||
+	    s->hold_ev == NULL ||
 	    (s->in != -1 && s->in_ev == NULL))
 		fatal("%s: out of memory", __func__);
 	if (p->timeout_ms > 0)
@@ -581,6 +587,7 @@ session_attach(struct session_pending *p, const struct pty_proc *proc)
 	session_notify(s, SESSION_EV_CREATED);
 	/* Its SIGCHLD may have come before it was listed. */
 	if (session_waitid(s->pid, &status)) {
+		session_leader_ended(s);
 		session_status_in(s, status);
 		session_sweep_soon(1);
 	}

@@ -55,9 +55,9 @@ static void
 session_kill(struct session *s, int sig)
 {
 	/*
-	 * The leader is unreaped (alive or a zombie) until released, so its
-	 * pid, the group's and the session's id, cannot belong to anyone
-	 * else.  Once released, it may: never signal it again.
+	 * While the leader is unreaped, or once reaped while a pin (reap.c)
+	 * holds its pid, the group's and the session's id cannot belong to
+	 * anyone else.  Once released, it may: never signal it again.
 	 */
 	if (s->released)
 		return;
@@ -69,7 +69,7 @@ session_kill(struct session *s, int sig)
 			if (sig == SIGKILL)
 				agentd_stats.cgroup_kills++;
 		}
-	} else if (pty_kill_sessions(&s->pid, 1, sig) == 0)
+	} else if (session_held(s) && pty_kill_sessions(&s->pid, 1, sig) == 0)
 		log_debug("%s: session %s: signal %d", __func__, s->id, sig);
 	if (sig == SIGKILL)
 		s->killed = 1;
@@ -141,8 +141,8 @@ session_signal(struct session *s, int signo, int target,
 			    s->id, strerror(-error)));
 		return (0);
 	}
-	if (s->released)
-		return (0);	/* leader reaped: nothing of it to signal */
+	if (!session_held(s))
+		return (0);	/* nothing of it left to signal */
 	if ((error = pty_kill_group(s->pid, signo)) != 0 && error != -ESRCH)
 		return (proto_fail(err, 409, "session_exited", "kill: %s",
 		    strerror(-error)));
@@ -167,10 +167,10 @@ session_terminate(struct session *s, int64_t grace_ms)
 	 * their SIGKILL.  Each look at /proc for them costs a system call
 	 * per process of the machine: one per signal that needs it.
 	 */
-	if (!s->released && s->tty && !s->exited)
+	if (s->tty && !s->exited && session_held(s))
 		pty_kill_group(s->pid, SIGHUP);
 	if (grace_ms <= 0) {
-		if (!s->released)
+		if (session_held(s))
 			pty_kill_group(s->pid, SIGTERM);
 		session_kill(s, SIGKILL);
 	} else {
@@ -194,6 +194,7 @@ session_remove(struct session *s)
 	if (!s->released)	/* the rest of the grace, else SIGKILL now */
 		session_bury(s, s->terminating ?
 		    s->kill_at_ms - clock_mono_ms() : 0);
+	session_pins_clear(&s->pins);	/* the corpse took them, if any */
 	for (i = 0; i < 2; i++) {
 		if (s->out[i].ev != NULL)
 			event_free(s->out[i].ev);
@@ -210,6 +211,7 @@ session_remove(struct session *s)
 	event_free(s->drain_ev);
 	event_free(s->ttl_ev);
 	event_free(s->hup_ev);
+	event_free(s->hold_ev);
 	if (!s->exited)
 		nrunning--;
 	ring_total -= s->ring_bytes;
@@ -222,6 +224,7 @@ session_remove(struct session *s)
 	free(s->cwd);
 	free(s->user);
 	free(s->tag);
+	free(s->resizes);
 	free(s);
 }
 
@@ -249,14 +252,15 @@ session_signal_all(int sig, int tty_only)
 			continue;
 		if (s->cg != NULL && !tty_only)
 			session_kill(s, sig);	/* the whole cgroup */
-		else
+		else if (session_held(s))
 			sids[n++] = s->pid;
 	}
 	if (!tty_only) {
 		LIST_FOREACH(c, &corpses, entry) {
-			if (c->cg == NULL)
-				sids[n++] = c->pid;
-			else if (cgroup_session_signal(c->cg, sig) > 0 &&
+			if (c->cg == NULL) {
+				if (session_corpse_held(c))
+					sids[n++] = c->pid;
+			} else if (cgroup_session_signal(c->cg, sig) > 0 &&
 			    sig == SIGKILL)
 				agentd_stats.cgroup_kills++;
 		}
@@ -279,7 +283,7 @@ session_remove_all(void)
 	while ((c = LIST_FIRST(&corpses)) != NULL) {
 		if (!c->killed && c->cg != NULL)
 			cgroup_session_signal(c->cg, SIGKILL);
-		else if (!c->killed)
+		else if (!c->killed && session_corpse_held(c))
 			pty_kill_group(c->pid, SIGKILL);
 		session_corpse_free(c, 1);
 	}

@@ -1,12 +1,12 @@
 /*
- * reap.c -- a session's exit: the exit rule, the leader's status (left a
- * zombie until its group is done with), the corpses of removed sessions
- * and the sweep of leaders pinned by their group.
+ * reap.c -- a session's exit: the exit rule, the leader's status and its
+ * reaping (its session's id then held by pins: pidfds of what is left of
+ * the session), the corpses of removed sessions and the sweep of sessions
+ * whose group may still need a signal.
  */
 
 #include <sys/ioctl.h>
 #include <sys/queue.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -41,10 +41,29 @@
 #define SESSION_SWEEP_MS	20	/* sweep pinned leaders after a reap */
 #define SESSION_SWEEP_MAX_MS	1000	/* backed off to while none is released */
 
+
+/* A session id a look at /proc is for, and what it found. */
+struct session_want {
+	pid_t			 sid;
+	struct session_pins	*pins;	/* or NULL: the unreaped leader holds
+					   the id */
+	int			*busy;	/* set: a live process is in it */
+	int			*gone;	/* set once its leader is reaped */
+	int			 old;	/* pins checked before the look */
+	int			 lost;	/* no pin held it across the look */
+};
+
 static int64_t			 sweep_ms = SESSION_SWEEP_MS;
+static int			 pidfd_ok = -1;	/* pidfds work: 1, 0, unknown */
 
 static int	session_proc_live(pid_t);
-static int	session_pid_cmp(const void *, const void *);
+static int	session_want_cmp(const void *, const void *);
+static int	session_pin_ok(const struct session_pins *, int, pid_t);
+static int	session_pins_check(struct session_pins *, pid_t, int upto);
+static void	session_pins_add(struct session_pins *, pid_t, pid_t);
+static void	session_scan(struct session_want *, size_t);
+static int	session_pinnable(void);
+static void	session_unpin_leaders(struct session_want *, size_t);
 static void	session_release(struct session *);
 static void	session_check_gone(struct session *);
 static int	session_corpse_done(struct session_corpse *);
@@ -72,7 +91,7 @@ session_check_exit(struct session *s, int capped)
 			if (closed)
 				session_close_out(&s->out[i]);
 		}
-		session_publish(s);
+		session_flush(s);
 		session_notify(s, SESSION_EV_OUTPUT);
 	}
 	s->exited = 1;
@@ -116,7 +135,7 @@ session_check_gone(struct session *s)
 
 /*
  * Nothing of the session is left to signal: take its final usage, remove
- * its cgroup, reap the leader (a zombie), then tell who waits.
+ * its cgroup, reap the leader if still a zombie, then tell who waits.
  */
 static void
 session_release(struct session *s)
@@ -128,8 +147,12 @@ session_release(struct session *s)
 		cgroup_session_free(s->cg);
 		s->cg = NULL;
 	}
-	if (s->restored != 2)	/* else agentd's reaper took it (upgrade) */
+	/* Once reaped (here, or by agentd's reaper after an upgrade), its
+	   pid may be another child's: never waitpid() it again. */
+	if (!s->leader_gone)
 		waitpid(s->pid, NULL, WNOHANG);
+	s->leader_gone = 1;
+	session_pins_clear(&s->pins);
 	s->released = 1;
 	session_check_gone(s);
 }
@@ -141,7 +164,7 @@ session_set_remove_on_exit(struct session *s)
 	s->remove_on_exit = 1;
 }
 
-/* A leader's status came in (it stays a zombie until released). */
+/* A leader's status came in (reaped by session_leader_ended()). */
 void
 session_status_in(struct session *s, int status)
 {
@@ -162,6 +185,176 @@ session_status_in(struct session *s, int status)
 	if (s->nopen > 0)
 		session_timer_add(s->drain_ev, SESSION_DRAIN_CAP_MS);
 	session_check_exit(s, 0);
+}
+
+/*
+ * Whether pin i is unreaped and in session sid.  Its pid is the pin's
+ * while the pidfd says the process is unreaped, so getsid() first.  EPERM
+ * (agentd unprivileged, the process set-uid) is unreaped too.
+ */
+static int
+session_pin_ok(const struct session_pins *p, int i, pid_t sid)
+{
+	return (getsid(p->pid[i]) == sid &&
+	    (pty_pidfd_signal(p->fd[i], 0) == 0 ||
+	    errno == EPERM));
+}
+
+/*
+ * Check the first upto pins (the others are kept unchecked) and close
+ * those reaped or gone from session sid (setsid); how many of the first
+ * upto hold it.
+ */
+static int
+session_pins_check(struct session_pins *p, pid_t sid, int upto)
+{
+	int	i, j = 0, held = 0;
+
+	for (i = 0; i < p->n; i++) {
+		if (i < upto && !session_pin_ok(p, i, sid)) {
+			close(p->fd[i]);
+			continue;
+		}
+		held += i < upto;
+		p->fd[j] = p->fd[i];
+		p->pid[j++] = p->pid[i];
+	}
+	p->n = j;
+	return (held);
+}
+
+/* Close every pin. */
+void
+session_pins_clear(struct session_pins *p)
+{
+	while (p->n > 0)
+		close(p->fd[--p->n]);
+}
+
+/* Pin process pid, found in session sid, unless pinned or full. */
+static void
+session_pins_add(struct session_pins *p, pid_t pid, pid_t sid)
+{
+	int	i, fd;
+
+	for (i = 0; i < p->n; i++) {
+		if (p->pid[i] == pid)
+			return;
+	}
+	if (p->n >= SESSION_PINS_MAX ||
+	    (fd = pty_pidfd_open(pid)) == -1)
+		return;
+	p->fd[p->n] = fd;
+	p->pid[p->n] = pid;
+	if (session_pin_ok(p, p->n, sid))
+		p->n++;
+	else
+		close(fd);	/* it ended or left meanwhile */
+}
+
+/*
+ * Whether s's pid still names its group and session (agentd may signal
+ * them): while the leader is unreaped, or while a pin holds the id.
+ */
+int
+session_held(struct session *s)
+{
+	if (s->released)
+		return (0);
+	if (!s->leader_gone)
+		return (1);
+	return (session_pins_check(&s->pins, s->pid, s->pins.n) > 0);
+}
+
+/* A pidfd of s's leader while unreaped (session.h); -1 else. */
+int
+session_leader_pidfd(struct session *s)
+{
+	/* A restored one's is agentd's reaper's to take: not here. */
+	if (s->reaped || s->leader_gone || s->restored)
+		return (-1);
+	return (pty_pidfd_open(s->pid));
+}
+
+/* The same as session_held() for a corpse. */
+int
+session_corpse_held(struct session_corpse *c)
+{
+	if (c->pid <= 0)
+		return (0);
+	if (!c->leader_gone)
+		return (1);
+	return (session_pins_check(&c->pins, c->pid, c->pins.n) > 0);
+}
+
+/*
+ * Whether a reaped leader's id can be pinned here: /proc of our own PID
+ * namespace to find its session's processes, and pidfds (Linux 5.3).
+ * Else leaders stay zombies, the pins, until released, as before pidfds.
+ */
+static int
+session_pinnable(void)
+{
+	int	fd;
+
+	if (pidfd_ok == -1) {
+		fd = pty_pidfd_open(getpid());
+		pidfd_ok = fd != -1 || errno != ENOSYS;
+		if (fd != -1)
+			close(fd);
+	}
+	return (pidfd_ok && pty_proc_own());
+}
+
+/*
+ * Leaders that ended, each a zombie that still holds its session's id:
+ * pin what is left of their sessions (one look at /proc for all), then
+ * reap them.  Each one's busy says whether a live process is left (none:
+ * nothing to signal ever again, its pins closed), its gone is set.
+ */
+static void
+session_unpin_leaders(struct session_want *want, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		*want[i].busy = 0;
+	qsort(want, n, sizeof *want, session_want_cmp);
+	session_scan(want, n);
+	for (i = 0; i < n; i++) {
+		if (waitpid(want[i].sid, NULL, WNOHANG) != want[i].sid)
+			log_warn("%s: pid %ld: waitpid: %s", __func__,
+			    (long)want[i].sid, strerror(errno));
+		*want[i].gone = 1;
+		if (!*want[i].busy)
+			session_pins_clear(want[i].pins);
+		log_debug("%s: pid %ld reaped, %d pins", __func__,
+		    (long)want[i].sid, want[i].pins->n);
+	}
+}
+
+/*
+ * The leader of s ended (its status is in, not taken yet): reap it now,
+ * so that its pid is gone at once (kill -0 says so, as envd's Wait()).
+ * With nothing of its session left, s is released (with a cgroup, once
+ * the cgroup is empty).  Call before session_status_in(), which may free s.
+ */
+void
+session_leader_ended(struct session *s)
+{
+	struct session_want	w;
+
+	/* A restored one is agentd's reaper's. */
+	if (s->leader_gone || s->restored || !session_pinnable())
+		return;
+	memset(&w, 0, sizeof w);
+	w.sid = s->pid;
+	w.pins = &s->pins;
+	w.busy = &s->busy;
+	w.gone = &s->leader_gone;
+	session_unpin_leaders(&w, 1);
+	if (!s->busy && s->cg == NULL)
+		s->released = 1;
 }
 
 /* The status of a child that has exited, leaving it a zombie: 1, else 0. */
@@ -205,28 +398,69 @@ session_reaped(pid_t pid, int status)
 
 /*
  * Called after every SIGCHLD: take the status of each leader that ended
- * (sessions and corpses), then sweep soon for leaders whose session has no
- * live process left.
+ * (sessions and corpses) and reap it, then sweep soon for sessions held by
+ * pins (or zombies) whose last live process may have ended.
  */
 void
 session_collect(void)
 {
 	struct session		*s, *next;
 	struct session_corpse	*c, *cnext;
-	int			 status, fresh = 0;
+	struct session_want	*want = NULL, *w;
+	size_t			 n = 0, cap = 0;
+	int			 status, fresh = 0, pin = session_pinnable();
+
+	/* The statuses first, then the leaders reaped, then the news. */
+	TAILQ_FOREACH(s, &sessions, entry) {
+		if (s->reaped || s->ending || !session_waitid(s->pid,
+		    &s->status))
+			continue;
+		s->ending = 1;
+		if (!pin || s->restored)	/* restored: the reaper's */
+			continue;
+		if (n == cap)
+			want = xrealloc(want, (cap = cap * 2 + 8) *
+			    sizeof *want);
+		w = memset(&want[n++], 0, sizeof *want);
+		w->sid = s->pid;
+		w->pins = &s->pins;
+		w->busy = &s->busy;
+		w->gone = &s->leader_gone;
+	}
+	LIST_FOREACH(c, &corpses, entry) {
+		if (c->reaped || !session_waitid(c->pid, &status))
+			continue;
+		c->reaped = c->ending = 1;
+		if (!pin)
+			continue;
+		if (n == cap)
+			want = xrealloc(want, (cap = cap * 2 + 8) *
+			    sizeof *want);
+		w = memset(&want[n++], 0, sizeof *want);
+		w->sid = c->pid;
+		w->pins = &c->pins;
+		w->busy = &c->busy;
+		w->gone = &c->leader_gone;
+	}
+	if (n > 0)
+		session_unpin_leaders(want, n);
+	free(want);
 
 	for (s = TAILQ_FIRST(&sessions); s != NULL; s = next) {
 		next = TAILQ_NEXT(s, entry);
-		if (!s->reaped && session_waitid(s->pid, &status)) {
-			session_status_in(s, status);
-			fresh = 1;
-		}
+		if (!s->ending)
+			continue;
+		s->ending = 0;
+		if (s->leader_gone && !s->busy && s->cg == NULL)
+			s->released = 1;	/* nothing of it is left */
+		session_status_in(s, s->status);	/* may free s */
+		fresh = 1;
 	}
 	for (c = LIST_FIRST(&corpses); c != NULL; c = cnext) {
 		cnext = LIST_NEXT(c, entry);
-		if (c->reaped || !session_waitid(c->pid, &status))
+		if (!c->ending)
 			continue;
-		c->reaped = 1;
+		c->ending = 0;
 		fresh = 1;
 		if (session_corpse_done(c))
 			session_corpse_free(c, 1);
@@ -249,6 +483,9 @@ session_bury(struct session *s, int64_t ms)
 	c = xcalloc(1, sizeof *c);
 	c->pid = pid;
 	c->reaped = s->reaped;
+	c->leader_gone = s->leader_gone;
+	c->pins = s->pins;
+	s->pins.n = 0;
 	/* The session's own SIGKILL reached all its groups already. */
 	c->wide = !s->killed;
 	c->cg = s->cg;
@@ -307,7 +544,9 @@ session_corpse_cb(evutil_socket_t fd, short events, void *arg)
 	if (c->cg != NULL) {
 		if (cgroup_session_signal(c->cg, SIGKILL) > 0)
 			agentd_stats.cgroup_kills++;
-	} else if (c->wide && !removing_all)
+	} else if (!session_corpse_held(c))
+		;	/* nothing left that its id names */
+	else if (c->wide && !removing_all)
 		pty_kill_sessions(&c->pid, 1, SIGKILL);
 	else
 		pty_kill_group(c->pid, SIGKILL);
@@ -337,8 +576,9 @@ session_corpse_free(struct session_corpse *c, int reap)
 {
 	size_t	i;
 
-	if (reap && c->reaped && c->pid > 0)
+	if (reap && c->reaped && c->pid > 0 && !c->leader_gone)
 		waitpid(c->pid, NULL, WNOHANG);
+	session_pins_clear(&c->pins);
 	if (c->cg != NULL) {
 		/* At shutdown, wait a little for cgroup.kill to finish. */
 		if (removing_all &&
@@ -386,13 +626,51 @@ session_sweep_soon(int fresh)
 		session_timer_add(sweep_ev, sweep_ms);
 }
 
-/* Order pids for qsort() and bsearch(). */
+/* Order wants by session id for qsort() and bsearch(). */
 static int
-session_pid_cmp(const void *a, const void *b)
+session_want_cmp(const void *a, const void *b)
 {
-	pid_t	x = *(const pid_t *)a, y = *(const pid_t *)b;
+	pid_t	x = ((const struct session_want *)a)->sid;
+	pid_t	y = ((const struct session_want *)b)->sid;
 
 	return ((x > y) - (x < y));
+}
+
+/*
+ * One look at /proc for the sessions of want (sorted by sid, none lost):
+ * each one's busy is set when a live process is in it, and those with
+ * pins get the first live ones found pinned (readdir's order, mostly
+ * oldest first).  Each process of the machine costs one getsid(); only
+ * those of a wanted session have their /proc/PID/stat read.  /proc that
+ * cannot be read: every one busy (nothing released).
+ */
+static void
+session_scan(struct session_want *want, size_t nwant)
+{
+	struct session_want	 key, *w;
+	struct dirent		*d;
+	DIR			*proc;
+	pid_t			 pid;
+	size_t			 i;
+
+	if ((proc = opendir("/proc")) == NULL) {
+		for (i = 0; i < nwant; i++)
+			*want[i].busy = 1;
+		return;
+	}
+	while ((d = readdir(proc)) != NULL) {
+		if (!isdigit((unsigned char)d->d_name[0]))
+			continue;
+		pid = (pid_t)strtol(d->d_name, NULL, 10);
+		if ((key.sid = getsid(pid)) <= 0 || (w = bsearch(&key, want,
+		    nwant, sizeof *want, session_want_cmp)) == NULL ||
+		    !session_proc_live(pid))
+			continue;
+		*w->busy = 1;
+		if (w->pins != NULL)
+			session_pins_add(w->pins, pid, w->sid);
+	}
+	closedir(proc);
 }
 
 /*
@@ -421,24 +699,23 @@ session_proc_live(pid_t pid)
 }
 
 /*
- * Release the zombie leaders whose session has no live process left.  Each
- * process of the machine costs one getsid(); only those in a session whose
- * leader is pinned have their /proc/PID/stat read, to tell the live from
- * the zombies.  Nothing can join a session but a child of one of its
- * processes, so a session with no live process stays empty, and its group
- * can never need a signal again.  A miss (a process forked during the scan)
- * only means leftovers escape the final SIGKILL; a released pid is never
- * signalled, so no miss can make agentd signal a stranger.
+ * Release the sessions (and corpses) whose leader ended and whose session
+ * has no live process left: their group can never need a signal again,
+ * since nothing joins a session but a child of one of its processes.  One
+ * look at /proc for all of them (session_scan()).  Where pins hold the id,
+ * the look is trusted only if one pin checked before it is still there
+ * after: the id was nobody else's all along.  Else, and where every pin is
+ * gone, the session is released as it is: a live process of it that no
+ * pin held escapes the final SIGKILL, but no signal can reach a stranger
+ * that took the id over.  The pins are refilled from what the look found.
  */
 void
 session_sweep_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct session		*s, *snext;
 	struct session_corpse	*c, *cnext;
-	struct dirent		*d;
-	DIR			*proc = NULL;
-	pid_t			*want, *busy = NULL, pid, sid;
-	size_t			 nwant = 0, nbusy = 0, cap = 0, i, released = 0;
+	struct session_want	*want = NULL, *w;
+	size_t			 nwant = 0, i, released = 0;
 
 	/* A cgroup says itself whether a process of it is left. */
 	for (s = TAILQ_FIRST(&sessions); s != NULL; s = snext) {
@@ -463,80 +740,81 @@ session_sweep_cb(evutil_socket_t fd, short events, void *arg)
 		nwant += c->cg == NULL && c->reaped;
 	if (nwant > 0 && !pty_proc_own()) {
 		/*
-		 * No /proc to look into: a DELETE's session gets its group's
-		 * SIGKILL now, so that its leader can be reaped before the
-		 * answer; the others wait for their removal.
+		 * No /proc to look into (leaders are kept as zombies then): a
+		 * DELETE's session gets its group's SIGKILL now, so that its
+		 * leader can be reaped before the answer; the others wait for
+		 * their removal.
 		 */
 		for (s = TAILQ_FIRST(&sessions); s != NULL; s = snext) {
 			snext = TAILQ_NEXT(s, entry);
 			if (s->cg == NULL && s->reaped && !s->released &&
 			    s->terminating) {
-				pty_kill_group(s->pid, SIGKILL);
+				if (session_held(s))
+					pty_kill_group(s->pid, SIGKILL);
 				session_release(s);
 				released++;
 			}
 		}
 		goto out;
 	}
-	if (nwant == 0 || (proc = opendir("/proc")) == NULL)
+	if (nwant == 0)
 		goto out;
 	want = xcalloc(nwant, sizeof *want);
 	nwant = 0;
 	TAILQ_FOREACH(s, &sessions, entry) {
-		if (s->cg == NULL && s->reaped && !s->released)
-			want[nwant++] = s->pid;
+		if (s->cg != NULL || !s->reaped || s->released)
+			continue;
+		w = &want[nwant++];
+		w->sid = s->pid;
+		w->busy = &s->busy;
+		w->pins = s->leader_gone ? &s->pins : NULL;
 	}
 	LIST_FOREACH(c, &corpses, entry) {
-		if (c->cg == NULL && c->reaped)
-			want[nwant++] = c->pid;
+		if (c->cg != NULL || !c->reaped)
+			continue;
+		w = &want[nwant++];
+		w->sid = c->pid;
+		w->busy = &c->busy;
+		w->pins = c->leader_gone ? &c->pins : NULL;
 	}
-	qsort(want, nwant, sizeof *want, session_pid_cmp);
-
-	/* The pinned sessions with a live process: few, whatever the load. */
-	while ((d = readdir(proc)) != NULL) {
-		if (!isdigit((unsigned char)d->d_name[0]))
-			continue;
-		pid = (pid_t)strtol(d->d_name, NULL, 10);
-		if ((sid = getsid(pid)) <= 0 || bsearch(&sid, want, nwant,
-		    sizeof *want, session_pid_cmp) == NULL ||
-		    !session_proc_live(pid))
-			continue;
-		for (i = 0; i < nbusy && busy[i] != sid; i++)
-			;
-		if (i < nbusy)
-			continue;
-		if (nbusy == cap) {
-			cap = cap == 0 ? 64 : cap * 2;
-			busy = xrealloc(busy, cap * sizeof *busy);
+	for (i = 0; i < nwant; i++) {
+		w = &want[i];
+		*w->busy = 0;
+		if (w->pins != NULL && (w->old = session_pins_check(w->pins,
+		    w->sid, w->pins->n)) == 0)
+			w->lost = 1;
+		if (w->lost)
+			w->sid = -1;	/* out of the look */
+	}
+	qsort(want, nwant, sizeof *want, session_want_cmp);
+	for (i = 0; i < nwant && want[i].sid == -1; i++)
+		;
+	session_scan(want + i, nwant - i);
+	for (i = 0; i < nwant; i++) {
+		w = &want[i];
+		if (w->lost || (w->pins != NULL &&
+		    session_pins_check(w->pins, w->sid, w->old) == 0)) {
+			*w->busy = 0;
+			if (w->pins != NULL)
+				session_pins_clear(w->pins);
 		}
-		busy[nbusy++] = sid;
 	}
-	closedir(proc);
 	free(want);
 
 	for (s = TAILQ_FIRST(&sessions); s != NULL; s = snext) {
 		snext = TAILQ_NEXT(s, entry);
-		if (s->cg != NULL || !s->reaped || s->released)
-			continue;
-		for (i = 0; i < nbusy && busy[i] != s->pid; i++)
-			;
-		if (i < nbusy)
+		if (s->cg != NULL || !s->reaped || s->released || s->busy)
 			continue;
 		session_release(s);
 		released++;
 	}
 	for (c = LIST_FIRST(&corpses); c != NULL; c = cnext) {
 		cnext = LIST_NEXT(c, entry);
-		if (c->cg != NULL)
-			continue;
-		for (i = 0; i < nbusy && busy[i] != c->pid; i++)
-			;
-		if (c->reaped && i == nbusy) {
+		if (c->cg == NULL && c->reaped && !c->busy) {
 			session_corpse_free(c, 1);
 			released++;
 		}
 	}
-	free(busy);
 out:
 	if (released > 0)
 		sweep_ms = SESSION_SWEEP_MS;
@@ -559,8 +837,8 @@ out:
  * The session a process belongs to.  With a cgroup per session, the one
  * whose cgroup holds it (a reparented daemon too).  Else the first of pid
  * and its ancestors (up to SESSION_PARENTS_MAX) whose session id (setsid)
- * is a session's leader, while that leader is unreleased (its pid cannot be
- * anyone else's).  So a process that left with setsid is still found
+ * is a session's leader, while that id is held (its leader unreaped, or
+ * pinned: it cannot be anyone else's).  So a process that left with setsid is still found
  * through its parent, unless that parent ended and it was reparented to
  * agentd or init.
  */
@@ -589,7 +867,7 @@ session_of_pid(pid_t pid)
 		    sscanf(f, "%*c %ld %*d %ld", &ppid, &sid) != 2)
 			return (NULL);
 		TAILQ_FOREACH(s, &sessions, entry) {
-			if (s->pid == (pid_t)sid && !s->released)
+			if (s->pid == (pid_t)sid && session_held(s))
 				return (s);
 		}
 		pid = (pid_t)ppid;
@@ -609,9 +887,11 @@ session_adopted_reaped(pid_t pid, int status)
 	struct session	*s;
 
 	TAILQ_FOREACH(s, &sessions, entry) {
-		if (!s->restored || s->pid != pid || s->released)
+		if (!s->restored || s->pid != pid || s->released ||
+		    s->leader_gone)
 			continue;
-		s->restored = 2;	/* its pid is free: never waitpid() it */
+		s->restored = 2;
+		s->leader_gone = 1;	/* its pid is free: never waitpid() it */
 		if (s->cg != NULL) {
 			/*
 			 * The cgroup, not the pid, reaches what is left: the

@@ -37,6 +37,7 @@
 #include "spawner.h"
 #include "stats.h"
 #include "stop.h"
+#include "turn.h"
 #include "util.h"
 
 #define SESSION_USAGE_MS	50	/* a view rereads the cgroup's usage
@@ -47,8 +48,7 @@ struct corpses_head corpses = LIST_HEAD_INITIALIZER(corpses);
 struct event		*sweep_ev;
 struct event_base	*session_base;	/* the capture loop */
 struct session_limits	 limits;
-struct event		*turn_ev;	/* ends a loop turn's count */
-int			 turn_open;	/* turn_ev is active */
+struct turn		*session_turn;	/* the reads' loop turn */
 static session_observer_fn	 observer;
 size_t			 nrunning;
 uint64_t			 ring_total;	/* bytes of every ring */
@@ -60,18 +60,19 @@ int			 removing_all;	/* in session_remove_all() */
 static int64_t	session_left(struct event *);
 
 /*
- * Set the limits and the observer, and start the spawner's threads.
+ * Set the limits and the observer, and the spawner's (it makes its threads
+ * when the first spawns need them).
  *
  * Why threads: a spawn waits for the child's chdir and execve, which a
  * lease on the executable or a FUSE mount that does not answer can hold
  * for as long as they like; on the loop that would stop every session and
- * client.  And session leaders must stay unreaped until agentd is done
- * signalling their group (a reaped leader's pid, the group's id, may be
+ * client.  And a session leader is reaped only once what is left of its
+ * session is pinned (reap.c: a reaped leader's pid, the group's id, may be
  * reused by any new process, and kill(-pgid) would then reach a stranger).
  * agentd reaps orphans with waitpid(-1, __WNOTHREAD), which sees only the
  * main thread's children; the leaders are the spawner threads' children,
- * so only session_collect() (waitid WNOWAIT) and the final reap touch
- * them.  Orphans are adopted by the main thread (the first live thread of
+ * so only session_collect() (waitid WNOWAIT, then the pins, then waitpid)
+ * touches them.  Orphans are adopted by the main thread (the first live thread of
  * a subreaper or of init).
  */
 void
@@ -94,10 +95,9 @@ session_init(struct event_base *base, const struct session_limits *l,
 		log_warn("%s: --session-memory, --session-pids and --session-cpu "
 		    "not applied: containment is process_group", __func__);
 	sweep_ev = evtimer_new(session_base, session_sweep_cb, NULL);
-	turn_ev = event_new(session_base, -1, 0, session_turn_cb, NULL);
-	if (sweep_ev == NULL || turn_ev == NULL)
+	session_turn = turn_new(session_base);
+	if (sweep_ev == NULL)
 		fatal("%s: out of memory", __func__);
-	turn_open = 0;
 	pty_signals_snapshot();		/* main() has set SIGPIPE's */
 	spawner_init(base, limits.spawn_threads > 0 ? limits.spawn_threads :
 	    SPAWNER_THREADS_DEFAULT);
@@ -161,7 +161,10 @@ session_count_running(void)
 	return (nrunning);
 }
 
-/* Leaders kept as zombies: exited, unreleased sessions and dead corpses. */
+/*
+ * Leaders kept as zombies (where nothing can pin their id: no /proc of our
+ * own, no pidfds): exited, unreleased sessions and dead corpses.
+ */
 size_t
 session_count_unreaped(void)
 {
@@ -170,9 +173,29 @@ session_count_unreaped(void)
 	size_t			 n = 0;
 
 	TAILQ_FOREACH(s, &sessions, entry)
-		n += s->reaped && !s->released;
+		n += s->reaped && !s->released && !s->leader_gone;
 	LIST_FOREACH(c, &corpses, entry)
-		n += c->pid > 0 && c->reaped;
+		n += c->pid > 0 && c->reaped && !c->leader_gone;
+	return (n);
+}
+
+/* Sessions (and corpses) whose reaped leader's id pins hold; the pins. */
+size_t
+session_count_pinned(size_t *npins)
+{
+	struct session		*s;
+	struct session_corpse	*c;
+	size_t			 n = 0;
+
+	*npins = 0;
+	TAILQ_FOREACH(s, &sessions, entry) {
+		n += s->pins.n > 0;
+		*npins += (size_t)s->pins.n;
+	}
+	LIST_FOREACH(c, &corpses, entry) {
+		n += c->pins.n > 0;
+		*npins += (size_t)c->pins.n;
+	}
 	return (n);
 }
 
@@ -343,7 +366,7 @@ session_upgrade_prepare(void)
 	struct session_corpse	*c, *next;
 
 	TAILQ_FOREACH(s, &sessions, entry)
-		session_publish(s);
+		session_flush(s);
 	for (c = LIST_FIRST(&corpses); c != NULL; c = next) {
 		next = LIST_NEXT(c, entry);
 		if (c->killed)
@@ -382,8 +405,10 @@ session_insert(struct session *s, const struct session_timers *t)
 	s->drain_ev = evtimer_new(session_base, session_drain_cb, s);
 	s->ttl_ev = evtimer_new(session_base, session_ttl_cb, s);
 	s->hup_ev = evtimer_new(session_base, session_hup_cb, &s->out[0]);
+	s->hold_ev = evtimer_new(session_base, session_hold_cb, s);
 	if (s->inq == NULL || s->timeout_ev == NULL || s->kill_ev == NULL ||
 	    s->drain_ev == NULL || s->ttl_ev == NULL || s->hup_ev == NULL ||
+	    s->hold_ev == NULL ||
 	    (s->in != -1 && s->in_ev == NULL))
 		fatal("%s: out of memory", __func__);
 	if (t->timeout_ms >= 0)
@@ -397,7 +422,13 @@ session_insert(struct session *s, const struct session_timers *t)
 	if (s->hup)
 		session_timer_add(s->hup_ev, s->hup_ms > 0 ? s->hup_ms :
 		    SESSION_HUP_POLL_MIN_MS);
-	s->restored = 1;
+	if (s->out[0].carry_len > 0 || s->out[1].carry_len > 0)
+		session_timer_add(s->hold_ev, 0);	/* an older agentd's */
+	/*
+	 * A leader reaped before the upgrade: its pid may be anyone's (never
+	 * waitpid() it); the pins handed over hold its id, the sweep checks.
+	 */
+	s->restored = s->leader_gone ? 2 : 1;
 	TAILQ_INSERT_TAIL(&sessions, s, entry);
 	if (!s->exited)
 		nrunning++;

@@ -12,15 +12,21 @@
  *
  * With containment "cgroup" (cgroup.h) each session runs in a cgroup of its
  * own: every signal of a DELETE, a timeout, the TTL or the shutdown goes to
- * each of its processes, SIGKILL through cgroup.kill, and its leader is
- * kept until the cgroup is empty.
+ * each of its processes, SIGKILL through cgroup.kill, and the session is
+ * released once the cgroup is empty.
  *
- * A session's leader stays unreaped (alive, then a zombie) for as long as
- * agentd may signal its process group, whose id is the leader's pid: until
- * the session is removed, or until no live process is left in its session
- * (found by a sweep of /proc after each reap).  So kill(-pgid) can never
- * reach a group that took over a reused pid.  Leaders are forked by the
- * spawner's threads and collected by session_collect(); see session_init().
+ * A session's leader is reaped as soon as it ends (session_collect()), as
+ * envd's Wait() does: its pid then names no process.  agentd may still
+ * signal its process group and session, whose id is that pid, for as long
+ * as a live process is left in the session: the kernel frees a number only
+ * when no process has it as its pid, group or session id, and agentd holds
+ * up to SESSION_PINS_MAX of those processes through pidfds (pins, reap.c),
+ * checked before each signal.  Once no pin is left, or a sweep of /proc
+ * finds no live process of the session, it is released and its group
+ * never signalled again: kill(-pgid) can never reach a group that took
+ * over a reused pid.  Without /proc of our own or without pidfds (Linux
+ * < 5.3), the leader stays a zombie instead, the pin, until released.
+ * Leaders are forked by the spawner's threads; see session_init().
  *
  * Everything here runs on the event loop thread but the spawns (spawner.h).
  */
@@ -67,6 +73,8 @@ struct session_limits {
 	uint64_t	 stdin_buffer;		/* bytes queued per session */
 	uint64_t	 pipe_bytes;		/* output pipes' buffer, 0: keep */
 	int64_t		 exited_ttl_ms;
+	int64_t		 utf8_hold_ms;		/* a character's first bytes
+						   wait for the rest, 0: no */
 	uint64_t	 memory_bytes;		/* default limits of a session's */
 	uint64_t	 pids;			/* cgroup (cgroup.h); 0: none */
 	uint64_t	 cpu_percent;
@@ -78,11 +86,22 @@ struct session_limits {
 	uint64_t	 max_session_bytes;	/* argv, cwd, user of all kept */
 	int		 profile;		/* PROTO_PROFILE_* of creates that
 						   name none (--profile) */
+	uint64_t	 cast_resizes;		/* resizes a session's log keeps
+						   (the last; --cast-resizes) */
+	void		(*before_spawn)(void);	/* on the loop, before each
+						   spawn is queued, or NULL */
+};
+
+/* A PTY's size from a time on (ms since the session's start). */
+struct session_size {
+	uint32_t	 time;
+	unsigned	 rows, cols;
 };
 
 /*
- * Set the loop (capture, timers), the limits and the observer, and start
- * the spawner's threads (once, before any session).
+ * Set the loop (capture, timers), the limits and the observer, and the
+ * spawner's (which makes its threads at the first spawns), once, before
+ * any session.
  */
 void	 session_init(struct event_base *, const struct session_limits *,
 	    session_observer_fn);
@@ -131,8 +150,17 @@ struct session	*session_next(struct session *);
 
 /* Running sessions, all sessions, bytes of all rings. */
 size_t	 session_count_running(void);
-/* Leaders that ended but are kept unreaped (sessions' and removed ones'). */
+/* Leaders that ended but are kept unreaped (sessions' and removed ones'):
+   only where their id cannot be pinned (no /proc of our own, no pidfds). */
 size_t	 session_count_unreaped(void);
+/*
+ * A pidfd of s's leader while it is unreaped (it is then its own), the
+ * caller's to close; -1 once reaped, or where pidfds are missing.  It is
+ * readable once the leader ended; session_collect() then reaps it.
+ */
+int	 session_leader_pidfd(struct session *s);
+/* Sessions whose reaped leader's id is held by pins, and the pins (fds). */
+size_t	 session_count_pinned(size_t *npins);
 size_t	 session_count(void);
 uint64_t session_ring_bytes_total(void);
 /* Bytes of argv, cwd and user of every session kept and starting. */
@@ -193,6 +221,20 @@ ssize_t	 session_write_stdin_at(struct session *, const void *, size_t len,
 uint64_t session_stdin_bytes(const struct session *);
 int	 session_resize(struct session *, unsigned rows, unsigned cols,
 	    struct proto_err *);
+/*
+ * Milliseconds since the session's start (monotonic; UINT32_MAX after 49
+ * days): the times of its ring's chunks (ring_chunk's time) count so.
+ */
+uint32_t session_time(const struct session *);
+/* Its start, wall clock ms, and its PTY's size then (0 0 for pipes). */
+int64_t	 session_start(const struct session *, unsigned *rows,
+	    unsigned *cols);
+/*
+ * The i-th oldest resize the log holds (the last --cast-resizes): 0, or -1
+ * past the end.
+ */
+int	 session_resize_at(const struct session *, size_t i,
+	    struct session_size *);
 /*
  * Send signo to the session's process group (PROTO_TARGET_GROUP), or to its
  * PTY's foreground process group (PROTO_TARGET_FOREGROUND; 409 not_a_tty

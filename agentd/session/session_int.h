@@ -21,8 +21,26 @@
 
 #define SESSION_HUP_POLL_MIN_MS	10	/* first look at a hung-up master */
 
-#define SESSION_CARRY_MAX	3	/* bytes of a UTF-8 sequence a full
-					   joined chunk hands to the next */
+#define SESSION_JOIN_MS		100	/* ms: reads joined into one chunk
+					   are at most this far apart (its
+					   time is its first read's) */
+#define SESSION_CARRY_MAX	3	/* bytes of a UTF-8 sequence a chunk
+					   hands to the next of its stream */
+#define SESSION_PINS_MAX	4	/* pidfds holding a reaped leader's
+					   session id */
+
+/*
+ * What holds a session's id once its leader is reaped: pidfds of live
+ * processes of the session (reap.c).  The kernel frees a number only when
+ * no process has it as its pid, process group or session id, so while one
+ * of these is unreaped and still in the session, the leader's pid, which
+ * names its group and its session, is nobody else's.
+ */
+struct session_pins {
+	int		 fd[SESSION_PINS_MAX];
+	pid_t		 pid[SESSION_PINS_MAX];
+	int		 n;		/* the first n are open */
+};
 
 /* One output fd of a session: the PTY master, or stdout or stderr. */
 struct session_out {
@@ -30,6 +48,11 @@ struct session_out {
 	int		 fd;		/* -1 once closed */
 	enum ring_stream stream;
 	struct event	*ev;
+	uint8_t		 carry[SESSION_CARRY_MAX]; /* the first bytes of a
+					   character a published chunk of the
+					   stream left to the next, held */
+	size_t		 carry_len;
+	int64_t		 carry_ms;	/* monotonic: the hold's end */
 };
 
 struct session {
@@ -41,10 +64,21 @@ struct session {
 	char		*tag;		/* envd's tag (a label), or NULL */
 	int		 tty;
 	unsigned	 rows, cols;
+	unsigned	 start_rows, start_cols; /* the PTY's size at the start */
+	int64_t		 start_mono_ms;	/* monotonic: the start, from which
+					   chunk times count */
+	struct session_size *resizes;	/* the last limits.cast_resizes, a
+					   circle from nresizes on */
+	size_t		 nresizes;	/* resizes logged */
+	uint32_t	 read_time;	/* session_time() of the reads at hand */
 
 	pid_t		 pid;		/* also the group and session id */
-	int		 reaped;	/* the status is in; the zombie stays */
-	int		 released;	/* reaped: never signal the group */
+	int		 reaped;	/* the status is in */
+	int		 leader_gone;	/* reaped too: pins hold its id */
+	int		 released;	/* never signal the group again */
+	struct session_pins pins;
+	int		 busy;		/* the sweep saw a live process of it */
+	int		 ending;	/* its leader's status is being taken */
 	int		 status;	/* as from waitpid() */
 	int		 exited;	/* state "exited" */
 	int		 timed_out;
@@ -63,17 +97,18 @@ struct session {
 	/*
 	 * The chunk being joined from reads of one stream while no reader
 	 * waits: the ring's pending reservation, published when anyone looks
-	 * at the session (session_publish()).
+	 * at the session (session_publish()).  It is all UTF-8 (but for a
+	 * character's first bytes at its end) or starts with a byte that is
+	 * not (pend_bad): reads are joined only where that stays so.
 	 */
 	uint8_t		*pend;		/* the reservation, or NULL */
 	size_t		 pend_len;	/* bytes read into it */
 	size_t		 pend_room;	/* its size */
+	size_t		 pend_ok;	/* bytes of it known to be UTF-8 */
+	int		 pend_bad;	/* it holds bytes that are not */
 	enum ring_stream pend_stream;
-	uint8_t		 carry[SESSION_CARRY_MAX]; /* the start of a UTF-8
-					   sequence a full chunk left to the
-					   next one of its stream */
-	size_t		 carry_len;
-	enum ring_stream carry_stream;
+	uint32_t	 pend_time;	/* its first read's */
+	struct event	*hold_ev;	/* publishes carries held too long */
 	int		 watchers;	/* readers waiting for new output */
 	int64_t		 output_ms;	/* monotonic: the last output read, or
 					   the start */
@@ -108,13 +143,17 @@ struct session {
 };
 
 /*
- * A removed session's leader, kept unreaped (alive, or a zombie) so that its
- * pid, which is the group's id, cannot be reused before the group's SIGKILL.
+ * A removed session kept until its group's SIGKILL: its leader (unreaped
+ * while alive) or the pins that hold its id.
  */
 struct session_corpse {
 	LIST_ENTRY(session_corpse) entry;
 	pid_t		 pid;		/* its leader, or 0: a cgroup alone */
 	int		 reaped;	/* the status is in */
+	int		 leader_gone;	/* reaped too: pins hold its id */
+	struct session_pins pins;
+	int		 busy;		/* the sweep saw a live process of it */
+	int		 ending;	/* its leader's status is being taken */
 	int		 killed;	/* the SIGKILL went out */
 	int		 wide;		/* SIGKILL every group of the session */
 	int		 fds[2];	/* output kept open, unread, or -1 */
@@ -127,8 +166,11 @@ extern LIST_HEAD(corpses_head, session_corpse) corpses;
 extern struct event		*sweep_ev;
 extern struct event_base	*session_base;	/* the capture loop */
 extern struct session_limits	 limits;
-extern struct event		*turn_ev;	/* ends a loop turn's count */
-extern int			 turn_open;	/* turn_ev is active */
+extern struct turn		*session_turn;	/* the reads' loop turn */
+
+/* Log a resize (stdin.c; sessionsave.c puts an upgrade's back). */
+void	session_log_resize(struct session *, uint32_t time, unsigned rows,
+	    unsigned cols);
 extern size_t			 nrunning;
 extern uint64_t			 ring_total;	/* bytes of every ring */
 extern uint64_t			 kept_total;	/* bytes of session_bytes(),
@@ -142,8 +184,9 @@ void	session_read_cb(evutil_socket_t, short, void *);
 int	session_capture(struct session_out *, size_t budget);
 void	session_pipe_size(struct session *, int);
 int	session_pipe_exempt(void);
-void	session_turn_cb(evutil_socket_t, short, void *);
 void	session_publish(struct session *);
+void	session_flush(struct session *);
+void	session_hold_cb(evutil_socket_t, short, void *);
 void	session_close_out(struct session_out *);
 void	session_write_cb(evutil_socket_t, short, void *);
 void	session_close_stdin(struct session *);
@@ -154,6 +197,10 @@ void	session_ttl_cb(evutil_socket_t, short, void *);
 void	session_check_exit(struct session *, int capped);
 void	session_timer_add(struct event *, int64_t ms);
 int	session_waitid(pid_t, int *status);
+void	session_leader_ended(struct session *);
+int	session_held(struct session *);
+int	session_corpse_held(struct session_corpse *);
+void	session_pins_clear(struct session_pins *);
 void	session_status_in(struct session *, int status);
 void	session_hup_cb(evutil_socket_t, short, void *);
 void	session_bury(struct session *, int64_t ms);

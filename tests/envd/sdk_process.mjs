@@ -89,6 +89,23 @@ async function main() {
 	check('killed ends', e instanceof CommandExitError &&
 	    e.error === 'signal: killed', e && e.error);
 	check('kill unknown pid', await sbx.commands.kill(999999) === false, null);
+
+	// A killed process is reaped at once: `kill -0` of its pid, run right
+	// after, finds nothing, nor does /proc (it was a zombie for up to 1 s).
+	let found = [];
+	for (let i = 0; i < 100; i++) {
+		const k = await sbx.commands.run('sleep 30', { background: true });
+		await sbx.commands.kill(k.pid);
+		e = await throws(() => sbx.files.read(`/proc/${k.pid}/stat`));
+		if (e === null || e.name !== 'FileNotFoundError')
+			found.push([k.pid, e && e.name, e && e.message]);
+		if (i % 10 != 0)
+			continue;
+		e = await throws(() => sbx.commands.run(`kill -0 ${k.pid} 2>/dev/null`));
+		if (!(e instanceof CommandExitError))
+			found.push(k.pid);
+	}
+	check('kill reaps', found.length === 0, found);
 	e = await throws(() => sbx.commands.connect(999999));
 	check('connect unknown pid', e !== null && e.name === 'NotFoundError',
 	    e && [e.name, e.message]);
@@ -109,6 +126,8 @@ async function main() {
 		await sleep(100);
 	check('pty resize', out.includes('30 100'), out);
 	check('pty kill', await sbx.pty.kill(pty.pid) === true, null);
+	e = await throws(() => sbx.commands.run(`kill -0 ${pty.pid} 2>/dev/null`));
+	check('pty kill reaps', e instanceof CommandExitError, e && e.message);
 	e = await throws(() => pty.wait());
 	check('pty ended', e !== null, e && e.message);
 }

@@ -45,13 +45,14 @@ def unenvelope(data):
 class EnvdCase(AgentdTestCase):
     autostart = False
     token = None
+    extra_args = ()
 
     def setUp(self):
         super().setUp()
         self.eport = free_port()
         self.start_agentd(['--envd-listen', '127.0.0.1:%d' % self.eport,
                            '--envd-max-message', str(MAX_MESSAGE),
-                           '--dual-stack', '0'],
+                           '--dual-stack', '0'] + list(self.extra_args),
                           token=self.token is not None)
 
     def raw(self, method, path, body=b'', headers=None):
@@ -396,6 +397,56 @@ class ProcessSemanticsTest(EnvdCase):
                                'signal': 'SIGNAL_SIGINT'})
         self.assertEqual((st, body['code']), (404, 'not_found'))
 
+    def test_kill_reaps_at_once(self):
+        # Issue 42 item 1: a killed process was left a zombie, which
+        # `kill -0` from another process found (the SDKs' kill tests).
+        for i in range(100):
+            c, r, pid = self.open_start({'process': {'cmd': 'sleep',
+                                                     'args': ['30']}})
+            st, body = self.unary('process.Process/SendSignal', {
+                'process': {'pid': pid}, 'signal': 'SIGNAL_SIGKILL'})
+            self.assertEqual(st, 200, body)
+            events, end = self.start('kill -0 %d 2>/dev/null' % pid)
+            self.assertEqual(events[-1]['event']['end']['status'],
+                             'exit status 1', 'round %d: pid %d still there'
+                             % (i, pid))
+            r.read()
+            c.close()
+        # One that exits: gone once its end is sent.
+        for i in range(20):
+            events, end = self.start('exit 0')
+            pid = events[0]['event']['start']['pid']
+            events, end = self.start('kill -0 %d 2>/dev/null' % pid)
+            self.assertEqual(events[-1]['event']['end']['status'],
+                             'exit status 1', 'round %d: pid %d still there'
+                             % (i, pid))
+
+    def test_cwd_is_entered_as_the_user(self):
+        # Item 12: the cwd was looked at as root before the spawn, which
+        # told a user whether a path in a folder it cannot read exists.
+        hidden = tempfile.mkdtemp(prefix='agentd-hidden-')
+        self.addCleanup(shutil.rmtree, hidden)
+        os.chmod(hidden, 0o700)
+        os.mkdir(os.path.join(hidden, 'there'))
+        auth = {'Authorization': 'Basic ' +
+                base64.b64encode(b'nobody:').decode()}
+        answers = []
+        for name in ('there', 'not-there'):
+            path = os.path.join(hidden, name)
+            events, end = self.stream('process.Process/Start', {
+                'process': {'cmd': 'true', 'cwd': path}}, auth)
+            self.assertEqual(events, [])
+            self.assertEqual(end['error']['code'], 'invalid_argument')
+            answers.append(end['error']['message'].replace(path, 'P'))
+        self.assertEqual(answers[0], answers[1])
+        self.assertIn('Permission denied', answers[0])
+        # As root, a missing cwd is still invalid_argument, naming it.
+        events, end = self.start('true', process={
+            'cmd': 'true', 'cwd': os.path.join(hidden, 'not-there')})
+        self.assertEqual(end['error']['code'], 'invalid_argument')
+        self.assertIn("cwd '%s'" % os.path.join(hidden, 'not-there'),
+                      end['error']['message'])
+
     def test_delete_through_agentd_ends_the_stream(self):
         c, r, pid = self.open_start({'process': {'cmd': 'sleep',
                                                  'args': ['30']}})
@@ -407,6 +458,113 @@ class ProcessSemanticsTest(EnvdCase):
         self.assertEqual(rest[-1][0], 2)
         self.assertEqual(rest[-2][1]['event']['end']['exitCode'], -1)
         self.assertEqual(self.listed(), [])
+
+
+class OptionalFieldsTest(EnvdCase):
+    """R5-8: every optional field of process.Process may be absent; each
+    such call is answered (Update without pty read an unset pointer)."""
+
+    def test_every_optional_field_absent(self):
+        c = http.client.HTTPConnection('127.0.0.1', self.eport,
+                                       timeout=30 * SLOW)
+        c.request('POST', '/process.Process/Start', envelope(
+            {'process': {'cmd': '/bin/cat'}, 'pty': {}}),
+            {'Content-Type': 'application/connect+json'})
+        r = c.getresponse()
+        n = struct.unpack('>BI', r.read(5))[1]
+        pid = json.loads(r.read(n))['event']['start']['pid']
+        s = [x for x in self.c.request('GET', '/v1/sessions').json[
+            'sessions'] if x['pid'] == pid][0]
+        self.assertEqual((s['tty'], s['rows'], s['cols']), (True, 24, 80))
+        for method, msg in (
+                ('Update', {'process': {'pid': pid}}),
+                ('Update', {'process': {'pid': pid}, 'pty': {}}),
+                ('Update', {'process': {'pid': pid}, 'pty': None}),
+                ('SendInput', {'process': {'pid': pid}}),
+                ('SendInput', {'process': {'pid': pid}, 'input': {}}),
+                ('List', {}),
+                ('Update', {}),
+                ('SendInput', {}),
+                ('CloseStdin', {}),
+                ('SendSignal', {}),
+                ('SendSignal', {'process': {'pid': pid}})):
+            st, body = self.unary('process.Process/' + method, msg)
+            self.assertIn(st, (200, 400), (method, msg, body))
+            self.assertTrue(self.agentd.alive(), (method, msg))
+        events, end = self.stream('process.Process/Connect', {})
+        self.assertEqual((events, end['error']['code']),
+                         ([], 'invalid_argument'))
+        for pty in ({'size': {}}, {'size': {'cols': 100}}, {'size': None}):
+            events, end = self.start('echo $COLUMNS; stty size', pty=pty)
+            self.assertEqual(end, {}, pty)
+            self.assertEqual(events[-1]['event']['end'].get('exitCode', 0),
+                             0, pty)
+        events, end = self.stream('process.Process/Start', {
+            'process': {'cmd': '/bin/true', 'args': None, 'envs': None,
+                        'cwd': None}, 'tag': None, 'stdin': None})
+        self.assertEqual(end, {})
+        self.assertEqual(self.unary('process.Process/SendSignal', {
+            'process': {'pid': pid}, 'signal': 'SIGNAL_SIGKILL'})[0], 200)
+        r.read()
+        c.close()
+        self.assertTrue(self.agentd.alive())
+
+
+class ProcessBudgetTest(EnvdCase):
+    """R5-5: a process's record keeps what List answers (cmd, args, envs,
+    cwd, tag), counted in --max-session-bytes; List past --envd-max-message
+    is resource_exhausted."""
+
+    extra_args = ('--max-session-bytes', '1MiB',
+                  '--envd-max-message', '600000')
+
+    def open_start(self, req):
+        c = http.client.HTTPConnection('127.0.0.1', self.eport,
+                                       timeout=30 * SLOW)
+        c.request('POST', '/process.Process/Start', envelope(req),
+                  {'Content-Type': 'application/connect+json'})
+        r = c.getresponse()
+        n = struct.unpack('>BI', r.read(5))[1]
+        self.addCleanup(c.close)
+        return json.loads(r.read(n))
+
+    def test_records_are_bounded(self):
+        # Unknown fields of ProcessConfig are not kept.
+        first = self.open_start({'process': {
+            'cmd': 'sleep', 'args': ['60'], 'envs': {'A': 'b'},
+            'cwd': '/tmp', 'junk': 'x' * 500000}, 'tag': 't'})
+        pid = first['event']['start']['pid']
+        st, body = self.unary('process.Process/List', {})
+        self.assertEqual(st, 200, body)
+        self.assertEqual(body['processes'], [{
+            'pid': pid, 'tag': 't', 'config': {
+                'cmd': 'sleep', 'args': ['60'], 'envs': {'A': 'b'},
+                'cwd': '/tmp'}}])
+        # Envs count with argv in --max-session-bytes.
+        before = self.metric('agentd_session_bytes')
+        env = {k: 'y' * 100000 for k in 'ABC'}     # 128 KiB a variable
+        started = 0
+        for i in range(8):
+            msg = self.open_start({'process': {'cmd': 'sleep',
+                                               'args': ['60'],
+                                               'envs': env}})
+            if 'event' not in msg:
+                break
+            started += 1
+        self.assertGreater(self.metric('agentd_session_bytes'),
+                           before + 300000 * started)
+        self.assertLess(started, 4)
+        self.assertEqual(msg['error']['code'], 'resource_exhausted', msg)
+        self.assertIn('--max-session-bytes', msg['error']['message'])
+
+    def test_list_past_the_max_message(self):
+        for i in range(3):
+            self.open_start({'process': {'cmd': 'sleep', 'args': ['60'],
+                                         'envs': {k: 'z' * 80000
+                                                  for k in 'ABC'}}})
+        st, body = self.unary('process.Process/List', {})
+        self.assertEqual((st, body['code']), (429, 'resource_exhausted'))
+        self.assertIn('--envd-max-message', body['message'])
 
 
 class PlainRoutesTest(EnvdCase):
@@ -611,7 +769,8 @@ class SdkTest(EnvdCase):
         out = p.stdout.decode('utf-8', 'replace')
         self.assertEqual(p.returncode, 0, out + self.agentd.stderr())
         for name in ('run foreground', 'run timeout', 'background stdin',
-                     'connect output', 'killed ends', 'pty resize'):
+                     'connect output', 'killed ends', 'pty resize',
+                     'kill reaps', 'pty kill reaps'):
             self.assertIn('ok ' + name + '\n', out)
 
     def test_sdk_process(self):

@@ -7,7 +7,8 @@
 # any definitely lost block at agentd's exit, makes agentd's exit status 99,
 # which the harness reports as a failure (valgrind's report is in agentd's
 # stderr, printed with it).  AGENTD_IT_SLOW (default 4) stretches the
-# harness's timeouts.  TEST_QUICK=1: skipped (exit 77).
+# harness's timeouts.  MEMCHECK_SUITE names another folder of tests/
+# (envd).  TEST_QUICK=1: skipped (exit 77).
 here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)
 if [ -n "${AGENTD_MEMCHECK_REAL:-}" ]; then
 	exec valgrind --quiet --error-exitcode=99 --leak-check=full \
@@ -26,4 +27,5 @@ export AGENTD_MEMCHECK_REAL
 AGENTD="$here/memcheck.sh"
 AGENTD_IT_SLOW=${AGENTD_IT_SLOW:-4}
 export AGENTD AGENTD_IT_SLOW
-cd "$here/../integration" && exec /usr/bin/python3 ../run.py "$@"
+cd "$here/../${MEMCHECK_SUITE:-integration}" &&
+    exec /usr/bin/python3 ../run.py "$@"

@@ -163,31 +163,37 @@ class LeftoverTest(AgentdTestCase):
         self.assertEqual(read_file(log), 'TERM\nCLEAN\n')
         self.wait_until(lambda: pid_gone(pid), 10, 'leftover %d gone' % pid)
 
-    def unreaped(self):
+    def metric_now(self, name):
         r = self.req('GET', '/metrics')
         self.expect(r, 200)
         for line in r.body.decode().splitlines():
-            if line.startswith('agentd_session_leaders_unreaped '):
+            if line.startswith(name + ' '):
                 return int(line.split()[1])
-        self.fail('no agentd_session_leaders_unreaped in /metrics')
+        self.fail('no %s in /metrics' % name)
 
-    def test_leader_is_kept_only_while_its_group_may_need_a_signal(self):
-        # No leftover: the leader is reaped soon after its exit.
+    def test_leader_is_reaped_at_once_its_group_held_by_pins(self):
+        # No leftover: the leader is reaped with its exit, nothing pinned.
         w = self.create(cmd='echo hi', yield_ms=20000)
         self.assertEqual(w['state'], 'exited')
-        self.wait_until(lambda: self.unreaped() == 0, 10,
-                        'the leader of %s reaped' % w['id'])
         self.assertTrue(pid_gone(w['pid']))
-        # A leftover in the group: the leader stays a zombie, pinning the
-        # pid that names the group, until the group's SIGKILL.
+        self.assertEqual(self.metric_now('agentd_session_groups_pinned'), 0)
+        # A leftover in the group: the leader is reaped all the same (it
+        # was kept a zombie until the group's SIGKILL); the leftover, a
+        # live process of the session, holds its id through a pidfd.
         w, pid = self.leftover(self.STUBBORN)
+        self.assertTrue(pid_gone(w['pid']),
+                        'leader %d: %s' % (w['pid'], pid_state(w['pid'])))
         time.sleep(0.5)
-        self.assertEqual(self.unreaped(), 1)
-        self.assertEqual(pid_state(w['pid']), 'Z')
+        self.assertEqual(self.metric_now('agentd_session_leaders_unreaped'),
+                         0)
+        self.assertEqual(self.metric_now('agentd_session_groups_pinned'), 1)
+        self.assertGreaterEqual(self.metric_now('agentd_session_pins'), 1)
         self.expect(self.delete(w['id'], grace_ms=200), 200)
-        self.wait_until(lambda: pid_gone(pid) and pid_gone(w['pid']), 15,
-                        'leftover %d and leader %d gone' % (pid, w['pid']))
-        self.wait_until(lambda: self.unreaped() == 0, 10, 'no leader kept')
+        self.wait_until(lambda: pid_gone(pid), 15,
+                        'leftover %d gone' % pid)
+        self.wait_until(lambda: self.metric_now(
+            'agentd_session_groups_pinned') == 0, 10, 'no group pinned')
+        self.assertEqual(self.metric_now('agentd_session_pins'), 0)
 
     def test_leftover_whose_main_thread_exited_is_killed(self):
         # A zombie main thread, threads still running: /proc says 'Z' for
@@ -309,6 +315,26 @@ class LeftoverTest(AgentdTestCase):
         self.wait_until(lambda: pid_gone(pid), 15,
                         'job %d of its own group killed (state %s)'
                         % (pid, pid_state(pid)))
+
+
+class ReapTest(AgentdTestCase):
+    """A leader is reaped as it ends (issue 42 item 1): once its session
+    says exited, its pid names no process, not even a zombie."""
+
+    def test_killed_or_exited_leader_is_gone_at_once(self):
+        for i in range(100):
+            w = self.create(cmd='sleep 100')
+            self.expect(self.signal_raw(w['id'], 'SIGKILL'), 200)
+            self.wait_state(w['id'], timeout=10)
+            self.assertTrue(pid_gone(w['pid']), 'round %d: leader %d is %s'
+                            % (i, w['pid'], pid_state(w['pid'])))
+            self.expect(self.delete(w['id']), 200)
+        for i in range(20):
+            w = self.create(cmd='exit 3', yield_ms=10000)
+            self.assertEqual(w['state'], 'exited')
+            self.assertTrue(pid_gone(w['pid']), 'round %d: leader %d is %s'
+                            % (i, w['pid'], pid_state(w['pid'])))
+            self.expect(self.delete(w['id']), 200)
 
 
 class ForegroundSignalTest(AgentdTestCase):

@@ -18,7 +18,8 @@ import stat
 import time
 import unittest
 
-from harness import AgentdTestCase, Background, WindowChecker, query
+from harness import (AgentdTestCase, Background, WindowChecker, pid_gone,
+                     pid_state, query)
 
 WRAPPER = '''#!/usr/bin/python3
 # An upgrade's new binary that lingers before it becomes agentd (no fork:
@@ -132,6 +133,32 @@ class UpgradeTest(UpgradeTestCase):
         self.assertEqual(up[0]['to_version'], h['version'])
         self.assertEqual(self.metric('agentd_upgrades_total'), 1)
         self.assertEqual(self.metric('agentd_upgrade_failures_total'), 0)
+
+    def test_pinned_group_across(self):
+        # A leader reaped with a leftover in its session: the pidfd that
+        # holds its id goes across, and a DELETE after the upgrade still
+        # ends the leftover (it was beyond agentd's signals from then on).
+        w = self.create(cmd="sh -c 'trap \"\" TERM; echo $$ >left.pid; "
+                        "while :; do sleep 0.05; done' & "
+                        "while [ ! -s left.pid ]; do sleep 0.01; done",
+                        yield_ms=20000)
+        if w['state'] != 'exited':
+            w = self.wait_state(w['id'], timeout=20)
+        with open(os.path.join(self.agentd.workdir, 'left.pid')) as f:
+            left = int(f.read())
+        self.assertTrue(pid_gone(w['pid']))
+        self.assertEqual(self.metric('agentd_session_groups_pinned'), 1)
+        self.upgrade(self.new_binary())
+        self.wait_upgraded(1)
+        time.sleep(0.3)             # a sweep or two
+        self.assertEqual(self.metric('agentd_session_groups_pinned'), 1)
+        self.assertFalse(pid_gone(left))
+        self.expect(self.delete(w['id'], grace_ms=200), 200)
+        deadline = time.monotonic() + 10
+        while not pid_gone(left) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(pid_gone(left), 'leftover %d (%s) outlived the '
+                        'DELETE' % (left, pid_state(left)))
 
     def test_timers_across(self):
         # timeout_ms goes on with the time it had left.
