@@ -88,7 +88,6 @@ static int	fwd_own(uint64_t, const uint64_t *, size_t);
 
 static TAILQ_HEAD(, forward)	 fwd_list = TAILQ_HEAD_INITIALIZER(fwd_list);
 static struct event_base	*fwd_base;	/* NULL: forwarding is off */
-static char			*fwd_flag;	/* --forward-address */
 static char			 fwd_addr[PORTS_ADDR_MAX]; /* "": unknown */
 static size_t			 fwd_max, fwd_max_conns, fwd_buffer;
 static size_t			 fwd_listening;	/* forwards listening */
@@ -107,7 +106,9 @@ forward_init(struct event_base *base, const char *address, size_t max,
 	if (address != NULL && fwd_sockaddr(address, 0, &ss, &len) != 0)
 		return (-1);
 	fwd_base = base;
-	fwd_flag = address != NULL ? xstrdup(address) : NULL;
+	/* The flag's now; a route's when first needed (not at the start). */
+	snprintf(fwd_addr, sizeof fwd_addr, "%s", address != NULL ? address :
+	    "");
 	fwd_max = max;
 	fwd_max_conns = max_conns;
 	fwd_buffer = buffer;
@@ -128,8 +129,7 @@ forward_free(void)
 		fwd_unlisten(f);
 		fwd_maybe_free(f);
 	}
-	free(fwd_flag);
-	fwd_flag = NULL;
+	fwd_addr[0] = '\0';
 	fwd_base = NULL;
 }
 
@@ -158,8 +158,9 @@ fwd_sockaddr(const char *addr, uint16_t port, struct sockaddr_storage *ss,
 }
 
 /*
- * The outward address: the flag's, else the IPv4 address of the interface
- * of the default route (/proc/net/route).  0, or -1 while there is none.
+ * The outward address: the flag's (set by forward_init()), else the IPv4
+ * address of the interface of the default route (/proc/net/route).  0, or
+ * -1 while there is none.
  */
 static int
 fwd_lookup(void)
@@ -173,10 +174,6 @@ fwd_lookup(void)
 
 	if (fwd_addr[0] != '\0')
 		return (0);
-	if (fwd_flag != NULL) {
-		snprintf(fwd_addr, sizeof fwd_addr, "%s", fwd_flag);
-		return (0);
-	}
 	if ((f = fopen("/proc/net/route", "re")) == NULL)
 		return (-1);
 	while (!found && fgets(line, sizeof line, f) != NULL) {
