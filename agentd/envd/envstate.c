@@ -29,6 +29,8 @@ static char	*envstate_hyperloop_ip;		/* /init's hyperloopIP */
 static char	*envstate_ca_pem;		/* the CA installed, normalized */
 static int64_t	 envstate_ts = INT64_MIN;	/* the newest timestamp, ns */
 static char	*envstate_none[] = { NULL };
+static json_t	*(*envstate_proc_source)(void);	/* process.c's records */
+static json_t	*envstate_procs;		/* those read back */
 
 static void	envstate_keep(char **, const char *);
 static void	envstate_rebuild(void);
@@ -208,21 +210,53 @@ envstate_set_token_from_init(int yes)
 	envstate_init_token = yes != 0;
 }
 
-/* Write the [envd] section: user, workdir, each var, the token's origin. */
+/* Name the function that gives envd's process records. */
+void
+envstate_set_process_source(json_t *(*fn)(void))
+{
+	envstate_proc_source = fn;
+}
+
+/* The process records read back, once. */
+json_t *
+envstate_take_processes(void)
+{
+	json_t	*a = envstate_procs;
+
+	envstate_procs = NULL;
+	return (a);
+}
+
+/*
+ * Write the [envd] section: user, workdir, each var, the token's origin,
+ * the hyperloop address, the CA bundle, the newest timestamp, and each
+ * process record (one JSON object an item).
+ */
 void
 envstate_save(struct upgstate_w *w)
 {
 	const char	*k;
-	json_t		*v;
+	json_t		*v, *procs;
 	char		*item;
+	size_t		 i;
 	int		 len;
 
+	procs = envstate_proc_source != NULL ? envstate_proc_source() : NULL;
 	if (envstate_default_user == NULL && envstate_default_workdir == NULL &&
 	    envstate_json == NULL && !envstate_init_token &&
 	    envstate_hyperloop_ip == NULL && envstate_ca_pem == NULL &&
-	    envstate_ts == INT64_MIN)
+	    envstate_ts == INT64_MIN && json_array_size(procs) == 0) {
+		json_decref(procs);
 		return;
+	}
 	upgstate_section(w, "envd");
+	json_array_foreach(procs, i, v) {
+		if ((item = json_dumps(v, JSON_COMPACT)) == NULL)
+			fatal("%s: out of memory", __func__);
+		upgstate_put_bytes(w, "process", item, strlen(item));
+		free(item);
+	}
+	json_decref(procs);
 	if (envstate_default_user != NULL)
 		upgstate_put_bytes(w, "user", envstate_default_user,
 		    strlen(envstate_default_user));
@@ -270,7 +304,12 @@ envstate_load(struct upgstate *r)
 		else if (strcmp(key, "token-from") == 0 &&
 		    strcmp(value, "init") == 0)
 			envstate_init_token = 1;
-		else if (strcmp(key, "hyperloop") == 0 && strlen(value) == len)
+		else if (strcmp(key, "process") == 0 &&
+		    (s = json_loadb(value, len, 0, NULL)) != NULL) {
+			if (envstate_procs == NULL)
+				envstate_procs = json_array();
+			json_array_append_new(envstate_procs, s);
+		} else if (strcmp(key, "hyperloop") == 0 && strlen(value) == len)
 			envstate_keep(&envstate_hyperloop_ip, value);
 		else if (strcmp(key, "ca") == 0 && strlen(value) == len)
 			envstate_keep(&envstate_ca_pem, value);
@@ -300,6 +339,8 @@ envstate_free(void)
 	proto_strv_free(envstate_list);
 	json_decref(envstate_json);
 	json_decref(envstate_all);
+	json_decref(envstate_procs);
+	envstate_procs = NULL;
 	free(envstate_hyperloop_ip);
 	free(envstate_ca_pem);
 	envstate_default_user = envstate_default_workdir = NULL;

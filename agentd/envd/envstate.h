@@ -72,6 +72,15 @@ int		 envstate_token_from_init(void);
 /* agentd's token is /init's now (1), or its configuration's (0). */
 void		 envstate_set_token_from_init(int);
 
+/*
+ * envd's process records across an upgrade: process.c names the function
+ * that gives them (a new array of objects) when the state is written; the
+ * successor takes those read back (a new array, or NULL) once and adopts
+ * them as their sessions come back.
+ */
+void		 envstate_set_process_source(json_t *(*)(void));
+json_t		*envstate_take_processes(void);
+
 /* Write the [envd] section (nothing when /init set nothing). */
 void		 envstate_save(struct upgstate_w *);
 /*

@@ -936,6 +936,45 @@ class UpgradeTest(UpgradeCase):
         self.assertEqual(st, 401)
         self.same_call('tok2')
 
+    def test_process_records_survive_two_upgrades(self):
+        """envd's process records go across live upgrades: List shows the
+        process with its tag and envs, and a pid or the tag finds it for
+        SendInput and SendSignal, after each of two upgrades."""
+        out = os.path.join(self.agentd.dir, 'got')
+        req = {'process': {'cmd': '/bin/sh', 'args': [
+            '-c', 'while read l; do echo "$l $X" >>%s; done' % out],
+            'envs': {'X': 'x1'}}, 'tag': 'bg'}
+        c = http.client.HTTPConnection('127.0.0.1', self.eport,
+                                       timeout=30 * SLOW)
+        c.request('POST', '/process.Process/Start', envelope(req),
+                  {'Content-Type': 'application/connect+json'})
+        r = c.getresponse()
+        n = struct.unpack('>BI', r.read(5))[1]
+        pid = json.loads(r.read(n))['event']['start']['pid']
+        c.close()
+        for n in (1, 2):
+            self.upgrade(n)
+            st, body = self.unary('process.Process/List', {})
+            self.assertEqual(st, 200, body)
+            self.assertEqual([(p['pid'], p.get('tag'), p['config'].get(
+                'envs')) for p in body['processes']],
+                [(pid, 'bg', {'X': 'x1'})], self.agentd.stderr())
+            sel = {'tag': 'bg'} if n == 1 else {'pid': pid}
+            st, body = self.unary('process.Process/SendInput', {
+                'process': sel, 'input': {'stdin': base64.b64encode(
+                    b'up%d\n' % n).decode()}})
+            self.assertEqual(st, 200, body)
+        deadline = time.monotonic() + 10 * SLOW
+        while not (os.path.exists(out) and open(out).read().count('\n') == 2):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        self.assertEqual(open(out).read(), 'up1 x1\nup2 x1\n')
+        st, body = self.unary('process.Process/SendSignal', {
+            'process': {'tag': 'bg'}, 'signal': 'SIGNAL_SIGKILL'})
+        self.assertEqual(st, 200, body)
+        st, body = self.unary('process.Process/List', {})
+        self.assertEqual(body, {'processes': []})
+
     def test_nothing_set(self):
         # Nothing set before: nothing after (root, no variables).
         self.upgrade(1)
