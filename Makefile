@@ -13,9 +13,11 @@ build:
 	@test -f build/build.ninja || meson setup build
 	@meson compile -C build
 
-# Serve in the foreground on $(ADDR) (not as PID 1), ready for curl.
+# Serve in the foreground on $(ADDR) (not as PID 1), ready for curl; the web
+# terminal at http://$(ADDR)/term/ (docs/web.md).
 run: build
-	exec build/agentd/agentd --listen $(ADDR) --socket $(SOCKET)
+	exec build/agentd/agentd --listen $(ADDR) --socket $(SOCKET) \
+		--web-dir build/web
 
 # Every test: unit, integration (dev and static), sanitizers, PID 1, e2e.
 test:

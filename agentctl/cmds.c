@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "ctl.h"
@@ -717,6 +718,40 @@ cmd_logs(int argc, char **argv)
 		printf("%s\n", json_is_string(v) ? json_string_value(v) : "?");
 	}
 	json_decref(j);
+	client_free(c);
+	return (CTL_EXIT_OK);
+}
+
+/* cast ID: the session's recording (asciicast v2) to stdout. */
+int
+cmd_cast(int argc, char **argv)
+{
+	static const struct option	 longopts[] = {
+		CTL_COMMON_OPTIONS
+	};
+	struct client_resp	 resp;
+	struct client		*c;
+	json_t			*j;
+	char			*path, cause[CLIENT_CAUSE_MAX];
+	int			 e;
+
+	while (ctl_getopt(argc, argv, "", longopts) != -1)
+		;
+	if (argc - optind != 1)
+		ctl_usage(argv[0], "want one session id");
+	c = ctl_connect();
+	path = ctl_session_path(argv[optind], "/cast");
+	if (client_request(c, "GET", path, NULL, NULL, 0, CTL_TIMEOUT_MS,
+	    &resp, cause, sizeof cause) != 0)
+		ctl_fatal("%s", cause);
+	if (resp.status != 200) {
+		j = json_loadb(resp.body, resp.len, 0, NULL);
+		ctl_api_fail(resp.status, j);
+	}
+	if ((e = ctl_write_all(STDOUT_FILENO, resp.body, resp.len)) != 0)
+		ctl_fatal("stdout: %s", strerror(-e));
+	client_resp_free(&resp);
+	free(path);
 	client_free(c);
 	return (CTL_EXIT_OK);
 }

@@ -71,6 +71,7 @@ int	cmd_inspect(int, char **);
 int	cmd_upgrade(int, char **);
 int	cmd_events(int, char **);
 int	cmd_ports(int, char **);
+int	cmd_cast(int, char **);
 
 /* Print "agentctl: ..." on stderr. */
 void	ctl_warn(const char *, ...) __attribute__((format(printf, 1, 2)));

@@ -34,6 +34,7 @@ static const struct ctl_command ctl_commands[] = {
 	{ "rm",		cmd_rm },
 	{ "tail",	cmd_tail },
 	{ "inspect",	cmd_inspect },
+	{ "cast",	cmd_cast },
 	{ "ports",	cmd_ports },
 	{ "stat",	cmd_stat },
 	{ "logs",	cmd_logs },
@@ -104,6 +105,9 @@ static const char ctl_help[] =
 "        stdout and stderr go to their own streams (-f: the default).\n"
 "  inspect ID\n"
 "        Print the session object (JSON).\n"
+"  cast ID\n"
+"        Print the session's output as an asciicast v2 recording (asciinema's\n"
+"        format: the times it was read, its resizes), e.g. > ID.cast.\n"
 "  ports [-p PORT [--wait MS]] [--json]\n"
 "        The listening TCP and bound UDP sockets: PROTO ADDRESS PORT PID\n"
 "        SESSION ('-': none).  -p: only PORT's, and exit 1 when nothing is\n"

@@ -26,6 +26,7 @@
 #include "sessions.h"
 #include "sse.h"
 #include "util.h"
+#include "webdir.h"
 
 struct event_base	*agentd_base;
 int64_t			 agentd_start_ms;
@@ -76,14 +77,17 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.max_session_bytes = cfg->max_session_bytes;
 	outq_set_max(cfg->max_answer_bytes);
 	limits.profile = cfg->profile;
+	limits.cast_resizes = cfg->cast_resizes;
+	limits.before_spawn = ports_api_prime;	/* the ports' baseline */
 	api_init(cfg, agentd_start_ms);
+	webdir_init(cfg->web_dir, cfg->web_file_max);
 	debug_init(agentd_base, cfg, agentd_start_ms);
 	files_init(agentd_base, cfg);
 	hold_init(agentd_base);
 	mcp_init(agentd_base, cfg);
 	sessions_init(agentd_base, cfg);
 	events_init(agentd_base, cfg->max_events, cfg->events_bytes);
-	/* the baseline, the feed's port events */
+	/* the feed's port events; the baseline when first needed */
 	ports_api_init(agentd_base, cfg);
 	pause_init(agentd_base);
 	sse_init(agentd_base, cfg->sse_buffer, cfg->sse_keepalive_ms,

@@ -206,8 +206,9 @@ static const struct opt opts[] = {
 	  "(running, starting and exited) together at most; a create past it "
 	  "gets 429 session_budget_exceeded (default 64MiB)" },
 	{ "spawn-threads", OPT_COUNT, OFF(spawn_threads), 1, 256, "N",
-	  "threads that spawn sessions' processes, so many creates run at "
-	  "once; more wait their turn (default 4)" },
+	  "threads that spawn sessions' processes (made when first "
+	  "needed), so many creates run at once; more wait their turn "
+	  "(default 4)" },
 	{ "spawn-timeout", OPT_MILLIS, OFF(spawn_timeout_ms), 100, 3600000,
 	  "MS", "a create whose process has not exec'd within this (its "
 	  "queue time too) gets 504 spawn_timeout; a late child is killed "
@@ -229,6 +230,16 @@ static const struct opt opts[] = {
 	  "how JSON reads carry output when the request names no encoding: "
 	  "base64 \"data\", or \"text\" for chunks that are UTF-8 (default "
 	  "base64)" },
+	{ "web-dir", OPT_STRING, OFF(web_dir), 0, 0, "DIR",
+	  "folder of the web terminal's files, served at /term/ without the "
+	  "token (default " CONFIG_WEB_DIR_DEFAULT " when it exists; '' "
+	  "disables)" },
+	{ "web-file-max", OPT_SIZE, OFF(web_file_max), 1024, 1ull << 30,
+	  "BYTES", "largest file served from --web-dir; a larger one is 404 "
+	  "(default 8MiB)" },
+	{ "cast-resizes", OPT_COUNT, OFF(cast_resizes), 0, 1000000, "N",
+	  "resizes of a session kept for its recording (/cast), the last ones "
+	  "(default 1024)" },
 	{ "log-level", OPT_STRING, OFF(log_level), 0, 0, "LEVEL",
 	  "debug, info, warn or error (default info)" },
 };
@@ -303,6 +314,8 @@ config_defaults(struct config *cfg)
 	cfg->max_events = CONFIG_MAX_EVENTS_DEFAULT;
 	cfg->events_bytes = CONFIG_EVENTS_BYTES_DEFAULT;
 	cfg->sse_buffer = CONFIG_SSE_BUFFER_DEFAULT;
+	cfg->web_file_max = CONFIG_WEB_FILE_MAX_DEFAULT;
+	cfg->cast_resizes = CONFIG_CAST_RESIZES_DEFAULT;
 	cfg->sse_keepalive_ms = CONFIG_SSE_KEEPALIVE_DEFAULT;
 	cfg->mcp_sessions = CONFIG_MCP_SESSIONS_DEFAULT;
 	cfg->self_memory_min = CONFIG_SELF_MEMORY_MIN_DEFAULT;
@@ -801,6 +814,7 @@ config_free(struct config *cfg)
 	free(cfg->socket_path);
 	free(cfg->envd_spool_dir);
 	free(cfg->token_file);
+	free(cfg->web_dir);
 	if (cfg->token != NULL)
 		explicit_bzero(cfg->token, cfg->token_len);
 	free(cfg->token);

@@ -46,6 +46,9 @@
 #define CONFIG_MAX_EVENTS_DEFAULT	16384	/* events held by the feed */
 #define CONFIG_EVENTS_BYTES_DEFAULT	(4u << 20)	/* bytes */
 #define CONFIG_SSE_BUFFER_DEFAULT	(256u << 10)	/* bytes */
+#define CONFIG_CAST_RESIZES_DEFAULT	1024	/* resizes logged per session */
+#define CONFIG_WEB_DIR_DEFAULT		"/usr/share/agentd/web"
+#define CONFIG_WEB_FILE_MAX_DEFAULT	(8u << 20)	/* bytes */
 #define CONFIG_SSE_KEEPALIVE_DEFAULT	15000	/* ms */
 #define CONFIG_PORTS_INTERVAL_DEFAULT	250		/* ms */
 #define CONFIG_PORTS_FEED_INTERVAL_DEFAULT 1000		/* ms */
@@ -82,6 +85,9 @@ struct config {
 	size_t		  token_len;
 	char		 *workdir;
 	char		 *log_level;
+	char		 *web_dir;		/* NULL: the default if it exists */
+	uint64_t	  web_file_max;		/* bytes of a file of --web-dir */
+	uint64_t	  cast_resizes;		/* resizes logged per session */
 	uint64_t	  max_sessions;
 	int64_t		  exited_ttl_ms;
 	uint64_t	  max_body;

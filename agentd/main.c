@@ -431,6 +431,9 @@ main(int argc, char **argv)
 	agentd_signals();
 	adopted = upgrade_resume(agentd_base, &config);	/* the sessions, the feed */
 	agentd_reap();	/* children whose SIGCHLD came before the signalfd */
+	/* Processes run or will: the ports' baseline before they listen. */
+	if (adopted || config.companion != NULL)
+		ports_api_prime();
 	if (config.companion != NULL && !adopted)
 		companion_start(agentd_base, config.companion);
 	restore_start(agentd_base, &config);

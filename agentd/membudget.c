@@ -14,8 +14,9 @@
 #include "membudget.h"
 
 #define MEMBUDGET_FILE_MAX	65536	/* bytes of a file read */
+#define MEMBUDGET_LIMIT_MAX	64	/* bytes of a limit file read */
 
-static char	*membudget_read(const char *path);
+static int	 membudget_read(const char *path, char *buf, size_t size);
 static uint64_t	 membudget_walk(const char *mnt, const char *path,
 		    const char *file);
 
@@ -140,27 +141,22 @@ membudget_mount(const char *text, int v1, char *out, size_t outlen)
 	return (-1);
 }
 
-/* A small file's text (NUL-terminated, malloc'd), or NULL. */
-static char *
-membudget_read(const char *path)
+/* A small file's text into buf (NUL-terminated, cut at size - 1).  0 or -1. */
+static int
+membudget_read(const char *path, char *buf, size_t size)
 {
-	char	*buf;
 	ssize_t	 n;
 	size_t	 len = 0;
 	int	 fd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return (NULL);
-	if ((buf = malloc(MEMBUDGET_FILE_MAX)) == NULL) {
-		close(fd);
-		return (NULL);
-	}
-	while (len < MEMBUDGET_FILE_MAX - 1 &&
-	    (n = read(fd, buf + len, MEMBUDGET_FILE_MAX - 1 - len)) > 0)
+		return (-1);
+	while (len < size - 1 &&
+	    (n = read(fd, buf + len, size - 1 - len)) > 0)
 		len += (size_t)n;
 	close(fd);
 	buf[len] = '\0';
-	return (buf);
+	return (0);
 }
 
 /*
@@ -170,7 +166,8 @@ membudget_read(const char *path)
 static uint64_t
 membudget_walk(const char *mnt, const char *path, const char *file)
 {
-	char		 dir[4096], full[8300], *slash, *text;
+	char		 dir[4096], full[8300], *slash;
+	char		 text[MEMBUDGET_LIMIT_MAX];
 	uint64_t	 min = 0, v;
 	int		 depth;
 
@@ -179,9 +176,8 @@ membudget_walk(const char *mnt, const char *path, const char *file)
 	for (depth = 0; depth < MEMBUDGET_DEPTH; depth++) {
 		snprintf(full, sizeof full, "%s%s/%s", mnt,
 		    strcmp(dir, "/") == 0 ? "" : dir, file);
-		if ((text = membudget_read(full)) != NULL) {
+		if (membudget_read(full, text, sizeof text) == 0) {
 			v = membudget_limit(text);
-			free(text);
 			if (v > 0 && (min == 0 || v < min))
 				min = v;
 		}
@@ -195,32 +191,42 @@ membudget_walk(const char *mnt, const char *path, const char *file)
 	return (min);
 }
 
-/* The memory agentd may use. */
+/*
+ * The memory agentd may use.  One buffer for the files read whole (the
+ * cgroup paths are taken from /proc/self/cgroup before /proc/self/mountinfo
+ * takes its place): a start reads them once, and each malloc of it costs
+ * an mmap and its page faults with musl.
+ */
 uint64_t
 membudget_memory(void)
 {
-	char		*text, *cg, mnt[4096], path[4096];
-	uint64_t	 mem, lim;
-	int		 v1;
+	char		*buf, mnt[4096], path[2][4096];
+	uint64_t	 mem = 0, lim;
+	int		 v1, have[2] = { 0, 0 };
 
-	text = membudget_read("/proc/meminfo");
-	mem = membudget_meminfo(text);
-	free(text);
-	cg = membudget_read("/proc/self/cgroup");
-	text = membudget_read("/proc/self/mountinfo");
-	for (v1 = 0; v1 <= 1; v1++) {
-		if (cg == NULL || text == NULL ||
-		    membudget_cgroup_path(cg, v1, path, sizeof path) != 0 ||
-		    membudget_mount(text, v1, mnt, sizeof mnt) != 0)
-			continue;
-		lim = membudget_walk(mnt, path, v1 ? "memory.limit_in_bytes" :
-		    "memory.max");
-		/* v1's "none" is a huge number: only a real one counts. */
-		if (lim > 0 && (mem == 0 || lim < mem))
-			mem = lim;
+	if ((buf = malloc(MEMBUDGET_FILE_MAX)) == NULL)
+		return (0);
+	if (membudget_read("/proc/meminfo", buf, MEMBUDGET_FILE_MAX) == 0)
+		mem = membudget_meminfo(buf);
+	if (membudget_read("/proc/self/cgroup", buf, MEMBUDGET_FILE_MAX) == 0) {
+		for (v1 = 0; v1 <= 1; v1++)
+			have[v1] = membudget_cgroup_path(buf, v1, path[v1],
+			    sizeof path[v1]) == 0;
 	}
-	free(cg);
-	free(text);
+	if ((have[0] || have[1]) && membudget_read("/proc/self/mountinfo", buf,
+	    MEMBUDGET_FILE_MAX) == 0) {
+		for (v1 = 0; v1 <= 1; v1++) {
+			if (!have[v1] || membudget_mount(buf, v1, mnt,
+			    sizeof mnt) != 0)
+				continue;
+			lim = membudget_walk(mnt, path[v1], v1 ?
+			    "memory.limit_in_bytes" : "memory.max");
+			/* v1's "none" is a huge number: a real one counts. */
+			if (lim > 0 && (mem == 0 || lim < mem))
+				mem = lim;
+		}
+	}
+	free(buf);
 	return (mem);
 }
 

@@ -19,6 +19,9 @@
 #                      inet_diag,tcp_diag,udp_diag: sock_diag for GET /v1/ports;
 #                      vsock,vmw_vsock_virtio_transport,vsock_loopback: the
 #                      --vsock-listen transports, loaded by agentd as PID 1)
+#   WEB                the web terminal's page, installed as /usr/share/agentd/web
+#                      (default: web/ beside AGENTD's build directory, else
+#                      build/web, the dev build's, when there is one)
 #   SOURCE_DATE_EPOCH  the mtime of every entry (default 0)
 #   NO_DEPS=1          do not run build-aux/deps.sh / static.sh (the caller did)
 set -euo pipefail
@@ -38,6 +41,12 @@ if [ -z "${AGENTCTL+x}" ]; then
 	[ -x "$AGENTCTL" ] || { echo "initramfs/build.sh: no $AGENTCTL: the initramfs has no agentctl" >&2; AGENTCTL=; }
 fi
 
+if [ -z "${WEB+x}" ]; then
+	WEB=$(dirname "$(dirname "$AGENTD")")/web
+	[ -d "$WEB" ] || WEB=build/web
+	[ -d "$WEB" ] || WEB=
+fi
+
 if [ -z "${KVER:-}" ]; then
 	KVER=$(for v in /lib/modules/*/modules.dep; do
 		v=${v#/lib/modules/}; v=${v%/modules.dep}
@@ -48,6 +57,7 @@ fi
 
 mkdir -p "$(dirname "$OUT")"
 exec /usr/bin/python3 "$here/mkinitramfs.py" --agentd "$AGENTD" ${AGENTCTL:+--agentctl "$AGENTCTL"} \
+	${WEB:+--web "$WEB"} \
 	--kver "$KVER" --busybox /bin/busybox \
 	--modules "${MODULES-virtio_pci,virtio_net,inet_diag,tcp_diag,udp_diag,vsock,vmw_vsock_virtio_transport,vsock_loopback}" \
 	--out "$OUT"

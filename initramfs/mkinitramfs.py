@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """initramfs/mkinitramfs.py -- agentd as /init of a bare VM, in a newc cpio.
 
-    mkinitramfs.py --agentd BIN --kver VERSION [--agentctl BIN] [--busybox BIN]
+    mkinitramfs.py --agentd BIN --kver VERSION [--agentctl BIN] [--busybox BIN] [--web DIR]
                    [--moddir DIR] [--modules virtio_pci,virtio_net] --out FILE.cpio.gz
 
 The archive holds, and nothing else:
   /init                       the static agentd
   /bin/agentctl               the static agentctl (--agentctl), for a person debugging
                               inside the VM (`agentctl ls`, `agentctl --vsock 1:PORT ls`)
+  /usr/share/agentd/web/      the web terminal's page (--web: its regular files and
+                              folders), which agentd serves at /term/ by default
   /bin/busybox                busybox-static, and a (relative) symlink to it for every applet
                               (`busybox --list-full`: /bin/sh, /bin/ls, /sbin/ip...;
                               not linuxrc nor init: agentd is the only init)
@@ -189,6 +191,25 @@ def is_static_elf(path):
     return all(struct.unpack_from("<I", ph, i * phentsize)[0] != 3 for i in range(phnum))
 
 
+def add_tree(a, src, dst):
+    """src's folders and regular files (symlinks followed) under dst, sorted."""
+    if not os.path.isdir(src):
+        die(f"{src}: not a folder")
+    parts = dst.split("/")
+    for i in range(1, len(parts) + 1):
+        a.dir("/".join(parts[:i]))
+    for top, dirs, files in os.walk(src):
+        dirs.sort()
+        rel = os.path.relpath(top, src)
+        here = dst if rel == "." else f"{dst}/{rel}"
+        a.dir(here)
+        for name in sorted(files):
+            path = os.path.join(top, name)
+            if os.path.isfile(path):
+                with open(path, "rb") as f:
+                    a.file(f"{here}/{name}", f.read())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--agentd", required=True, help="the static agentd binary")
@@ -199,6 +220,7 @@ def main():
     ap.add_argument("--modules", default=DEFAULT_MODULES,
                     help="comma-separated modules to ship, their dependencies added "
                     f"(default {DEFAULT_MODULES}; '' for none)")
+    ap.add_argument("--web", help="the web terminal's page (/usr/share/agentd/web)")
     ap.add_argument("--out", required=True, help="the .cpio.gz to write")
     args = ap.parse_args()
     moddir = args.moddir or f"/lib/modules/{args.kver}"
@@ -230,6 +252,8 @@ def main():
     if args.agentctl:
         with open(args.agentctl, "rb") as f:
             a.file("bin/agentctl", f.read(), 0o755)
+    if args.web:
+        add_tree(a, args.web, "usr/share/agentd/web")
     for applet in busybox_applets(args.busybox):
         if applet != "bin/busybox":
             a.symlink(applet, os.path.relpath("bin/busybox", os.path.dirname(applet)))

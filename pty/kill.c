@@ -41,6 +41,20 @@
 #define SYS_pidfd_open		434
 #endif
 
+/* pidfd_open(2), by its number. */
+int
+pty_pidfd_open(pid_t pid)
+{
+	return ((int)syscall(SYS_pidfd_open, pid, 0U));
+}
+
+/* pidfd_send_signal(2), by its number. */
+int
+pty_pidfd_signal(int pidfd, int sig)
+{
+	return ((int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0U));
+}
+
 static int	 kill_scan(const pid_t *, size_t, pid_t, int);
 static int	 proc_match(pid_t, const pid_t *, size_t, pid_t);
 static int	 sid_in(pid_t, const pid_t *, size_t);
@@ -100,13 +114,13 @@ kill_scan(const pid_t *sids, size_t nsids, pid_t pgrp, int sig)
 		pid = (pid_t)strtol(d->d_name, NULL, 10);
 		if (!proc_match(pid, sids, nsids, pgrp))
 			continue;
-		pfd = (int)syscall(SYS_pidfd_open, pid, 0U);
+		pfd = pty_pidfd_open(pid);
 		if (pfd == -1 && errno == ENOSYS)
 			break;
 		if (pfd == -1)
 			continue;
 		if (proc_match(pid, sids, nsids, pgrp) &&
-		    syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0U) == 0)
+		    pty_pidfd_signal(pfd, sig) == 0)
 			hit = 1;
 		close(pfd);
 	}

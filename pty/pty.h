@@ -162,4 +162,12 @@ int	pty_proc_own(void);
  */
 int	pty_kill_foreground(int master, pid_t sid, int sig);
 
+/*
+ * pidfd_open(2) (Linux 5.3) and pidfd_send_signal(2) (5.1) by their numbers,
+ * which libcs name late or not at all.  As the system calls: a pidfd or -1,
+ * 0 or -1, with errno (ENOSYS before those kernels).
+ */
+int	pty_pidfd_open(pid_t pid);
+int	pty_pidfd_signal(int pidfd, int sig);
+
 #endif /* PTY_H */

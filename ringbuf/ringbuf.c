@@ -4,7 +4,8 @@
  * Shape.  head_id (newest id published) and tail_id (oldest id held) are
  * 64-bit counters that never wrap, each on its own cache line.  Chunk id
  * lives in index slot id % nslots: two atomic words, the packed meta
- * (len, arena position, stream) and the chunk's byte offset.  The data lives
+ * (len, arena position, stream) and the chunk's byte offset; its time is
+ * in a third array, times[] (after the slots, in the index's mapping).  The data lives
  * in an arena of atomic 64-bit words; a chunk starts on a word boundary and
  * is contiguous, so one that does not fit before the arena end starts at 0.
  *
@@ -75,6 +76,7 @@ struct ring {
 	/* Set by ring_create(), read-only afterwards. */
 	_Atomic uint64_t	*arena;		/* capacity / RING_WORD words */
 	struct ring_slot	*index;		/* nslots entries */
+	_Atomic uint32_t	*times;		/* nslots entries: chunk times */
 	void			*arena_mem;	/* mapped; arena is it */
 	void			*index_mem;	/* mapped; index is it */
 	size_t			 capacity;	/* bytes, a multiple of RING_WORD */
@@ -94,6 +96,7 @@ struct ring {
 	size_t			 tpos;		/* where the oldest chunk's room starts */
 	size_t			 used;		/* arena bytes held, skipped ends included */
 	uint64_t		 offset;	/* bytes appended so far */
+	uint32_t		 now;		/* ring_set_time() */
 	ring_notify_fn		 notify;
 	void			*notify_arg;
 
@@ -101,6 +104,7 @@ struct ring {
 	size_t			 res_pos;	/* its arena position */
 	size_t			 res_skip;	/* bytes skipped at the arena end for it */
 	size_t			 res_len;	/* its length */
+	uint32_t		 res_time;	/* the time when reserved */
 #ifdef RING_TSAN
 	uint8_t			*bounce;	/* the reservation handed out under TSan */
 #endif
@@ -119,7 +123,8 @@ static void	ring_copy_in(_Atomic uint64_t *, const uint8_t *, size_t);
 static void	ring_copy_out(uint8_t *, const _Atomic uint64_t *, size_t);
 static void	ring_make_room(struct ring *, size_t, size_t *, size_t *);
 static uint64_t	ring_publish(struct ring *, size_t, size_t, size_t,
-		    enum ring_stream);
+		    enum ring_stream, uint32_t);
+static size_t	ring_index_size(size_t);
 static size_t	ring_copy_window(const struct ring *, uint64_t, uint64_t,
 		    uint8_t *, size_t, size_t, struct ring_chunk *, size_t,
 		    size_t *, int *);
@@ -279,10 +284,17 @@ ring_make_room(struct ring *r, size_t need, size_t *pos, size_t *skip)
 	*skip = s;
 }
 
+/* Bytes of the index's mapping: the slots, then the times. */
+static size_t
+ring_index_size(size_t nslots)
+{
+	return (nslots * (sizeof(struct ring_slot) + sizeof(uint32_t)));
+}
+
 /* Publish the next chunk, whose len bytes are already at pos. */
 static uint64_t
 ring_publish(struct ring *r, size_t pos, size_t skip, size_t len,
-    enum ring_stream stream)
+    enum ring_stream stream, uint32_t time)
 {
 	uint64_t		 id = r->head + 1;
 	struct ring_slot	*slot = &r->index[id & (r->nslots - 1)];
@@ -290,6 +302,8 @@ ring_publish(struct ring *r, size_t pos, size_t skip, size_t len,
 	atomic_store_explicit(&slot->meta, RING_META(pos, len, stream & 0xff),
 	    memory_order_relaxed);
 	atomic_store_explicit(&slot->offset, r->offset, memory_order_relaxed);
+	atomic_store_explicit(&r->times[id & (r->nslots - 1)], time,
+	    memory_order_relaxed);
 
 	r->used += skip + ring_round(len);
 	r->wpos = pos + ring_round(len);
@@ -327,7 +341,9 @@ ring_create(size_t capacity, uint64_t first_id)
 	r->nslots = nslots;
 	r->first_id = first_id;
 	r->arena = ring_map(capacity, &r->arena_mem);
-	r->index = ring_map(nslots * sizeof *r->index, &r->index_mem);
+	r->index = ring_map(ring_index_size(nslots), &r->index_mem);
+	if (r->index != NULL)
+		r->times = (_Atomic uint32_t *)(r->index + nslots);
 #ifdef RING_TSAN
 	r->bounce = calloc(1, capacity);
 	if (r->bounce == NULL)
@@ -379,7 +395,7 @@ ring_free(struct ring *r)
 	free(r->bounce);
 #endif
 	if (r->index_mem != NULL)
-		munmap(r->index_mem, r->nslots * sizeof *r->index);
+		munmap(r->index_mem, ring_index_size(r->nslots));
 	if (r->arena_mem != NULL)
 		munmap(r->arena_mem, r->capacity);
 	free(r);
@@ -391,6 +407,13 @@ ring_set_notify(struct ring *r, ring_notify_fn fn, void *arg)
 {
 	r->notify = fn;
 	r->notify_arg = arg;
+}
+
+/* The time of the chunks reserved or appended from now on. */
+void
+ring_set_time(struct ring *r, uint32_t time)
+{
+	r->now = time;
 }
 
 /* Largest chunk the ring stores, in bytes. */
@@ -420,6 +443,7 @@ ring_reserve(struct ring *r, size_t *len)
 	}
 	ring_make_room(r, ring_round(n), &r->res_pos, &r->res_skip);
 	r->res_len = n;
+	r->res_time = r->now;
 	r->reserved = 1;
 	*len = n;
 #ifdef RING_TSAN
@@ -441,7 +465,8 @@ ring_commit(struct ring *r, size_t len, enum ring_stream stream)
 #ifdef RING_TSAN
 	ring_copy_in(&r->arena[r->res_pos / RING_WORD], r->bounce, len);
 #endif
-	id = ring_publish(r, r->res_pos, r->res_skip, len, stream);
+	id = ring_publish(r, r->res_pos, r->res_skip, len, stream,
+	    r->res_time);
 	if (r->notify != NULL)
 		r->notify(r, r->notify_arg);
 	return id;
@@ -469,7 +494,7 @@ ring_append(struct ring *r, const void *data, size_t len,
 			ring_copy_in(&r->arena[pos / RING_WORD], p, n);
 			p += n;
 		}
-		id = ring_publish(r, pos, skip, n, stream);
+		id = ring_publish(r, pos, skip, n, stream, r->now);
 		len -= n;
 	} while (len > 0);
 
@@ -507,7 +532,8 @@ ring_newest(const struct ring *r)
 /*
  * Copy up to avail chunks from id start on into buf, back to back, within
  * the limits of ring_read(); set *toobig when the first chunk exceeds
- * bufsize.  Returns the number of chunks copied, none of them validated.
+ * bufsize (then *nbytesp is its length).  Returns the number of chunks
+ * copied, none of them validated.
  */
 static size_t
 ring_copy_window(const struct ring *r, uint64_t start, uint64_t avail,
@@ -535,6 +561,7 @@ ring_copy_window(const struct ring *r, uint64_t start, uint64_t avail,
 		if (n == 0) {
 			if (len > bufsize) {
 				*toobig = 1;
+				nbytes = len;	/* what the buffer must hold */
 				break;
 			}
 		} else if (nbytes >= limit || len > limit - nbytes)
@@ -547,6 +574,9 @@ ring_copy_window(const struct ring *r, uint64_t start, uint64_t avail,
 		chunks[n].data = buf + nbytes;
 		chunks[n].len = (uint32_t)len;
 		chunks[n].stream = RING_META_STREAM(m);
+		chunks[n].time = atomic_load_explicit(
+		    &r->times[(start + n) & (r->nslots - 1)],
+		    memory_order_relaxed);
 		nbytes += len;
 	}
 	*nbytesp = nbytes;
@@ -605,8 +635,10 @@ ring_read(const struct ring *r, uint64_t cursor, uint8_t *buf, size_t bufsize,
 		skip = tail > start ? tail - start : 0;
 #endif
 		if (toobig) {
-			if (skip == 0)
+			if (skip == 0) {
+				res->nbytes = nbytes;	/* the chunk's length */
 				return -EMSGSIZE;
+			}
 			continue;
 		}
 		if (skip >= n)

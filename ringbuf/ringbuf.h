@@ -25,6 +25,10 @@
  * into several chunks of ring_chunk_max() bytes (the last one shorter);
  * ring_reserve() caps the length it hands out.
  *
+ * Time.  Each chunk carries a uint32 time the producer gives (ring_set_time;
+ * agentd: milliseconds since the session's start), 4 bytes per index slot
+ * beside the slot's 16.
+ *
  * Memory.  The arena and index are anonymous mappings, only touched as
  * chunks are written, so an idle ring costs little resident memory (with
  * any malloc), and a freed one gives its memory back.
@@ -64,6 +68,8 @@ struct ring_chunk {
 	const uint8_t	*data;
 	uint32_t	 len;
 	uint8_t		 stream;	/* enum ring_stream */
+	uint32_t	 time;		/* ring_set_time()'s when it was
+					   reserved or appended */
 };
 
 /* What a read found, besides the chunks themselves. */
@@ -119,6 +125,13 @@ void		 ring_free(struct ring *);
 
 /* Set the hook called after each commit, or NULL for none. [producer] */
 void		 ring_set_notify(struct ring *, ring_notify_fn, void *arg);
+
+/*
+ * The time the chunks reserved or appended from now on carry (0 until
+ * set).  The ring keeps it as given: the producer keeps it from going
+ * backwards. [producer]
+ */
+void		 ring_set_time(struct ring *, uint32_t time);
 
 /* Largest chunk the ring stores, in bytes. [any] */
 size_t		 ring_chunk_max(const struct ring *);
@@ -199,7 +212,8 @@ uint64_t	 ring_newest(const struct ring *);
  * A cursor greater than the newest id (first_id - 1 before the first chunk)
  * returns -ERANGE; a cursor below first_id - 1 (tests only) counts the ids
  * below first_id as dropped.  -EMSGSIZE: the first chunk does not fit in
- * bufsize (give at least ring_chunk_max() to avoid it).  Returns 0
+ * bufsize; res->nbytes is then its length, the bufsize a read again needs
+ * (ringread.h does so; ring_chunk_max() bytes always do).  Returns 0
  * otherwise, also when no chunk is returned.  res must not be NULL. [any]
  */
 int		 ring_read(const struct ring *, uint64_t cursor, uint8_t *buf,

@@ -13,6 +13,7 @@
 #include <event2/http.h>
 
 #include "api.h"
+#include "cast.h"
 #include "cgroup.h"
 #include "config.h"
 #include "conn.h"
@@ -32,6 +33,7 @@
 #include "ringbuf.h"
 #include "sandbox.h"
 #include "upgrade.h"
+#include "webdir.h"
 #include "session.h"
 #include "sessions.h"
 #include "spawner.h"
@@ -79,6 +81,8 @@ api_route(struct http_req *hr)
 		ports_route(hr);
 	else if (strcmp(p, "/mcp") == 0)
 		mcp_route(hr);
+	else if (strncmp(p, "/term", 5) == 0 && (p[5] == '\0' || p[5] == '/'))
+		webdir_route(hr);
 	else if (hr->unix_peer && strncmp(p, "/debug/", 7) == 0)
 		debug_route(hr);	/* the unix socket only */
 	else
@@ -158,6 +162,8 @@ api_metrics(struct http_req *hr)
 	    "agentd_spawn_timeouts_total %" PRIu64 "\n"
 	    "# TYPE agentd_spawns_abandoned gauge\n"
 	    "agentd_spawns_abandoned %zu\n"
+	    "# TYPE agentd_spawn_threads gauge\n"
+	    "agentd_spawn_threads %u\n"
 	    "# TYPE agentd_output_bytes_total counter\n"
 	    "agentd_output_bytes_total %" PRIu64 "\n"
 	    "# TYPE agentd_output_dropped_bytes_total counter\n"
@@ -199,8 +205,8 @@ api_metrics(struct http_req *hr)
 	    session_count_running(), session_count(),
 	    agentd_stats.sessions_started, agentd_stats.sessions_spawn_failed,
 	    session_count_starting(), agentd_stats.sessions_spawn_timeouts,
-	    spawner_abandoned(), agentd_stats.output_bytes, dropped,
-	    agentd_stats.output_cuts, agentd_stats.output_held,
+	    spawner_abandoned(), spawner_threads(), agentd_stats.output_bytes,
+	    dropped, agentd_stats.output_cuts, agentd_stats.output_held,
 	    agentd_stats.output_hold_expired, held,
 	    session_ring_bytes_total(), session_pipe_bytes(),
 	    agentd_stats.zombies_reaped,
@@ -214,6 +220,10 @@ api_metrics(struct http_req *hr)
 	upgrade_metrics(&b);
 	events_metrics(&b);
 	sse_metrics(&b);
+	cast_metrics(&b);
+	proto_buf_printf(&b, "# TYPE agentd_cast_resizes_max gauge\n"
+	    "agentd_cast_resizes_max %" PRIu64 "\n", api_cfg->cast_resizes);
+	webdir_metrics(&b);
 	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */
 	proto_buf_printf(&b, "# TYPE agentd_evmem_kept_bytes gauge\n"
 	    "agentd_evmem_kept_bytes %zu\n", evmem_kept());

@@ -42,10 +42,7 @@ static const struct hold_ops	ports_hold_ops = {
 	ports_api_deadline, ports_api_gone
 };
 
-/*
- * Open the netlink socket (a failure is kept: each refresh reports it),
- * read the baseline and start the event feed's refreshes.
- */
+/* Start the event feed's refreshes (nothing is read yet). */
 void
 ports_api_init(struct event_base *base, const struct config *cfg)
 {
@@ -64,10 +61,18 @@ ports_api_start(void)
 	ports_init(ports_base, ports_cfg->ports_interval_ms,
 	    ports_cfg->pid1);
 	ports_set_changed(ports_api_changed);
-	if (ports_cfg->ports_feed_interval_ms > 0) {
-		ports_baseline();
+	if (ports_cfg->ports_feed_interval_ms > 0)
 		ports_feed(ports_cfg->ports_feed_interval_ms);
-	}
+}
+
+/* The feed's baseline, before agentd starts a process (ports_api.h). */
+void
+ports_api_prime(void)
+{
+	if (ports_cfg == NULL || ports_cfg->ports_feed_interval_ms == 0)
+		return;
+	ports_api_start();
+	ports_prime();
 }
 
 /* GET /v1/ports[?port=P[&wait_ms=W]] */

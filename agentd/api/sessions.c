@@ -22,6 +22,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "cast.h"
 #include "config.h"
 #include "conn.h"
 #include "hold.h"
@@ -225,7 +226,7 @@ sessions_path_id(const char *seg, size_t len, char id[PROTO_ID_MAX + 1])
 	return (n == 0 ? -1 : 0);
 }
 
-/* /v1/sessions/{id}[/stdin|/resize|/signal] */
+/* /v1/sessions/{id}[/stdin|/resize|/signal|/cast] */
 static void
 sessions_id_route(struct http_req *hr, const char *rest)
 {
@@ -242,12 +243,14 @@ sessions_id_route(struct http_req *hr, const char *rest)
 		return;
 	}
 	if (*action != '\0' && strcmp(action, "stdin") != 0 &&
-	    strcmp(action, "resize") != 0 && strcmp(action, "signal") != 0) {
+	    strcmp(action, "resize") != 0 && strcmp(action, "signal") != 0 &&
+	    strcmp(action, "cast") != 0) {
 		http_fail(hr->req, 404, "not_found", "no route %s", hr->path);
 		return;
 	}
 	if (http_method(hr, *action == '\0' ? EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
-	    EVHTTP_REQ_DELETE : EVHTTP_REQ_POST) != 0)
+	    EVHTTP_REQ_DELETE : strcmp(action, "cast") == 0 ? EVHTTP_REQ_GET | EVHTTP_REQ_HEAD :
+	    EVHTTP_REQ_POST) != 0)
 		return;
 	if ((s = session_find(id)) == NULL) {
 		http_fail(hr->req, 404, "not_found", "no session '%s'", id);
@@ -260,6 +263,8 @@ sessions_id_route(struct http_req *hr, const char *rest)
 		sessions_stdin(hr, s);
 	else if (strcmp(action, "resize") == 0)
 		sessions_resize(hr, s);
+	else if (strcmp(action, "cast") == 0)
+		cast_answer(hr, s);
 	else
 		sessions_signal(hr, s);
 }
@@ -435,10 +440,9 @@ sessions_window_read(struct session *s, uint64_t cursor, size_t max_bytes,
 		lim += skip;
 	error = ring_read(r, after, buf, buflen, lim, rchunks,
 	    nitems(rchunks), &res);
-	if (error == -ERANGE)
-		return (proto_fail(err, 400, "invalid_cursor",
-		    "cursor %" PRIu64 " is after the last chunk %" PRIu64,
-		    cursor, newest));
+	if (window_cursor(cursor, newest, error, &res, rchunks, &skip,
+	    err) != 0)
+		return (-1);
 	if (error != 0)
 		return (proto_fail(err, 500, "internal_error", "ring_read: %s",
 		    strerror(-error)));
@@ -455,14 +459,8 @@ sessions_window_read(struct session *s, uint64_t cursor, size_t max_bytes,
 	w->cursor = res.nchunks > 0 ? rchunks[res.nchunks - 1].id : cursor;
 	w->dropped = res.dropped;
 	w->more = res.more;
-	/* The cursor's chunk was evicted: the gap says so, start afresh. */
-	if (w->n == 0 || res.dropped > 0)
-		skip = 0;
+	/* A cursor inside its chunk (window_cursor() checked it). */
 	if (skip > 0) {
-		if (skip >= pchunks[0].len)
-			return (proto_fail(err, 400, "invalid_cursor",
-			    "cursor %" PRIu64 " points past the end of chunk %"
-			    PRIu64, cursor, pchunks[0].id));
 		pchunks[0].data += skip;
 		pchunks[0].len -= (uint32_t)skip;
 		pchunks[0].offset += skip;
@@ -778,6 +776,7 @@ sessions_event(struct session *s, int events)
 {
 	sessions_wake(s, events);
 	winstream_session_event(s, events);
+	cast_session_event(s, events);
 }
 
 /* Wake the waiters that what happened concerns. */

@@ -22,6 +22,25 @@ static struct proto_headtail	*ht;		/* kept between windows */
 static uint8_t			*lookbuf;	/* strip_ansi's look back */
 static struct ring_chunk	 batch[WINDOW_BATCH_CHUNKS];
 
+/* Check a cursor against the first read after it (window.h). */
+int
+window_cursor(uint64_t cursor, uint64_t newest, int error,
+    const struct ring_read_result *res, const struct ring_chunk *first,
+    size_t *skip, struct proto_err *err)
+{
+	if (error == -ERANGE)
+		return (proto_fail(err, 400, "invalid_cursor", "cursor %"
+		    PRIu64 " is after the last chunk %" PRIu64, cursor,
+		    newest));
+	if (error != 0 || res->nchunks == 0 || res->dropped > 0)
+		*skip = 0;
+	else if (*skip >= first->len)
+		return (proto_fail(err, 400, "invalid_cursor", "cursor %"
+		    PRIu64 " points past the end of chunk %" PRIu64, cursor,
+		    first->id));
+	return (0);
+}
+
 /* Each stream's head and tail of the chunks after cursor. */
 int
 window_headtail(struct ring *r, uint64_t cursor, const struct window_opts *o,
@@ -54,21 +73,14 @@ window_headtail(struct ring *r, uint64_t cursor, const struct window_opts *o,
 	while (at < newest) {
 		error = ring_read(r, at, buf, buflen, buflen, batch,
 		    nitems(batch), &res);
-		if (error == -ERANGE)
-			return (proto_fail(err, 400, "invalid_cursor",
-			    "cursor %" PRIu64 " is after the last chunk %"
-			    PRIu64, cursor, newest));
+		if (first && window_cursor(cursor, newest, error, &res, batch,
+		    &skip, err) != 0)
+			return (-1);
 		if (error != 0)
 			return (proto_fail(err, 500, "internal_error",
 			    "ring_read: %s", strerror(-error)));
 		if (first) {
 			w->dropped = res.dropped;
-			if (res.dropped > 0 || res.nchunks == 0)
-				skip = 0;
-			else if (skip >= batch[0].len)
-				return (proto_fail(err, 400, "invalid_cursor",
-				    "cursor %" PRIu64 " points past the end of "
-				    "chunk %" PRIu64, cursor, batch[0].id));
 			w->skip = skip;
 		}
 		if (res.nchunks == 0)

@@ -15,6 +15,8 @@
 #include "proto.h"
 
 struct ring;
+struct ring_chunk;
+struct ring_read_result;
 
 /* How an answer's window is cut and shown: a request's options. */
 struct window_opts {
@@ -25,6 +27,18 @@ struct window_opts {
 	int		 strip_ansi;
 	int		 encoding;	/* PROTO_ENC_*: how chunks render */
 };
+
+/*
+ * A cursor checked against the first ring_read() after it (error, res and
+ * its chunks, first the cursor's own): 400 invalid_cursor when it is after
+ * the newest chunk (-ERANGE) or when *skip, the bytes of its chunk read
+ * before, reach that chunk's end.  *skip becomes 0 when the read found no
+ * chunk or the cursor's chunk was evicted (the gap says so).  Another
+ * error is the caller's.  Returns 0, or -1 with err.
+ */
+int	 window_cursor(uint64_t cursor, uint64_t newest, int error,
+	    const struct ring_read_result *res, const struct ring_chunk *first,
+	    size_t *skip, struct proto_err *err);
 
 /*
  * head_tail: read every chunk after cursor up to the newest (through

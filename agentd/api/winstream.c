@@ -16,9 +16,11 @@
 #include "outq.h"
 #include "proto.h"
 #include "ringbuf.h"
+#include "ringread.h"
 #include "session.h"
 #include "sse.h"
 #include "util.h"
+#include "window.h"
 #include "winstream.h"
 
 #define WINSTREAM_CHUNKS	64	/* chunks read from the ring at a time */
@@ -50,8 +52,9 @@ struct winstream {
 static TAILQ_HEAD(, winstream)	 winstreams =
 				    TAILQ_HEAD_INITIALIZER(winstreams);
 static size_t			 winstream_n;
-static uint8_t			*winstream_buf;	/* while a window is sent */
-static size_t			 winstream_buf_len;
+static struct ring_reader	 winstream_reader =	/* while a window is
+							   sent */
+				    RING_READER_INIT(WINSTREAM_READ_BYTES);
 static struct proto_buf		 winstream_out;	/* a pull's chunks rendered,
 						   kept while a window is
 						   sent (fresh pages for
@@ -61,9 +64,6 @@ static struct ring_chunk	 winstream_chunks[WINSTREAM_CHUNKS];
 
 static int	winstream_wanted(struct evhttp_request *, struct session *,
 		    size_t);
-static int	winstream_buffer(size_t);
-static int	winstream_read(struct ring *, uint64_t, size_t, size_t,
-		    struct ring_read_result *);
 static void	winstream_buffer_free(void);
 static int	winstream_check(struct evhttp_request *, struct ring *,
 		    const struct winstream_ask *, uint64_t *, size_t *,
@@ -91,46 +91,10 @@ winstream_wanted(struct evhttp_request *req, struct session *s,
 }
 
 /*
- * The read buffer grown to need bytes: WINSTREAM_READ_BYTES first, a
- * chunk's largest (the ring's capacity) only when one is bigger.
- */
-static int
-winstream_buffer(size_t need)
-{
-	if (need < WINSTREAM_READ_BYTES)
-		need = WINSTREAM_READ_BYTES;
-	if (winstream_buf_len >= need)
-		return (0);
-	free(winstream_buf);
-	winstream_buf_len = 0;
-	if ((winstream_buf = malloc(need)) == NULL)
-		return (-1);
-	winstream_buf_len = need;
-	return (0);
-}
-
-/* ring_read() into the read buffer, grown once for a chunk too big. */
-static int
-winstream_read(struct ring *r, uint64_t at, size_t lim, size_t nchunks,
-    struct ring_read_result *res)
-{
-	int	error;
-
-	error = ring_read(r, at, winstream_buf, winstream_buf_len, lim,
-	    winstream_chunks, nchunks, res);
-	if (error == -EMSGSIZE) {
-		if (winstream_buffer(ring_chunk_max(r)) != 0)
-			return (-ENOMEM);
-		error = ring_read(r, at, winstream_buf, winstream_buf_len,
-		    lim, winstream_chunks, nchunks, res);
-	}
-	return (error);
-}
-
-/*
  * Look at the window after a->cursor: 1 when it is sent as it is rendered
  * (*after, *skip where it starts, *want the bytes admitted), 0 when it is
- * small, -1 once an error was answered (400 invalid_cursor, 503 too_busy).
+ * small, -1 once an error was answered (400 invalid_cursor, 503 too_busy,
+ * 503 out_of_memory).
  */
 static int
 winstream_check(struct evhttp_request *req, struct ring *r,
@@ -145,22 +109,20 @@ winstream_check(struct evhttp_request *req, struct ring *r,
 
 	/* The cursor, checked before the head goes: its first chunk. */
 	proto_cursor_split(a->cursor, newest, after, skip);
-	error = winstream_read(r, *after, 1, 1, &res);
-	if (error == -ERANGE) {
-		http_fail(req, 400, "invalid_cursor", "cursor %" PRIu64 " is "
-		    "after the last chunk %" PRIu64, a->cursor, newest);
+	error = ring_reader_read(&winstream_reader, r, *after, 1,
+	    winstream_chunks, 1, &res);
+	if (error == -ENOMEM) {
+		http_fail(req, 503, "out_of_memory", "no memory to read a "
+		    "window");
+		return (-1);
+	}
+	if (window_cursor(a->cursor, newest, error, &res, winstream_chunks,
+	    skip, &err) != 0) {
+		http_reply_error(req, &err, NULL);
 		return (-1);
 	}
 	if (error != 0 || res.nchunks == 0)
 		return (0);	/* nothing after it: a small answer */
-	if (res.dropped > 0)
-		*skip = 0;
-	else if (*skip >= winstream_chunks[0].len) {
-		http_fail(req, 400, "invalid_cursor", "cursor %" PRIu64
-		    " points past the end of chunk %" PRIu64, a->cursor,
-		    winstream_chunks[0].id);
-		return (-1);
-	}
 	/* The bytes after the cursor (each chunk's offset is the ring's). */
 	ring_stats(r, &st);
 	data = st.bytes_total - winstream_chunks[0].offset - *skip;
@@ -186,9 +148,7 @@ winstream_check(struct evhttp_request *req, struct ring *r,
 static void
 winstream_buffer_free(void)
 {
-	free(winstream_buf);
-	winstream_buf = NULL;
-	winstream_buf_len = 0;
+	ring_reader_free(&winstream_reader);
 	proto_buf_free(&winstream_out);
 }
 
@@ -208,11 +168,6 @@ winstream_answer(struct evhttp_request *req, struct session *s,
 
 	if (!winstream_wanted(req, s, a->max_bytes))
 		return (0);
-	if (winstream_buffer(0) != 0) {
-		http_fail(req, 503, "out_of_memory", "no memory to read a "
-		    "window");
-		return (1);
-	}
 	if ((go = winstream_check(req, r, a, &after, &skip, &want)) != 1) {
 		if (winstream_n == 0)
 			winstream_buffer_free();
@@ -267,8 +222,9 @@ winstream_pull(struct sse *sse, void *arg)
 		/* Up to the skip's chunk, whose bytes before are not sent. */
 		if (ws->skip > 0 && lim <= SIZE_MAX - ws->skip)
 			lim += ws->skip;
-		if (winstream_read(session_ring(ws->s), ws->at, lim,
-		    nitems(winstream_chunks), &res) != 0) {
+		if (ring_reader_read(&winstream_reader, session_ring(ws->s),
+		    ws->at, lim, winstream_chunks, nitems(winstream_chunks),
+		    &res) != 0) {
 			done = 1;	/* out of memory: it ends here */
 			break;
 		}

@@ -34,6 +34,7 @@
 #include "proto.h"
 #include "pty.h"
 #include "ringbuf.h"
+#include "ringread.h"
 #include "session.h"
 #include "util.h"
 
@@ -101,8 +102,8 @@ static struct processes		 processes = TAILQ_HEAD_INITIALIZER(processes);
 static TAILQ_HEAD(, pkill)	 pkills = TAILQ_HEAD_INITIALIZER(pkills);
 static const struct config	*process_cfg;
 static struct event_base	*process_base;
-static uint8_t			*process_buf;
-static size_t			 process_buf_len;
+static struct ring_reader	 process_reader =
+				    RING_READER_INIT(PROCESS_READ_BYTES);
 static struct ring_chunk	 process_chunks[PROCESS_READ_CHUNKS];
 
 static void	process_start(struct envd_call *, json_t *);
@@ -646,7 +647,7 @@ process_pull(struct envd_stream *st, void *arg)
 	struct ring		*r;
 	struct ring_read_result	 res;
 	json_t			*o;
-	size_t			 i, need;
+	size_t			 i;
 	static const char *const names[] = { "pty", "stdout", "stderr" };
 
 	if (!ps->started) {
@@ -660,17 +661,10 @@ process_pull(struct envd_stream *st, void *arg)
 	}
 	if (p->s != NULL && (ps->replay || !p->ended)) {
 		r = session_ring(p->s);
-		need = ring_chunk_max(r) > PROCESS_READ_BYTES ?
-		    ring_chunk_max(r) : PROCESS_READ_BYTES;
-		if (process_buf_len < need) {
-			free(process_buf);
-			process_buf = xmalloc(need);
-			process_buf_len = need;
-		}
 		while (envd_stream_room(st)) {
-			if (ring_read(r, ps->cursor, process_buf,
-			    process_buf_len, PROCESS_READ_BYTES,
-			    process_chunks, nitems(process_chunks), &res) != 0)
+			if (ring_reader_read(&process_reader, r, ps->cursor,
+			    PROCESS_READ_BYTES, process_chunks,
+			    nitems(process_chunks), &res) != 0)
 				break;
 			ps->cursor += res.dropped;
 			for (i = 0; i < res.nchunks; i++) {
@@ -1105,9 +1099,7 @@ process_free_all(void)
 		json_decref(p->envs);
 		free(p);
 	}
-	free(process_buf);
-	process_buf = NULL;
-	process_buf_len = 0;
+	ring_reader_free(&process_reader);
 }
 
 /* The session observer's part: note ends, feed or end the streams. */

@@ -756,6 +756,13 @@ ports_baseline(void)
 	return (ports_read(0));
 }
 
+/* The baseline, if no list was read yet (see ports.h). */
+int
+ports_prime(void)
+{
+	return (ports_primed ? 0 : ports_read(0));
+}
+
 /* The list of the last refresh. */
 const struct ports_set *
 ports_current(void)
@@ -776,7 +783,11 @@ ports_session(const struct ports_entry *e)
 static void
 ports_timer(evutil_socket_t fd, short events, void *arg)
 {
-	ports_refresh();
+	/* The first list is the baseline: its pids at the next one. */
+	if (ports_primed)
+		ports_refresh();
+	else
+		ports_baseline();
 	ports_arm();
 }
 

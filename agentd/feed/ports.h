@@ -25,7 +25,9 @@
  * second are posted: the openings past them wait for a later refresh, the
  * closings past them are not posted (counted), and one closing whose
  * opening was never posted is not posted either.  So churn never fills the
- * feed faster than PORTS_EVENTS_RATE a second.
+ * feed faster than PORTS_EVENTS_RATE a second.  The first read, the
+ * baseline, is taken when first needed, not at agentd's start (ports_api.h
+ * says when).
  *
  * The parsing and the diff are pure functions, for the unit tests.
  * Event loop thread only.
@@ -114,9 +116,9 @@ void	 ports_set_free(struct ports_set *);
 /*
  * Open the netlink socket and keep base for the timer; interval_ms is
  * --ports-interval; load_modules (PID 1): when sock_diag answers ENOENT,
- * load its modules (kmod.h) and ask again, once.  Returns 0 or -errno (no
- * netlink: then every refresh fails the same way, and GET /v1/ports says
- * so).
+ * load its modules (kmod.h) and ask again, once.  Nothing is read yet (the
+ * first read is the baseline).  Returns 0 or -errno (no netlink: then every
+ * refresh fails the same way, and GET /v1/ports says so).
  */
 int	 ports_init(struct event_base *, int64_t interval_ms,
 	    int load_modules);
@@ -131,12 +133,16 @@ void	 ports_free(void);
  */
 int	 ports_refresh(void);
 /*
- * The first read, at agentd's start: the sockets only (four dumps, tens of
- * microseconds), their pids looked up by the next refresh, so that the
- * start does not wait for a look through every process's fds.  Returns 0
- * or -errno.
+ * A read of the sockets only (four dumps, tens of microseconds), their pids
+ * looked up by the next refresh: the baseline, so that it does not wait
+ * for a look through every process's fds.  Returns 0 or -errno.
  */
 int	 ports_baseline(void);
+/*
+ * ports_baseline() if no list was read yet (the first read is the
+ * baseline, whichever it is), else nothing.  Returns 0 or -errno.
+ */
+int	 ports_prime(void);
 /* The list of the last refresh (valid until the next one). */
 const struct ports_set *ports_current(void);
 /* Whether the entry's session still exists (else render null). */

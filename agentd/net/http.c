@@ -104,6 +104,7 @@ static int		 handing_over;	/* an upgrade's: answers close */
 static struct http_server *http_server(enum http_api, enum conn_transport);
 static void		 http_dispatch(struct evhttp_request *, void *);
 static int		 http_authorized(struct http_req *);
+static int		 http_page(const struct http_req *);
 static int		 http_peer_ok(struct evhttp_request *);
 static int		 http_type_is(const char *, const char *);
 static int		 http_ends_with(const char *, const char *);
@@ -709,6 +710,19 @@ http_authorized(struct http_req *hr)
 	    x != NULL ? strlen(x) : 0));
 }
 
+/*
+ * Whether a request is for the web terminal's files (GET or HEAD of /term,
+ * /term/...; api/webdir.c): they hold no data, and go without the token.
+ */
+static int
+http_page(const struct http_req *hr)
+{
+	return ((hr->method == EVHTTP_REQ_GET ||
+	    hr->method == EVHTTP_REQ_HEAD) &&
+	    strncmp(hr->path, "/term", 5) == 0 &&
+	    (hr->path[5] == '\0' || hr->path[5] == '/'));
+}
+
 /* Every request comes here: take it apart, check auth, route it. */
 static void
 http_dispatch(struct evhttp_request *req, void *arg)
@@ -771,7 +785,8 @@ http_dispatch(struct evhttp_request *req, void *arg)
 		return;
 	}
 
-	if (!hr.unix_peer && strcmp(hr.path, "/healthz") == 0) {
+	if ((!hr.unix_peer && strcmp(hr.path, "/healthz") == 0) ||
+	    http_page(&hr)) {
 		srv->route(&hr);
 		return;
 	}

@@ -33,6 +33,7 @@
 #include "outq.h"
 #include "proto.h"
 #include "ringbuf.h"
+#include "ringread.h"
 #include "session.h"
 #include "sse.h"
 #include "turn.h"
@@ -102,8 +103,8 @@ static int64_t			 sse_turn_us;	/* the turn's first pull */
 static struct turn		*sse_turn;	/* the pulls' loop turn */
 static struct event		*sse_next_ev;	/* the next turn's pulls */
 static uint64_t			 sse_deferred_total;
-static uint8_t			*sse_buf;	/* a ring read's bytes */
-static size_t			 sse_buf_len;
+/* A ring read's bytes, kept while session streams are open. */
+static struct ring_reader	 sse_reader = RING_READER_INIT(SSE_READ_BYTES);
 static struct ring_chunk	 sse_chunks[SSE_READ_CHUNKS];
 static struct event_base	*sse_base;	/* the loop */
 
@@ -725,6 +726,8 @@ sse_session_free(struct sse_session *ss)
 	TAILQ_REMOVE(&sse_sessions, ss, entry);
 	session_watch(ss->s, 0);
 	free(ss);
+	if (TAILQ_EMPTY(&sse_sessions))
+		ring_reader_free(&sse_reader);
 }
 
 /*
@@ -740,25 +743,28 @@ sse_session_pull(struct sse *sse, void *arg)
 	struct ring_read_result	 res;
 	struct proto_chunk	 c;
 	struct proto_buf	 b = { 0 };
-	size_t			 i, need;
+	size_t			 i;
 	char			 gap[64];
-	int			 n;
+	int			 n, error;
 
-	need = ring_chunk_max(r) > SSE_READ_BYTES ? ring_chunk_max(r) :
-	    SSE_READ_BYTES;
-	if (sse_buf_len < need) {
-		free(sse_buf);
-		sse_buf = xmalloc(need);
-		sse_buf_len = need;
-	}
 	while (sse_room(sse)) {
 		/*
 		 * What the room takes rendered at the worst (a first chunk
 		 * goes whole): --sse-buffer and one frame at most.
 		 */
-		if (ring_read(r, ss->cursor, sse_buf, sse_buf_len,
+		error = ring_reader_read(&sse_reader, r, ss->cursor,
 		    sse_room_bytes(sse) / SSE_ESCAPE_WORST, sse_chunks,
-		    nitems(sse_chunks), &res) != 0)
+		    nitems(sse_chunks), &res);
+		if (error == -ENOMEM) {
+			/* No memory for a chunk this long: the stream ends. */
+			log_warn("%s: session %s: no memory to read its output",
+			    __func__, session_id(ss->s));
+			proto_buf_free(&b);
+			sse_session_free(ss);
+			sse_end(sse);
+			return;
+		}
+		if (error != 0)
 			break;
 		if (res.dropped > 0) {
 			ss->skip = 0;

@@ -216,6 +216,8 @@ session_capture(struct session_out *o, size_t budget)
 	int		 avail, closed = 0;
 	int64_t		 now = clock_mono_ms();
 
+	s->read_time = session_time(s);
+	ring_set_time(s->ring, s->read_time);
 	while (done < budget) {
 		if (s->tty)
 			avail = SESSION_TTY_ROOM;
@@ -290,7 +292,8 @@ session_room(struct session_out *o, size_t avail, size_t *len)
 		avail = most;
 	room = s->pend_room - s->pend_len;
 	if (s->pend != NULL && s->pend_stream == o->stream &&
-	    room >= (avail > 0 ? avail : 1)) {
+	    room >= (avail > 0 ? avail : 1) &&
+	    s->read_time - s->pend_time <= SESSION_JOIN_MS) {
 		*len = room;
 		return (s->pend + s->pend_len);
 	}
@@ -307,6 +310,7 @@ session_room(struct session_out *o, size_t avail, size_t *len)
 	s->pend_len = s->pend_ok = 0;
 	s->pend_bad = 0;
 	s->pend_room = want;
+	s->pend_time = s->read_time;
 	s->pend_stream = o->stream;
 	/* What the last chunk of this stream held back begins this one. */
 	if (o->carry_len > 0) {

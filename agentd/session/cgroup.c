@@ -6,7 +6,6 @@
  */
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/vfs.h>
 
@@ -24,16 +23,11 @@
 
 #include "cgroup.h"
 #include "log.h"
+#include "pty.h"
 #include "util.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC	0x63677270
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal	424
-#endif
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open		434
 #endif
 
 #define CGROUP_FILE_MAX		4096	/* bytes read of a small cgroup file */
@@ -623,7 +617,7 @@ cgroup_signal_each(struct cgroup *cg, int sig)
 		return (0);
 	fds = xcalloc(n, sizeof *fds);
 	for (i = 0; i < n; i++) {
-		if ((fds[i] = (int)syscall(SYS_pidfd_open, pids[i], 0)) == -1)
+		if ((fds[i] = pty_pidfd_open(pids[i])) == -1)
 			fds[i] = -errno;
 	}
 	if ((error = cgroup_pids(cg, &again, &m)) != 0)
@@ -632,8 +626,7 @@ cgroup_signal_each(struct cgroup *cg, int sig)
 		if (!cgroup_pid_in(again, m, pids[i]))
 			;
 		else if (fds[i] >= 0) {
-			if (syscall(SYS_pidfd_send_signal, fds[i], sig, NULL,
-			    0) == 0)
+			if (pty_pidfd_signal(fds[i], sig) == 0)
 				hit++;
 		} else if (fds[i] == -ENOSYS) {
 			if (kill(pids[i], sig) == 0)

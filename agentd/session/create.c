@@ -362,6 +362,8 @@ session_create(const struct proto_create *pc, session_create_fn fn,
 	ring_total += p->ring_bytes;
 	p->kept_bytes = kept;
 	kept_total += kept;
+	if (limits.before_spawn != NULL)
+		limits.before_spawn();
 	p->job = spawner_start(&spec, limits.spawn_timeout_ms > 0 ?
 	    limits.spawn_timeout_ms : SPAWNER_TIMEOUT_DEFAULT,
 	    session_spawned, p);
@@ -519,7 +521,9 @@ session_attach(struct session_pending *p, const struct pty_proc *proc)
 	s->cols = p->cols;
 	s->pid = proc->pid;
 	s->started_ms = clock_wall_ms();
-	s->output_ms = clock_mono_ms();
+	s->output_ms = s->start_mono_ms = clock_mono_ms();
+	s->start_rows = s->rows;
+	s->start_cols = s->cols;
 	s->ended_ms = -1;
 	s->ring_bytes = p->ring_bytes;
 	s->cg = p->cg;

@@ -224,6 +224,7 @@ session_remove(struct session *s)
 	free(s->cwd);
 	free(s->user);
 	free(s->tag);
+	free(s->resizes);
 	free(s);
 }
 

@@ -7,7 +7,6 @@
 
 #include <sys/ioctl.h>
 #include <sys/queue.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -42,13 +41,6 @@
 #define SESSION_SWEEP_MS	20	/* sweep pinned leaders after a reap */
 #define SESSION_SWEEP_MAX_MS	1000	/* backed off to while none is released */
 
-/* pidfd_send_signal(2) is Linux 5.1, pidfd_open(2) 5.3. */
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal	424
-#endif
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open		434
-#endif
 
 /* A session id a look at /proc is for, and what it found. */
 struct session_want {
@@ -204,7 +196,7 @@ static int
 session_pin_ok(const struct session_pins *p, int i, pid_t sid)
 {
 	return (getsid(p->pid[i]) == sid &&
-	    (syscall(SYS_pidfd_send_signal, p->fd[i], 0, NULL, 0U) == 0 ||
+	    (pty_pidfd_signal(p->fd[i], 0) == 0 ||
 	    errno == EPERM));
 }
 
@@ -250,7 +242,7 @@ session_pins_add(struct session_pins *p, pid_t pid, pid_t sid)
 			return;
 	}
 	if (p->n >= SESSION_PINS_MAX ||
-	    (fd = (int)syscall(SYS_pidfd_open, pid, 0U)) == -1)
+	    (fd = pty_pidfd_open(pid)) == -1)
 		return;
 	p->fd[p->n] = fd;
 	p->pid[p->n] = pid;
@@ -281,7 +273,7 @@ session_leader_pidfd(struct session *s)
 	/* A restored one's is agentd's reaper's to take: not here. */
 	if (s->reaped || s->leader_gone || s->restored)
 		return (-1);
-	return ((int)syscall(SYS_pidfd_open, s->pid, 0U));
+	return (pty_pidfd_open(s->pid));
 }
 
 /* The same as session_held() for a corpse. */
@@ -306,7 +298,7 @@ session_pinnable(void)
 	int	fd;
 
 	if (pidfd_ok == -1) {
-		fd = (int)syscall(SYS_pidfd_open, getpid(), 0U);
+		fd = pty_pidfd_open(getpid());
 		pidfd_ok = fd != -1 || errno != ENOSYS;
 		if (fd != -1)
 			close(fd);

@@ -60,7 +60,8 @@ int			 removing_all;	/* in session_remove_all() */
 static int64_t	session_left(struct event *);
 
 /*
- * Set the limits and the observer, and start the spawner's threads.
+ * Set the limits and the observer, and the spawner's (it makes its threads
+ * when the first spawns need them).
  *
  * Why threads: a spawn waits for the child's chdir and execve, which a
  * lease on the executable or a FUSE mount that does not answer can hold

@@ -86,11 +86,22 @@ struct session_limits {
 	uint64_t	 max_session_bytes;	/* argv, cwd, user of all kept */
 	int		 profile;		/* PROTO_PROFILE_* of creates that
 						   name none (--profile) */
+	uint64_t	 cast_resizes;		/* resizes a session's log keeps
+						   (the last; --cast-resizes) */
+	void		(*before_spawn)(void);	/* on the loop, before each
+						   spawn is queued, or NULL */
+};
+
+/* A PTY's size from a time on (ms since the session's start). */
+struct session_size {
+	uint32_t	 time;
+	unsigned	 rows, cols;
 };
 
 /*
- * Set the loop (capture, timers), the limits and the observer, and start
- * the spawner's threads (once, before any session).
+ * Set the loop (capture, timers), the limits and the observer, and the
+ * spawner's (which makes its threads at the first spawns), once, before
+ * any session.
  */
 void	 session_init(struct event_base *, const struct session_limits *,
 	    session_observer_fn);
@@ -210,6 +221,20 @@ ssize_t	 session_write_stdin_at(struct session *, const void *, size_t len,
 uint64_t session_stdin_bytes(const struct session *);
 int	 session_resize(struct session *, unsigned rows, unsigned cols,
 	    struct proto_err *);
+/*
+ * Milliseconds since the session's start (monotonic; UINT32_MAX after 49
+ * days): the times of its ring's chunks (ring_chunk's time) count so.
+ */
+uint32_t session_time(const struct session *);
+/* Its start, wall clock ms, and its PTY's size then (0 0 for pipes). */
+int64_t	 session_start(const struct session *, unsigned *rows,
+	    unsigned *cols);
+/*
+ * The i-th oldest resize the log holds (the last --cast-resizes): 0, or -1
+ * past the end.
+ */
+int	 session_resize_at(const struct session *, size_t i,
+	    struct session_size *);
 /*
  * Send signo to the session's process group (PROTO_TARGET_GROUP), or to its
  * PTY's foreground process group (PROTO_TARGET_FOREGROUND; 409 not_a_tty

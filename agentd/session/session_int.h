@@ -21,6 +21,9 @@
 
 #define SESSION_HUP_POLL_MIN_MS	10	/* first look at a hung-up master */
 
+#define SESSION_JOIN_MS		100	/* ms: reads joined into one chunk
+					   are at most this far apart (its
+					   time is its first read's) */
 #define SESSION_CARRY_MAX	3	/* bytes of a UTF-8 sequence a chunk
 					   hands to the next of its stream */
 #define SESSION_PINS_MAX	4	/* pidfds holding a reaped leader's
@@ -61,6 +64,13 @@ struct session {
 	char		*tag;		/* envd's tag (a label), or NULL */
 	int		 tty;
 	unsigned	 rows, cols;
+	unsigned	 start_rows, start_cols; /* the PTY's size at the start */
+	int64_t		 start_mono_ms;	/* monotonic: the start, from which
+					   chunk times count */
+	struct session_size *resizes;	/* the last limits.cast_resizes, a
+					   circle from nresizes on */
+	size_t		 nresizes;	/* resizes logged */
+	uint32_t	 read_time;	/* session_time() of the reads at hand */
 
 	pid_t		 pid;		/* also the group and session id */
 	int		 reaped;	/* the status is in */
@@ -97,6 +107,7 @@ struct session {
 	size_t		 pend_ok;	/* bytes of it known to be UTF-8 */
 	int		 pend_bad;	/* it holds bytes that are not */
 	enum ring_stream pend_stream;
+	uint32_t	 pend_time;	/* its first read's */
 	struct event	*hold_ev;	/* publishes carries held too long */
 	int		 watchers;	/* readers waiting for new output */
 	int64_t		 output_ms;	/* monotonic: the last output read, or
@@ -156,6 +167,10 @@ extern struct event		*sweep_ev;
 extern struct event_base	*session_base;	/* the capture loop */
 extern struct session_limits	 limits;
 extern struct turn		*session_turn;	/* the reads' loop turn */
+
+/* Log a resize (stdin.c; sessionsave.c puts an upgrade's back). */
+void	session_log_resize(struct session *, uint32_t time, unsigned rows,
+	    unsigned cols);
 extern size_t			 nrunning;
 extern uint64_t			 ring_total;	/* bytes of every ring */
 extern uint64_t			 kept_total;	/* bytes of session_bytes(),

@@ -18,6 +18,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "ringbuf.h"
+#include "ringread.h"
 #include "session.h"
 #include "session_int.h"
 #include "sessionsave.h"
@@ -25,6 +26,8 @@
 #include "util.h"
 
 #define SESSIONSAVE_CHUNKS	1024	/* chunks copied per ring read */
+#define SESSIONSAVE_READ_BYTES	(1u << 20) /* bytes copied per ring read
+					   (more for a longer chunk) */
 #define SESSIONSAVE_ARGV_MAX	4096	/* argv entries of a session read */
 
 /* A chunk of a ring read back: its bytes are in the state's blob. */
@@ -33,6 +36,7 @@ struct session_load_chunk {
 	uint8_t		 stream;
 	const uint8_t	*data;
 	uint32_t	 len;
+	uint32_t	 time;
 };
 
 /* A [session] section being read. */
@@ -78,12 +82,14 @@ static void
 sessionsave_ring(struct upgstate_w *w, struct session *s)
 {
 	static struct ring_chunk	 chunks[SESSIONSAVE_CHUNKS];
+	struct ring_reader		 rd = RING_READER_INIT(
+					    SESSIONSAVE_READ_BYTES);
 	struct ring_read_result		 res;
 	struct ring_stats		 st;
 	struct ring			*r = session_ring(s);	/* published */
-	uint8_t				*buf;
 	uint64_t			 cursor, off;
-	size_t				 size = ring_chunk_max(r), i;
+	size_t				 i;
+	int				 error;
 
 	ring_stats(r, &st);
 	upgstate_put(w, "ring-bytes", "%zu", s->ring_bytes);
@@ -93,20 +99,22 @@ sessionsave_ring(struct upgstate_w *w, struct session *s)
 	upgstate_put(w, "ring-dropped", "%" PRIu64 " %" PRIu64,
 	    st.bytes_dropped, st.chunks_dropped);
 	upgstate_put(w, "ring-closed", "%d", ring_closed(r));
-	buf = xmalloc(size);
 	for (cursor = st.oldest - 1;;) {
-		if (ring_read(r, cursor, buf, size, size, chunks,
-		    SESSIONSAVE_CHUNKS, &res) != 0 || res.nchunks == 0)
+		error = ring_reader_read(&rd, r, cursor, SIZE_MAX, chunks,
+		    SESSIONSAVE_CHUNKS, &res);
+		if (error == -ENOMEM)
+			fatal("%s: out of memory", __func__);
+		if (error != 0 || res.nchunks == 0)
 			break;
 		for (i = 0; i < res.nchunks; i++) {
 			off = upgstate_blob(w, chunks[i].data, chunks[i].len);
 			upgstate_put(w, "chunk", "%" PRIu64 " %u %" PRIu64
-			    " %u", chunks[i].id, chunks[i].stream, off,
-			    chunks[i].len);
+			    " %u %u", chunks[i].id, chunks[i].stream, off,
+			    chunks[i].len, chunks[i].time);
 		}
 		cursor = chunks[res.nchunks - 1].id;
 	}
-	free(buf);
+	ring_reader_free(&rd);
 }
 
 /* Write every session as a section; collect the fds to keep. */
@@ -116,6 +124,7 @@ session_save_all(struct upgstate_w *w, int *keep, size_t *nkeep, size_t max)
 	struct session		*s;
 	struct session_timers	 t;
 	struct evbuffer_iovec	 v;
+	struct session_size	 z;
 	uint64_t		 off;
 	size_t			 i, len;
 	int			 n = 0;
@@ -151,6 +160,13 @@ session_save_all(struct upgstate_w *w, int *keep, size_t *nkeep, size_t max)
 		upgstate_put(w, "kill-at-ms", "%" PRId64, s->kill_at_ms -
 		    clock_mono_ms());
 		upgstate_put(w, "started-ms", "%" PRId64, s->started_ms);
+		upgstate_put(w, "age-ms", "%" PRId64, clock_mono_ms() -
+		    s->start_mono_ms);
+		upgstate_put(w, "start-size", "%u %u", s->start_rows,
+		    s->start_cols);
+		for (i = 0; session_resize_at(s, i, &z) == 0; i++)
+			upgstate_put(w, "resize", "%u %u %u", z.time, z.rows,
+			    z.cols);
 		upgstate_put(w, "ended-ms", "%" PRId64, s->ended_ms);
 		upgstate_put(w, "kept-bytes", "%zu", s->kept_bytes);
 		upgstate_put(w, "quiet-ms", "%" PRId64, session_quiet_ms(s));
@@ -243,7 +259,7 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 	struct session_load_chunk	*c;
 	struct session			*s = sl->s;
 	uint64_t			 u, a, b, d;
-	unsigned			 stream, x, y, cb[SESSION_CARRY_MAX];
+	unsigned			 stream, x, y, tm, cb[SESSION_CARRY_MAX];
 	struct session_out		*o;
 	int64_t				 i64, t[4];
 	int				 fd, k, v[5];
@@ -318,6 +334,15 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 	else if (strcmp(key, "started-ms") == 0 &&
 	    upgstate_i64(value, &i64) == 0)
 		s->started_ms = i64;
+	else if (strcmp(key, "age-ms") == 0 && upgstate_i64(value, &i64) == 0)
+		s->start_mono_ms = clock_mono_ms() - i64;
+	else if (strcmp(key, "start-size") == 0 &&
+	    sscanf(value, "%u %u", &x, &y) == 2) {
+		s->start_rows = x;
+		s->start_cols = y;
+	} else if (strcmp(key, "resize") == 0 &&
+	    sscanf(value, "%u %u %u", &tm, &x, &y) == 3)
+		session_log_resize(s, tm, x, y);
 	else if (strcmp(key, "ended-ms") == 0 && upgstate_i64(value, &i64) == 0)
 		s->ended_ms = i64;
 	else if (strcmp(key, "kept-bytes") == 0 && upgstate_u64(value, &u) == 0)
@@ -390,9 +415,10 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 	} else if (strcmp(key, "ring-closed") == 0 && sscanf(value, "%d",
 	    &k) == 1)
 		sl->ring_closed = k != 0;
-	else if (strcmp(key, "chunk") == 0 && sscanf(value, "%" SCNu64 " %u %"
-	    SCNu64 " %" SCNu64, &a, &stream, &b, &d) == 4 && stream <= 2 &&
-	    d <= UINT32_MAX && upgstate_blob_at(r, b, d) != NULL) {
+	else if (strcmp(key, "chunk") == 0 && (tm = 0, sscanf(value, "%" SCNu64
+	    " %u %" SCNu64 " %" SCNu64 " %u", &a, &stream, &b, &d, &tm)) >= 4 &&
+	    stream <= 2 && d <= UINT32_MAX &&
+	    upgstate_blob_at(r, b, d) != NULL) {
 		if (sl->nchunks == sl->capchunks) {
 			sl->capchunks = sl->capchunks == 0 ? 64 :
 			    sl->capchunks * 2;
@@ -404,6 +430,7 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 		c->stream = (uint8_t)stream;
 		c->data = upgstate_blob_at(r, b, d);
 		c->len = (uint32_t)d;
+		c->time = tm;	/* 0 from an agentd without times */
 	} else
 		log_warn("%s: session %s: line %zu: ignoring %s=%s", __func__,
 		    s->id, upgstate_line(r), key, value);
@@ -449,6 +476,7 @@ sessionsave_ring_load(struct session_load *sl)
 			    s->id, sl->chunks[i].id, want);
 			break;
 		}
+		ring_set_time(s->ring, sl->chunks[i].time);
 		ring_append(s->ring, sl->chunks[i].data, sl->chunks[i].len,
 		    (enum ring_stream)sl->chunks[i].stream);
 		want++;
@@ -478,6 +506,9 @@ session_load_end(struct session_load *sl, const struct upgstate *r)
 		why = "no argv, cwd or user";
 	else if (sessionsave_ring_load(sl) != 0)
 		why = "its ring cannot be made";
+	if (s->start_mono_ms == 0)	/* from an agentd without age-ms */
+		s->start_mono_ms = clock_mono_ms() - (clock_wall_ms() -
+		    s->started_ms);
 	if (why == NULL && s->tty && s->in != -1 && s->in != s->out[0].fd)
 		s->in = s->out[0].fd;	/* the master, or closed */
 	if (why == NULL && sl->cgroup != NULL &&

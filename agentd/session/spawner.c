@@ -9,6 +9,11 @@
  * job still running is on spawner_stuck (the lock's) until its thread is
  * back: the loop SIGKILLs its child through the pidfd clone3 handed out
  * (pty.h), which no one closes while the job is on that list.
+ *
+ * Threads are made when first needed, not at the start: a job queued when
+ * every thread is busy (more jobs queued than threads waiting) makes one
+ * more, up to the pool's size.  So an agentd that never spawns has no
+ * thread, and one that spawns one at a time has one.
  */
 #include <sys/queue.h>
 #include <sys/syscall.h>
@@ -94,7 +99,13 @@ static atomic_size_t	 spawner_nabandoned;	/* abandoned, still running */
 static int		 spawner_pipe[2] = { -1, -1 };	/* thread -> loop */
 static struct event	*spawner_pipe_ev;
 static struct event_base *spawner_base;
+static unsigned		 spawner_max;		/* threads at most */
+static unsigned		 spawner_nthreads;	/* made (the lock's) */
+static unsigned		 spawner_idle;		/* waiting (the lock's) */
+static size_t		 spawner_nqueued;	/* on the queue (the lock's) */
 
+static int	 spawner_queue_locked(struct spawner_job *);
+static void	 spawner_thread_new(void);
 static void	*spawner_main(void *);
 static void	 spawner_undo(struct spawner_job *);
 static void	 spawner_job_free(struct spawner_job *);
@@ -106,17 +117,12 @@ static int	 spawner_kill_locked(struct spawner_job *);
 static void	 spawner_kill_cb(evutil_socket_t, short, void *);
 static void	 spawner_unwatch_locked(struct spawner_job *);
 
-/* Start the threads, every signal blocked in them, and the pipe's event. */
+/* The pipe from the threads and its event; no thread before a job. */
 void
 spawner_init(struct event_base *base, unsigned nthreads)
 {
-	pthread_attr_t	attr;
-	pthread_t	t;
-	sigset_t	all, old;
-	unsigned	i;
-	int		error;
-
 	spawner_base = base;
+	spawner_max = nthreads > 0 ? nthreads : 1;
 	if (pipe2(spawner_pipe, O_CLOEXEC) == -1)
 		fatal("%s: pipe2: %s", __func__, strerror(errno));
 	if (fd_nonblock_cloexec(spawner_pipe[0]) != 0)
@@ -127,19 +133,57 @@ spawner_init(struct event_base *base, unsigned nthreads)
 		fatal("%s: out of memory", __func__);
 	if ((spawner_kill_ev = evtimer_new(base, spawner_kill_cb, NULL)) == NULL)
 		fatal("%s: out of memory", __func__);
+}
+
+/*
+ * Queue a job for the threads (the lock held).  Returns 1 when a thread
+ * must be made for it: more jobs wait than threads do, and the pool is not
+ * full (the thread is counted already).
+ */
+static int
+spawner_queue_locked(struct spawner_job *j)
+{
+	TAILQ_INSERT_TAIL(&spawner_queue, j, entry);
+	spawner_nqueued++;
+	pthread_cond_signal(&spawner_cond);
+	if (spawner_nqueued <= spawner_idle || spawner_nthreads >= spawner_max)
+		return (0);
+	spawner_nthreads++;
+	return (1);
+}
+
+/*
+ * Make a thread, every signal blocked in it.  A failure is fatal only when
+ * no thread exists (the job would never run); else the job waits for a
+ * busy one.
+ */
+static void
+spawner_thread_new(void)
+{
+	pthread_attr_t	attr;
+	pthread_t	t;
+	sigset_t	all, old;
+	unsigned	n;
+	int		error;
 
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, SPAWNER_STACK);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (i = 0; i < nthreads; i++) {
-		if ((error = pthread_create(&t, &attr, spawner_main, NULL)) != 0)
-			fatal("%s: pthread_create: %s", __func__,
-			    strerror(error));
-		pthread_detach(t);
-	}
+	error = pthread_create(&t, &attr, spawner_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
+	if (error == 0) {
+		pthread_detach(t);
+		return;
+	}
+	pthread_mutex_lock(&spawner_lock);
+	n = --spawner_nthreads;
+	pthread_mutex_unlock(&spawner_lock);
+	if (n == 0)
+		fatal("%s: pthread_create: %s", __func__, strerror(error));
+	log_warn("%s: pthread_create: %s; %u threads spawn", __func__,
+	    strerror(error), n);
 }
 
 /* Stop taking results (at exit). */
@@ -166,9 +210,13 @@ spawner_main(void *arg)
 
 	for (;;) {
 		pthread_mutex_lock(&spawner_lock);
-		while ((j = TAILQ_FIRST(&spawner_queue)) == NULL)
+		while ((j = TAILQ_FIRST(&spawner_queue)) == NULL) {
+			spawner_idle++;
 			pthread_cond_wait(&spawner_cond, &spawner_lock);
+			spawner_idle--;
+		}
 		TAILQ_REMOVE(&spawner_queue, j, entry);
+		spawner_nqueued--;
 		if (j->state == SPAWNER_UNDO) {
 			pthread_mutex_unlock(&spawner_lock);
 			spawner_undo(j);
@@ -267,6 +315,7 @@ spawner_start(const struct pty_spec *spec, int64_t timeout_ms,
 {
 	struct spawner_job	*j;
 	struct timeval		 tv;
+	int			 grow;
 
 	j = xcalloc(1, sizeof *j);
 	j->spec = *spec;
@@ -295,9 +344,10 @@ spawner_start(const struct pty_spec *spec, int64_t timeout_ms,
 
 	pthread_mutex_lock(&spawner_lock);
 	j->state = SPAWNER_QUEUED;
-	TAILQ_INSERT_TAIL(&spawner_queue, j, entry);
-	pthread_cond_signal(&spawner_cond);
+	grow = spawner_queue_locked(j);
 	pthread_mutex_unlock(&spawner_lock);
+	if (grow)
+		spawner_thread_new();
 	return (j);
 }
 
@@ -320,8 +370,10 @@ spawner_abandon(struct spawner_job *j)
 	st = j->state;
 	if (st != SPAWNER_DONE)
 		spawner_forget(j);	/* before the thread may free it */
-	if (st == SPAWNER_QUEUED)
+	if (st == SPAWNER_QUEUED) {
 		TAILQ_REMOVE(&spawner_queue, j, entry);
+		spawner_nqueued--;
+	}
 	else if (st == SPAWNER_RUNNING) {
 		j->state = SPAWNER_ABANDONED;
 		atomic_fetch_add(&spawner_nabandoned, 1);
@@ -442,6 +494,7 @@ spawner_read_cb(evutil_socket_t fd, short events, void *arg)
 	struct spawner_job	*j;
 	struct spawner_result	 r;
 	ssize_t			 n;
+	int			 grow;
 
 	for (;;) {
 		n = read(spawner_pipe[0], &j, sizeof j);
@@ -463,9 +516,10 @@ spawner_read_cb(evutil_socket_t fd, short events, void *arg)
 			atomic_fetch_add(&spawner_nabandoned, 1);
 			pthread_mutex_lock(&spawner_lock);
 			j->state = SPAWNER_UNDO;
-			TAILQ_INSERT_TAIL(&spawner_queue, j, entry);
-			pthread_cond_signal(&spawner_cond);
+			grow = spawner_queue_locked(j);
 			pthread_mutex_unlock(&spawner_lock);
+			if (grow)
+				spawner_thread_new();
 			continue;
 		}
 		spawner_forget(j);
@@ -483,6 +537,18 @@ size_t
 spawner_in_flight(void)
 {
 	return (spawner_njobs);
+}
+
+/* Threads made. */
+unsigned
+spawner_threads(void)
+{
+	unsigned	n;
+
+	pthread_mutex_lock(&spawner_lock);
+	n = spawner_nthreads;
+	pthread_mutex_unlock(&spawner_lock);
+	return (n);
 }
 
 /* Abandoned jobs still in pty_spawn(). */

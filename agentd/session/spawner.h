@@ -3,7 +3,9 @@
  * or execve blocks (a lease on the executable, a FUSE mount that does not
  * answer) blocks only itself, never the loop.
  *
- * The threads live as long as agentd and run with every signal blocked.
+ * The threads are made as jobs need them (none before the first, at most
+ * the pool's size), live as long as agentd and run with every signal
+ * blocked.
  * Each child is its spawning thread's: agentd's reaper (waitpid(-1,
  * __WNOTHREAD) on the main thread) never sees it, so its status waits, a
  * zombie, for session_collect() (waitid WNOWAIT), however late the spawn's
@@ -41,7 +43,10 @@ struct spawner_result {
 /* Called on the loop, once per job that was not cancelled. */
 typedef void (*spawner_done_fn)(const struct spawner_result *, void *arg);
 
-/* Start nthreads threads whose results come back on base (once). */
+/*
+ * Results come back on base (once each); nthreads threads spawn at once at
+ * most, made when a job finds every thread busy.
+ */
 void	spawner_init(struct event_base *, unsigned nthreads);
 
 /*
@@ -65,6 +70,8 @@ void	spawner_free(void);
 
 /* Jobs queued or running, as the loop sees them (abandoned ones not). */
 size_t	spawner_in_flight(void);
+/* Threads made so far (at most the pool's size). */
+unsigned spawner_threads(void);
 /* Abandoned jobs whose thread is still in pty_spawn(). */
 size_t	spawner_abandoned(void);
 

@@ -172,5 +172,58 @@ session_resize(struct session *s, unsigned rows, unsigned cols,
 		    "resize: %s", strerror(-error)));
 	s->rows = rows;
 	s->cols = cols;
+	session_log_resize(s, session_time(s), rows, cols);
 	return (0);
+}
+
+/* Log a resize; the oldest goes when the log holds --cast-resizes. */
+void
+session_log_resize(struct session *s, uint32_t time, unsigned rows,
+    unsigned cols)
+{
+	struct session_size	*z;
+	size_t			 max = limits.cast_resizes, n = s->nresizes;
+
+	if (max == 0)
+		return;
+	/* Grown by doubling up to the bound: most sessions log none. */
+	if (n < max && (n & (n - 1)) == 0)
+		s->resizes = xrealloc(s->resizes, (n == 0 ? 1 : 2 * n > max ?
+		    max : 2 * n) * sizeof *s->resizes);
+	z = &s->resizes[n % max];
+	z->time = time;
+	z->rows = rows;
+	z->cols = cols;
+	s->nresizes++;
+}
+
+/* The i-th oldest resize the log holds. */
+int
+session_resize_at(const struct session *s, size_t i, struct session_size *z)
+{
+	size_t	max = limits.cast_resizes, held;
+
+	held = s->nresizes < max ? s->nresizes : max;
+	if (i >= held)
+		return (-1);
+	*z = s->resizes[(s->nresizes - held + i) % max];
+	return (0);
+}
+
+/* Milliseconds since the session's start. */
+uint32_t
+session_time(const struct session *s)
+{
+	int64_t	ms = clock_mono_ms() - s->start_mono_ms;
+
+	return (ms < 0 ? 0 : ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms);
+}
+
+/* Its start (wall clock ms) and its PTY's size then. */
+int64_t
+session_start(const struct session *s, unsigned *rows, unsigned *cols)
+{
+	*rows = s->tty ? s->start_rows : 0;
+	*cols = s->tty ? s->start_cols : 0;
+	return (s->started_ms);
 }

@@ -343,6 +343,22 @@ pty_proc_own(void)
 	return (1);
 }
 
+/* No process runs: a fake pid has no pidfd, and none is signalled. */
+int
+pty_pidfd_open(pid_t pid)
+{
+	errno = ESRCH;
+	return (-1);
+}
+
+/* See pty_pidfd_open(). */
+int
+pty_pidfd_signal(int pidfd, int sig)
+{
+	errno = EBADF;
+	return (-1);
+}
+
 /* A fake session has one group, its leader's: signal each. */
 int
 pty_kill_sessions(const pid_t *sids, size_t nsids, int sig)

@@ -363,3 +363,43 @@ class PortsChurnTest(AgentdTestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class LazyBaselineTest(AgentdTestCase):
+    """Issue 41 item 4: agentd reads no socket list at its start.  The
+    feed's baseline is the first read, taken when first needed (here: before
+    the first session's spawn), and says what one read at the start would:
+    a socket that listened before agentd is listed and never posted, one a
+    session opens is posted."""
+
+    autostart = False
+    ports = PortsTest.ports
+    on = PortsTest.on
+    refreshes = PortsTest.refreshes
+
+    def test_baseline_taken_before_the_first_spawn(self):
+        before = socket.socket()
+        before.bind(('127.0.0.1', 0))
+        before.listen(1)
+        old = before.getsockname()[1]
+        try:
+            self.start_agentd(['--ports-feed-interval', '3000'])
+            self.assertEqual(self.refreshes(), 0, 'a read at the start')
+            port = free_port()
+            s = self.create(cmd='exec python3 -m http.server %d '
+                                '--bind 127.0.0.1' % port)
+            self.assertEqual(self.refreshes(), 1, 'no baseline at the spawn')
+            self.wait_until(lambda: any(
+                e['pid'] is not None for e in self.on(self.ports()[0], port)),
+                timeout=20, what='the session listening, its pid known')
+            entries, _ = self.ports()
+            self.assertEqual(len(self.on(entries, old, 'tcp')), 1, entries)
+            r = self.req('GET', '/v1/events' + query(
+                cursor=0, types='port.opened,port.closed'))
+            self.expect(r, 200)
+            posted = [(e['type'], e['port']) for e in r.json['events']]
+            self.assertIn(('port.opened', port), posted)
+            self.assertNotIn(('port.opened', old), posted)
+            self.expect(self.req('DELETE', '/v1/sessions/' + s['id']), 200)
+        finally:
+            before.close()

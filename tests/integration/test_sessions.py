@@ -402,3 +402,65 @@ class ExitedAfterOutputTest(AgentdTestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class LazySpawnerTest(AgentdTestCase):
+    """Issue 41 item 4: agentd starts with no spawn thread; the first create
+    makes one, and a create that finds every thread busy makes one more, up
+    to --spawn-threads, so that creates still run at once."""
+
+    agentd_args = ('--spawn-threads', '3', '--spawn-timeout', '4000')
+
+    def tasks(self):
+        return len(os.listdir('/proc/%d/task' % self.agentd.proc.pid))
+
+    def test_no_thread_before_the_first_create(self):
+        self.assertEqual(self.metric('agentd_spawn_threads'), 0)
+        self.assertEqual(self.tasks(), 1)
+        s = self.create(cmd='echo first', yield_ms=5000)
+        self.assertEqual((s['exit_code'], unb64(s['output'][0]['data'])),
+                         (0, b'first\n'))
+        # One create at a time: the one thread does them all.
+        for _ in range(3):
+            self.assertEqual(self.create(argv=['true'], yield_ms=5000)
+                             ['exit_code'], 0)
+        self.assertEqual(self.metric('agentd_spawn_threads'), 1)
+        self.assertEqual(self.tasks(), 2)
+
+    def test_busy_threads_make_more_up_to_the_pool(self):
+        import sys
+        import tempfile
+        from harness import Background
+        sys.path.insert(0, os.path.join(os.path.dirname(
+            os.path.abspath(__file__)), '..', 'files'))
+        import slowfs
+        if not slowfs.available():
+            raise unittest.SkipTest('needs root and /dev/fuse')
+        mnt = tempfile.mkdtemp(prefix='agentd-lazy-')
+        fs = slowfs.SlowFS(mnt, stall=True)
+        try:
+            # Two spawns stuck in chdir hold two threads ...
+            stuck = [Background(self.create_raw,
+                                client=self.agentd.tcp_client(),
+                                argv=['true'], cwd=os.path.join(mnt, 'sub'))
+                     for _ in range(2)]
+            self.wait_until(lambda: self.metric('agentd_spawn_threads') == 2,
+                            what='two spawn threads')
+            # ... a third create makes the third thread, and is answered
+            # while they are stuck (without it, it would wait for their
+            # --spawn-timeout of 4 s).
+            t0 = time.monotonic()
+            s = self.create(argv=['echo', 'third'], yield_ms=3000)
+            self.assertEqual(s['exit_code'], 0)
+            self.assertLess(time.monotonic() - t0, 3.0)
+            self.assertTrue(all(b.is_alive() for b in stuck))
+            self.assertEqual(self.metric('agentd_spawn_threads'), 3)
+            for b in stuck:
+                self.assertError(b.join_result(), 504, 'spawn_timeout')
+            # The pool is full: no fourth thread, the threads are back.
+            self.assertEqual(self.create(argv=['true'], yield_ms=3000)
+                             ['exit_code'], 0)
+            self.assertEqual(self.metric('agentd_spawn_threads'), 3)
+        finally:
+            fs.close()
+            os.rmdir(mnt)

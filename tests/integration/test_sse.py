@@ -239,6 +239,34 @@ class SessionStreamTest(AgentdTestCase):
         self.assertEqual(out['session']['state'], 'exited')
 
 
+    def test_big_ring_read_through_a_small_buffer(self):
+        # Issue 41: a stream reads the ring through a buffer that grows on
+        # demand, not one of the ring's capacity (64 MiB of address space).
+        self.create(id='big', ring_bytes=64 << 20,
+                    cmd='echo first; read x; echo second; exec sleep 600')
+        self.read_until('big', b'first')
+        before = vm_kib(self.agentd.proc.pid, 'VmSize')
+        r = SSEReader(self, '/v1/sessions/big')
+        frames = [r.frame()]
+        self.stdin('big', text='go\n')
+        while b'second' not in output_of(frames):
+            frames.append(r.frame())
+        grown = vm_kib(self.agentd.proc.pid, 'VmSize') - before
+        self.assertEqual(output_of(frames), b'first\nsecond\n')
+        self.assertLess(grown, 16 << 10, 'a stream of a 64 MiB ring took '
+                        '%d KiB of address space' % grown)
+        r.close()
+
+
+def vm_kib(pid, field):
+    """A VmSize/VmRSS line of /proc/PID/status, in KiB."""
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith(field + ':'):
+                return int(line.split()[1])
+    raise AssertionError('no %s in /proc/%d/status' % (field, pid))
+
+
 class EventStreamTest(AgentdTestCase):
     # The host's sockets come and go: no port events among the counted ones.
     agentd_args = ('--ports-feed-interval', '0')

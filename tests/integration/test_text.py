@@ -150,14 +150,17 @@ class TextTest(AgentdTestCase):
         self.assertEqual(kinds(g), ['text'])
 
     def test_multibyte_split_across_reads(self):
-        # Nobody looks between the two writes: the reads are joined into
-        # one chunk, valid text.
+        # Nobody looks between the two writes, 300 ms apart: reads are
+        # joined only while at most 100 ms apart (so that each chunk keeps
+        # its time), and the character's first bytes wait --utf8-hold for
+        # the rest: "x" is text, and every byte is there.
         w = self.create(cmd="sleep 0.3; printf 'x\\342\\234'; sleep 0.3; "
                             "printf '\\223y\\n'")
         time.sleep(1.5)
         g = self.get_text(w['id'], cursor=0)
         self.assertEqual(wbytes(g), 'x✓y\n'.encode())
-        self.assertEqual(kinds(g), ['text'])
+        self.assertEqual(g['output'][0].get('text'), 'x')
+        self.assertEqual(g['output'][-1].get('text'), 'y\n')
         # A reader waits between them, and the rest comes after the hold
         # (--utf8-hold, 10 ms): two chunks, the split ones in base64, and
         # still every byte.

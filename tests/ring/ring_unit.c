@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ringbuf.h"
+#include "ringread.h"
 
 #define CAP		4096u			/* bytes: the smallest ring */
 #define BUFSIZE		(256u * 1024)		/* bytes: read buffer */
@@ -482,6 +483,7 @@ START_TEST(test_bufsize)
 	check_chunk(0, 1, 0, 2000, RING_STREAM_PTY);
 	rc = ring_read(r, 0, rbuf, 1999, BUFSIZE, rchunks, NCHUNKS, &rres);
 	ck_assert_int_eq(rc, -EMSGSIZE);
+	ck_assert_uint_eq(rres.nbytes, 2000);	/* the bufsize it needs */
 	rc = ring_read(r, 0, rbuf, 0, 0, rchunks, NCHUNKS, &rres);
 	ck_assert_int_eq(rc, -EMSGSIZE);
 
@@ -501,6 +503,59 @@ START_TEST(test_bufsize)
 	ck_assert_int_eq(rc, 0);
 	ck_assert_uint_eq(rres.nchunks, 1);
 	ck_assert_uint_eq(rchunks[0].len, 0);
+	ring_free(r);
+}
+END_TEST
+
+/*
+ * A reader's buffer is its base size while the chunks fit, and grows to a
+ * longer chunk's length (rounded to 4 KiB), never to the ring's capacity.
+ */
+START_TEST(test_reader_grows)
+{
+	struct ring		*r = mkring(4u << 20, 1);
+	struct ring_reader	 rd = RING_READER_INIT(4096);
+	uint64_t		 i;
+
+	ck_assert_uint_eq(ring_reader_size(&rd), 0);
+	for (i = 1; i <= 100; i++)
+		put(r, i, 100);
+	/* 100 chunks of 100 bytes, max_bytes far more: the base's worth. */
+	ck_assert_int_eq(ring_reader_read(&rd, r, 0, SIZE_MAX, rchunks,
+	    NCHUNKS, &rres), 0);
+	ck_assert_uint_eq(ring_reader_size(&rd), 4096);
+	ck_assert_uint_eq(rres.nchunks, 40);
+	ck_assert_uint_eq(rres.nbytes, 4000);
+	ck_assert_int_eq(rres.more, 1);
+	ck_assert_uint_eq(rchunks[0].id, 1);
+	pattern(rbuf, 40, 100);
+	ck_assert_int_eq(memcmp(rchunks[39].data, rbuf, 100), 0);
+
+	/* A chunk of 200,000 bytes after them: read whole, alone. */
+	put(r, 101, 200000);
+	put(r, 102, 100);
+	ck_assert_int_eq(ring_reader_read(&rd, r, 100, 10, rchunks, NCHUNKS,
+	    &rres), 0);
+	ck_assert_uint_eq(rres.nchunks, 1);
+	ck_assert_uint_eq(rchunks[0].id, 101);
+	ck_assert_uint_eq(rchunks[0].len, 200000);
+	pattern(rbuf, 101, 200000);
+	ck_assert_int_eq(memcmp(rchunks[0].data, rbuf, 200000), 0);
+	ck_assert_uint_eq(ring_reader_size(&rd), 200704);
+
+	/* A cursor after the newest chunk is ring_read()'s -ERANGE. */
+	ck_assert_int_eq(ring_reader_read(&rd, r, 103, 10, rchunks, NCHUNKS,
+	    &rres), -ERANGE);
+
+	/* Freed, it starts again at its base. */
+	ring_reader_free(&rd);
+	ck_assert_uint_eq(ring_reader_size(&rd), 0);
+	ck_assert_int_eq(ring_reader_read(&rd, r, 101, SIZE_MAX, rchunks,
+	    NCHUNKS, &rres), 0);
+	ck_assert_uint_eq(rres.nchunks, 1);
+	ck_assert_uint_eq(rchunks[0].id, 102);
+	ck_assert_uint_eq(ring_reader_size(&rd), 4096);
+	ring_reader_free(&rd);
 	ring_free(r);
 }
 END_TEST
@@ -870,6 +925,47 @@ START_TEST(test_resume)
 }
 END_TEST
 
+/*
+ * Each chunk keeps the time set when it was reserved or appended, through
+ * evictions, wraps and a read of the slots it reuses.
+ */
+START_TEST(test_times)
+{
+	struct ring	*r = mkring(CAP, 1);
+	uint8_t		*p;
+	size_t		 len, i;
+	uint64_t	 id;
+
+	/* 0 until set. */
+	ck_assert_uint_ne(ring_append(r, "a", 1, RING_STREAM_PTY), 0);
+	/* A reservation takes the time of its reserve, not of its commit. */
+	ring_set_time(r, 7);
+	len = 10;
+	p = ring_reserve(r, &len);
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, "bbbbbbbbbb", 10);
+	ring_set_time(r, 9);
+	ck_assert_uint_eq(ring_commit(r, 10, RING_STREAM_PTY), 2);
+	ck_assert_uint_eq(ring_append(r, "c", 1, RING_STREAM_PTY), 3);
+	ck_assert_int_eq(get(r, 0, BUFSIZE, NCHUNKS), 0);
+	ck_assert_uint_eq(rres.nchunks, 3);
+	ck_assert_uint_eq(rchunks[0].time, 0);
+	ck_assert_uint_eq(rchunks[1].time, 7);
+	ck_assert_uint_eq(rchunks[2].time, 9);
+	/* Many more than the slots: every chunk read has its own. */
+	for (i = 0; i < 5 * ring_slots(r); i++) {
+		ring_set_time(r, (uint32_t)(1000 + i));
+		id = ring_append(r, "xy", 2, RING_STREAM_STDOUT);
+		ck_assert_uint_eq(id, 4 + i);
+	}
+	ck_assert_int_eq(get(r, 0, BUFSIZE, NCHUNKS), 0);
+	ck_assert_uint_gt(rres.dropped, 0);
+	for (i = 0; i < rres.nchunks; i++)
+		CHECK_eq(rchunks[i].time, 1000 + (rchunks[i].id - 4));
+	ring_free(r);
+}
+END_TEST
+
 /* Build the suite. */
 static Suite *
 ring_suite(void)
@@ -890,12 +986,14 @@ ring_suite(void)
 	tcase_add_test(tc, test_dropped);
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_bufsize);
+	tcase_add_test(tc, test_reader_grows);
 	tcase_add_test(tc, test_append_split);
 	tcase_add_test(tc, test_reserve_commit);
 	tcase_add_test(tc, test_stats);
 	tcase_add_test(tc, test_close_notify);
 	tcase_add_test(tc, test_ids_near_max);
 	tcase_add_test(tc, test_resume);
+	tcase_add_test(tc, test_times);
 	tcase_add_loop_test(tc, test_random_model, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
