@@ -17,6 +17,7 @@
 #include "envd.h"
 #include "envfiles.h"
 #include "envhost.h"
+#include "envnfs.h"
 #include "envstate.h"
 #include "fs.h"
 #include "http.h"
@@ -29,6 +30,7 @@
 #include "util.h"
 
 static struct config	*envd_cfg;
+static struct event_base *envd_base;
 
 static void	envd_health(struct http_req *, const struct pty_user *, int);
 static void	envd_init(struct http_req *, const struct pty_user *, int);
@@ -53,6 +55,7 @@ envd_start(struct event_base *base, struct config *cfg)
 	size_t	i;
 
 	envd_cfg = cfg;
+	envd_base = base;
 	if (cfg->envd_listen[0] == NULL && cfg->envd_vsock_listen[0] == NULL)
 		return (0);
 	envd_connect_init(cfg->envd_max_message, envstate_user);
@@ -125,6 +128,23 @@ envd_init_str(json_t *o, const char *name, const char **out)
 	return (0);
 }
 
+/* The NFS mounts made (cause NULL), or not: /init's answer. */
+static void
+envd_init_mounted(const char *cause, void *arg)
+{
+	struct http_req	 hr = { .req = arg };
+	struct proto_buf b = { 0 };
+
+	if (cause != NULL) {
+		envd_plain_fail(&hr, 400, "failed to setup NFS volumes: %s",
+		    cause);
+		return;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(hr.req),
+	    "Cache-Control", "no-store");
+	http_reply_raw(hr.req, 204, "text/plain", &b);
+}
+
 /*
  * POST /init.  The token first (envd's rules without MMDS: the header's
  * token, else the body's accessToken being agentd's, else none set yet);
@@ -137,8 +157,8 @@ envd_init(struct http_req *hr, const struct pty_user *u, int authorized)
 	struct proto_buf	 b = { 0 };
 	struct pty_user		 pu;
 	json_error_t		 jerr;
-	json_t			*o, *vars = NULL;
-	const char		*user, *wd, *tok, *ts, *ca, *ip;
+	json_t			*o, *vars = NULL, *mounts;
+	const char		*user, *wd, *tok, *ts, *ca, *ip, *lc;
 	char			 msg[256], *norm;
 	int64_t			 ns = 0;
 	int			 status = 400;
@@ -156,10 +176,12 @@ envd_init(struct http_req *hr, const struct pty_user *u, int authorized)
 	    envd_init_str(o, "accessToken", &tok) != 0 ||
 	    envd_init_str(o, "timestamp", &ts) != 0 ||
 	    envd_init_str(o, "caBundle", &ca) != 0 ||
-	    envd_init_str(o, "hyperloopIP", &ip) != 0) {
+	    envd_init_str(o, "hyperloopIP", &ip) != 0 ||
+	    envd_init_str(o, "lifecycleID", &lc) != 0 ||
+	    (lc != NULL && strchr(lc, '\n') != NULL)) {
 		cause_set(msg, sizeof msg, "defaultUser, defaultWorkdir, "
-		    "accessToken, timestamp, caBundle and hyperloopIP are "
-		    "strings");
+		    "accessToken, timestamp, caBundle, hyperloopIP and "
+		    "lifecycleID are strings");
 		goto fail;
 	}
 	if (!authorized && (tok == NULL || !ct_equal(tok, strlen(tok),
@@ -183,6 +205,11 @@ envd_init(struct http_req *hr, const struct pty_user *u, int authorized)
 		json_decref(o);
 		return;
 	}
+	if ((mounts = json_object_get(o, "volumeMounts")) != NULL &&
+	    json_is_null(mounts))
+		mounts = NULL;
+	if (mounts != NULL && envnfs_check(mounts, msg, sizeof msg) != 0)
+		goto fail;
 	if ((ts != NULL && envhost_time_parse(ts, &ns, msg, sizeof msg) != 0) ||
 	    (ca != NULL && *ca != '\0' &&
 	    envhost_pem_check(ca, msg, sizeof msg) != 0) ||
@@ -223,6 +250,11 @@ envd_init(struct http_req *hr, const struct pty_user *u, int authorized)
 		}
 		envstate_set_ca(norm);
 		free(norm);
+	}
+	if (mounts != NULL && envnfs_start(envd_base, mounts, lc,
+	    envd_init_mounted, hr->req) == 1) {
+		json_decref(o);
+		return;		/* answered when mounted, 10 s at most */
 	}
 done:
 	json_decref(o);

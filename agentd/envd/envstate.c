@@ -31,6 +31,7 @@ static int64_t	 envstate_ts = INT64_MIN;	/* the newest timestamp, ns */
 static char	*envstate_none[] = { NULL };
 static json_t	*(*envstate_proc_source)(void);	/* process.c's records */
 static json_t	*envstate_procs;		/* those read back */
+static json_t	*envstate_mounts;		/* path: lifecycle */
 
 static void	envstate_keep(char **, const char *);
 static void	envstate_rebuild(void);
@@ -186,6 +187,26 @@ envstate_set_ca(const char *pem)
 	envstate_keep(&envstate_ca_pem, pem);
 }
 
+/* The lifecycle path is mounted for. */
+const char *
+envstate_mount(const char *path)
+{
+	return (json_string_value(json_object_get(envstate_mounts, path)));
+}
+
+/* Note a mount made, or gone. */
+void
+envstate_set_mount(const char *path, const char *lifecycle)
+{
+	if (envstate_mounts == NULL)
+		envstate_mounts = json_object();
+	if (lifecycle != NULL)
+		json_object_set_new(envstate_mounts, path,
+		    json_string(lifecycle));
+	else
+		json_object_del(envstate_mounts, path);
+}
+
 /* Take ns as the newest /init's timestamp unless an older one (stale). */
 int
 envstate_take_timestamp(int64_t ns)
@@ -245,7 +266,8 @@ envstate_save(struct upgstate_w *w)
 	if (envstate_default_user == NULL && envstate_default_workdir == NULL &&
 	    envstate_json == NULL && !envstate_init_token &&
 	    envstate_hyperloop_ip == NULL && envstate_ca_pem == NULL &&
-	    envstate_ts == INT64_MIN && json_array_size(procs) == 0) {
+	    envstate_ts == INT64_MIN && json_array_size(procs) == 0 &&
+	    json_object_size(envstate_mounts) == 0) {
 		json_decref(procs);
 		return;
 	}
@@ -257,6 +279,11 @@ envstate_save(struct upgstate_w *w)
 		free(item);
 	}
 	json_decref(procs);
+	json_object_foreach(envstate_mounts, k, v) {
+		len = xasprintf(&item, "%s\n%s", json_string_value(v), k);
+		upgstate_put_bytes(w, "mount", item, (size_t)len);
+		free(item);
+	}
 	if (envstate_default_user != NULL)
 		upgstate_put_bytes(w, "user", envstate_default_user,
 		    strlen(envstate_default_user));
@@ -309,6 +336,12 @@ envstate_load(struct upgstate *r)
 			if (envstate_procs == NULL)
 				envstate_procs = json_array();
 			json_array_append_new(envstate_procs, s);
+		} else if (strcmp(key, "mount") == 0 && strlen(value) == len &&
+		    (eq = strchr(value, '\n')) != NULL && eq[1] == '/') {
+			if (envstate_mounts == NULL)
+				envstate_mounts = json_object();
+			json_object_set_new(envstate_mounts, eq + 1,
+			    json_stringn(value, eq - value));
 		} else if (strcmp(key, "hyperloop") == 0 && strlen(value) == len)
 			envstate_keep(&envstate_hyperloop_ip, value);
 		else if (strcmp(key, "ca") == 0 && strlen(value) == len)
@@ -340,7 +373,8 @@ envstate_free(void)
 	json_decref(envstate_json);
 	json_decref(envstate_all);
 	json_decref(envstate_procs);
-	envstate_procs = NULL;
+	json_decref(envstate_mounts);
+	envstate_procs = envstate_mounts = NULL;
 	free(envstate_hyperloop_ip);
 	free(envstate_ca_pem);
 	envstate_default_user = envstate_default_workdir = NULL;

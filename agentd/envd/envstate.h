@@ -61,6 +61,10 @@ void		 envstate_set_hyperloop(const char *);
 /* The CA bundle /init installed last (normalized PEM), or NULL. */
 const char	*envstate_ca(void);
 void		 envstate_set_ca(const char *);
+/* The lifecycle path is NFS-mounted for, or NULL when it is not (ours). */
+const char	*envstate_mount(const char *path);
+/* path is mounted for lifecycle now; NULL: it is not. */
+void		 envstate_set_mount(const char *path, const char *lifecycle);
 /*
  * An /init's timestamp (ns since the epoch): 1 and kept when it is no
  * older than the newest seen, 0 when it is (a stale /init, ignored).

@@ -70,7 +70,15 @@ START_TEST(test_round_trip)
 	envstate_set_ca("-----BEGIN CERTIFICATE-----\nAAAA\n"
 	    "-----END CERTIFICATE-----\n");
 	ck_assert_int_eq(envstate_take_timestamp(2000), 1);
+	envstate_set_mount("/mnt/a b", "life-1");
+	envstate_set_mount("/mnt/c", "");
+	envstate_set_mount("/mnt/gone", "x");
+	envstate_set_mount("/mnt/gone", NULL);
 	round_trip("unknown", "x");
+	/* The mounts and their lifecycle came along. */
+	ck_assert_str_eq(envstate_mount("/mnt/a b"), "life-1");
+	ck_assert_str_eq(envstate_mount("/mnt/c"), "");
+	ck_assert_ptr_null(envstate_mount("/mnt/gone"));
 	ck_assert_str_eq(envstate_user(), "nobody");
 	ck_assert_str_eq(envstate_workdir(), "/tmp/a b");
 	ck_assert_int_eq(envstate_token_from_init(), 1);

@@ -657,7 +657,20 @@ class PlainRoutesTest(EnvdCase):
                 ('hyperloopIP', 'events.e2b.local'),
                 ('hyperloopIP', '10.0.0.1; rm -rf /'),
                 ('envVars', 3), ('envVars', {'A': 1}), ('envVars', {'A=B': 'x'}),
-                ('envVars', {'': 'x'}), ('defaultUser', 'no-such-user-x')):
+                ('envVars', {'': 'x'}), ('defaultUser', 'no-such-user-x'),
+                ('lifecycleID', 5), ('volumeMounts', 3),
+                ('volumeMounts', {'path': '/mnt/x'}),
+                ('volumeMounts', [{'path': '/mnt/x'}]),
+                ('volumeMounts', [{'nfs_target': '10.0.0.1:/x'}]),
+                ('volumeMounts', [{'nfs_target': 'nfs.example:/x',
+                                   'path': '/mnt/x'}]),
+                ('volumeMounts', [{'nfs_target': '10.0.0.1/x',
+                                   'path': '/mnt/x'}]),
+                ('volumeMounts', [{'nfs_target': '10.0.0.1:/x',
+                                   'path': 'relative'}]),
+                ('volumeMounts', [{'nfs_target': '10.0.0.1:/x',
+                                   'path': '/mnt/%d' % i}
+                                  for i in range(65)])):
             st, data = self.init({field: bad, 'envVars': {'NEW': '1'}}
                                  if field != 'envVars' else {field: bad})
             self.assertEqual(st, 400, (field, bad, data))
