@@ -175,6 +175,7 @@ class NfsServer:
         self.lsock.listen(16)
         self.socket, self.threading = socket, threading
         self.stopping = False
+        self.blackhole, self.held = False, []
         threading.Thread(target=self.accept, daemon=True).start()
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and self.proc.poll() is None:
@@ -227,6 +228,9 @@ class NfsServer:
                                   daemon=True).start()
 
     def pipe(self, c):
+        if self.blackhole:          # a server that never answers
+            self.held.append(c)
+            return
         # E2B's NFS proxy serves MOUNT and NFS both on 2049, as envd's
         # options say (mountport=2049): the first call's RPC program picks
         # ganesha's port (record mark, xid, type, rpcvers, then prog).
@@ -261,6 +265,8 @@ class NfsServer:
         import shutil
         self.stopping = True
         self.lsock.close()
+        for c in self.held:
+            c.close()
         self.proc.terminate()      # ganesha (unshare and sh exec it)
         try:
             self.proc.wait(10)
@@ -336,6 +342,21 @@ def nfs_checks(vm):
         check("nfs: a mount that fails is 400 with the cause",
               st == 400 and b"failed to setup NFS volumes" in raw,
               f"{st} {raw!r}")
+        # A server that takes the connection and never answers: envd's
+        # 10 s, then 400; the mount's process killed and reaped.
+        srv.blackhole = True
+        t0 = time.monotonic()
+        st, raw = init(vm, {"volumeMounts": [
+            {"nfs_target": target, "path": "/mnt/hang"}],
+            "lifecycleID": "life-3"})
+        took = time.monotonic() - t0
+        srv.blackhole = False
+        check("nfs: a server that does not answer: 400 after 10 s",
+              st == 400 and b"deadline" in raw and 9.5 < took < 15,
+              f"{st} {raw!r} after {took:.1f}s")
+        time.sleep(0.5)
+        code, ps = vm.sh("ps -o pid,stat,comm | awk '$2 ~ /Z/' | wc -l")
+        check("nfs: no process left behind", ps.strip() == "0", ps)
         st, raw = init(vm, {"volumeMounts": [
             {"nfs_target": "nfs.example:/x", "path": "/mnt/x"}]})
         check("nfs: a target that is no address is 400", st == 400,
