@@ -194,11 +194,8 @@ envd_init(struct http_req *hr, const struct pty_user *u, int authorized)
 	if ((vars = json_object_get(o, "envVars")) != NULL &&
 	    json_is_null(vars))
 		vars = NULL;
-	if (vars != NULL && !json_is_object(vars)) {
-		cause_set(msg, sizeof msg, "envVars must be an object of "
-		    "strings");
+	if (vars != NULL && envstate_check_vars(vars, msg, sizeof msg) != 0)
 		goto fail;
-	}
 	if (user != NULL && *user != '\0' &&
 	    pty_user_lookup(user, &pu, msg, sizeof msg) != 0) {
 		envd_plain_fail(hr, 400, "defaultUser: %s", msg);

@@ -124,9 +124,9 @@ envstate_set_workdir(const char *wd)
 	envstate_keep(&envstate_default_workdir, wd);
 }
 
-/* Replace the envVars of the last /init, within the limits. */
+/* Whether vars can replace the envVars (envstate_replace_vars()'s rules). */
 int
-envstate_replace_vars(json_t *vars, char *cause, size_t len)
+envstate_check_vars(json_t *vars, char *cause, size_t len)
 {
 	const char	*k;
 	json_t		*v;
@@ -151,6 +151,15 @@ envstate_replace_vars(json_t *vars, char *cause, size_t len)
 		    "bytes", ENVSTATE_VARS_MAX, ENVSTATE_VARS_BYTES_MAX);
 		return (-1);
 	}
+	return (0);
+}
+
+/* Replace the envVars of the last /init, within the limits. */
+int
+envstate_replace_vars(json_t *vars, char *cause, size_t len)
+{
+	if (envstate_check_vars(vars, cause, len) != 0)
+		return (-1);
 	/* envd's ReplaceUserVars: the set given is the set, the rest goes. */
 	json_decref(envstate_json);
 	envstate_json = json_object_size(vars) > 0 ? json_copy(vars) : NULL;

@@ -54,6 +54,8 @@ void		 envstate_set_workdir(const char *);
  * or whose value is no string (or holds a NUL).
  */
 int		 envstate_replace_vars(json_t *vars, char *cause, size_t len);
+/* Whether envstate_replace_vars() would take vars (-1 with cause if not). */
+int		 envstate_check_vars(json_t *vars, char *cause, size_t len);
 
 /* /init's hyperloopIP, or NULL; setting it sets E2B_EVENTS_ADDRESS. */
 const char	*envstate_hyperloop(void);
