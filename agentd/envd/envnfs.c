@@ -3,6 +3,7 @@
  */
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -22,6 +23,10 @@
 #include "envstate.h"
 #include "log.h"
 #include "util.h"
+
+#ifndef SYS_close_range
+#define SYS_close_range	436
+#endif
 
 /* The mounts under way: one child for one /init. */
 struct envnfs_job {
@@ -177,6 +182,13 @@ envnfs_child(json_t *todo, int fd)
 	size_t		 i;
 	int		 n;
 
+	/* Hold none of agentd's fds (listeners, sessions') while it waits. */
+	if (fd != 3) {
+		if (dup2(fd, 3) == -1)
+			_exit(2);
+		fd = 3;
+	}
+	(void)syscall(SYS_close_range, 4U, ~0U, 0U);
 	json_array_foreach(todo, i, m) {
 		target = json_string_value(json_object_get(m, "nfs_target"));
 		path = json_string_value(json_object_get(m, "path"));
