@@ -977,11 +977,16 @@ class UpgradeTest(UpgradeCase):
                 'process': sel, 'input': {'stdin': base64.b64encode(
                     b'up%d\n' % n).decode()}})
             self.assertEqual(st, 200, body)
+        def got():
+            if not os.path.exists(out):
+                return ''
+            with open(out) as f:
+                return f.read()
         deadline = time.monotonic() + 10 * SLOW
-        while not (os.path.exists(out) and open(out).read().count('\n') == 2):
+        while got().count('\n') != 2:
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.05)
-        self.assertEqual(open(out).read(), 'up1 x1\nup2 x1\n')
+        self.assertEqual(got(), 'up1 x1\nup2 x1\n')
         st, body = self.unary('process.Process/SendSignal', {
             'process': {'tag': 'bg'}, 'signal': 'SIGNAL_SIGKILL'})
         self.assertEqual(st, 200, body)
