@@ -362,4 +362,5 @@ def nfs_checks(vm):
         check("nfs: a target that is no address is 400", st == 400,
               f"{st} {raw!r}")
     finally:
+        vm.sh("umount /mnt/vol || umount -l /mnt/vol")  # before its server goes
         srv.stop()
