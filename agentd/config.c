@@ -57,9 +57,15 @@ static const struct opt opts[] = {
 	{ "envd-watch-dirs", OPT_COUNT, OFF(envd_watch_dirs), 1, 1000000, "N",
 	  "folders one envd watch follows, recursive ones included "
 	  "(default 8192)" },
+	{ "envd-freeze-cgroups", OPT_COUNT, OFF(envd_freeze_cgroups), 1,
+	  1000000, "N", "cgroups envd's /freeze scan and its thaw visit; "
+	  "maxCgroups is clamped to it (default 8192)" },
 	{ "envd-watch-events", OPT_COUNT, OFF(envd_watch_events), 1, 1000000,
 	  "N", "events an envd watcher or WatchDir stream holds untaken "
 	  "(default 4096; more: resource_exhausted)" },
+	{ "envd-compose-sources", OPT_COUNT, OFF(envd_compose_sources), 1,
+	  10000000, "N", "source files of one envd POST /files/compose "
+	  "(default 10000; more: 400)" },
 	{ "envd-max-upload", OPT_SIZE, OFF(envd_max_upload), 0, 1ull << 50,
 	  "BYTES", "largest body of envd's POST /files, kept on disk in "
 	  "--envd-spool-dir when over --max-body (default 1GiB; more: 413; 0: "
@@ -278,7 +284,9 @@ config_defaults(struct config *cfg)
 	cfg->envd_vsock_listen = xcalloc(1, sizeof *cfg->envd_vsock_listen);
 	cfg->envd_max_message = CONFIG_ENVD_MAX_MESSAGE_DEFAULT;
 	cfg->envd_watchers = CONFIG_ENVD_WATCHERS_DEFAULT;
+	cfg->envd_compose_sources = CONFIG_ENVD_COMPOSE_SOURCES_DEFAULT;
 	cfg->envd_watch_dirs = CONFIG_ENVD_WATCH_DIRS_DEFAULT;
+	cfg->envd_freeze_cgroups = CONFIG_ENVD_FREEZE_CGROUPS_DEFAULT;
 	cfg->envd_watch_events = CONFIG_ENVD_WATCH_EVENTS_DEFAULT;
 	cfg->envd_max_upload = CONFIG_ENVD_MAX_UPLOAD_DEFAULT;
 	cfg->envd_spool_dir = xstrdup(CONFIG_ENVD_SPOOL_DIR_DEFAULT);

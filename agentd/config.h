@@ -61,7 +61,10 @@
 
 #define CONFIG_ENVD_MAX_MESSAGE_DEFAULT	(4u << 20)	/* bytes */
 #define CONFIG_ENVD_WATCHERS_DEFAULT	64	/* CreateWatcher watchers */
+#define CONFIG_ENVD_COMPOSE_SOURCES_DEFAULT 10000 /* sources of one compose */
 #define CONFIG_ENVD_WATCH_DIRS_DEFAULT	8192	/* folders of one watch */
+#define CONFIG_ENVD_FREEZE_CGROUPS_DEFAULT 8192	/* cgroups a freeze's scan
+						   or a thaw visits */
 #define CONFIG_ENVD_WATCH_EVENTS_DEFAULT 4096	/* events held untaken */
 #define CONFIG_ENVD_MAX_UPLOAD_DEFAULT	(1ull << 30)	/* bytes */
 #define CONFIG_ENVD_SPOOL_DIR_DEFAULT	"/tmp"
@@ -73,6 +76,9 @@ struct config {
 	uint64_t	  envd_max_message;	/* bytes of a Connect message */
 	uint64_t	  envd_watchers;	/* CreateWatcher watchers at once */
 	uint64_t	  envd_watch_dirs;	/* folders of one watch */
+	uint64_t	  envd_compose_sources;	/* of one /files/compose */
+	uint64_t	  envd_freeze_cgroups;	/* cgroups a freeze's scan or a
+						   thaw visits */
 	uint64_t	  envd_watch_events;	/* events held untaken */
 	uint64_t	  envd_max_upload;	/* bytes of a POST /files body */
 	char		 *envd_spool_dir;	/* where bodies over max_body go */

@@ -15,6 +15,7 @@
 #include "api.h"
 #include "cast.h"
 #include "cgroup.h"
+#include "compose.h"
 #include "config.h"
 #include "conn.h"
 #include "connect.h"
@@ -22,6 +23,7 @@
 #include "events.h"
 #include "evmem.h"
 #include "files.h"
+#include "freeze.h"
 #include "fs.h"
 #include "http.h"
 #include "mcp.h"
@@ -245,6 +247,8 @@ api_metrics(struct http_req *hr)
 	ports_metrics(&b);
 	envd_metrics(&b);
 	fs_metrics(&b);
+	compose_metrics(&b);
+	freeze_metrics(&b);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)

@@ -29,7 +29,6 @@
 
 /* A recording being sent. */
 struct cast {
-	TAILQ_ENTRY(cast)	 entry;
 	struct sse		*sse;
 	struct session		*s;
 	uint64_t		 at;	/* the last chunk sent, or 0 */
@@ -42,7 +41,6 @@ struct cast {
 	size_t			 carry_len;
 };
 
-static TAILQ_HEAD(, cast)	 casts = TAILQ_HEAD_INITIALIZER(casts);
 static size_t			 cast_n;
 static uint64_t			 cast_total;
 static struct ring_reader	 cast_reader =	/* while a cast is sent */
@@ -60,6 +58,7 @@ static void	cast_chunk(struct proto_buf *, struct cast *,
 static void	cast_pull(struct sse *, void *);
 static void	cast_end(struct cast *);
 static void	cast_gone(void *);
+static void	cast_removed(void *);
 static void	cast_free(struct cast *);
 
 /* One event line: [t, "code", "data"], at time ms, never before the last. */
@@ -177,7 +176,6 @@ cast_answer(struct http_req *hr, struct session *s)
 	c = xcalloc(1, sizeof *c);
 	c->s = s;
 	c->last = ring_newest(session_ring(s));	/* what was read, published */
-	TAILQ_INSERT_TAIL(&casts, c, entry);
 	cast_n++;
 	cast_total++;
 
@@ -195,6 +193,7 @@ cast_answer(struct http_req *hr, struct session *s)
 		fatal("%s: out of memory", __func__);
 	c->sse = sse_start_raw(hr, 200, "application/x-asciicast", cast_pull,
 	    cast_gone, c);
+	sse_tie(c->sse, s, cast_removed);	/* it ends where it is */
 	sse_send_raw(c->sse, b.data, b.len);
 	proto_buf_free(&b);
 	sse_kick(c->sse);	/* may end it, and free c */
@@ -262,32 +261,23 @@ cast_gone(void *arg)
 	cast_free(arg);
 }
 
+/* Its session was removed: the cast ends where it is. */
+static void
+cast_removed(void *arg)
+{
+	cast_end(arg);
+}
+
 /* Unlink and free a cast; the buffers go with the last one. */
 static void
 cast_free(struct cast *c)
 {
-	TAILQ_REMOVE(&casts, c, entry);
 	free(c);
 	if (--cast_n > 0)
 		return;
 	ring_reader_free(&cast_reader);
 	proto_buf_free(&cast_out);
 	proto_buf_free(&cast_join);
-}
-
-/* A removed session: its casts end where they are. */
-void
-cast_session_event(struct session *s, int events)
-{
-	struct cast	*c, *next;
-
-	if (!(events & SESSION_EV_REMOVED))
-		return;
-	for (c = TAILQ_FIRST(&casts); c != NULL; c = next) {
-		next = TAILQ_NEXT(c, entry);
-		if (c->s == s)
-			cast_end(c);
-	}
 }
 
 /* agentd_casts_total and agentd_casts. */

@@ -25,8 +25,6 @@ struct session;
  * method and the session).
  */
 void	 cast_answer(struct http_req *, struct session *);
-/* The session observer's part: a removed session's casts end. */
-void	 cast_session_event(struct session *, int events);
 /* agentd_casts_total and agentd_casts into /metrics. */
 void	 cast_metrics(struct proto_buf *);
 

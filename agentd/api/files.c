@@ -30,11 +30,13 @@
 #include "fetch.h"
 #include "fileio.h"
 #include "files.h"
+#include "gzenc.h"
 #include "http.h"
 #include "log.h"
 #include "outq.h"
 #include "proto.h"
 #include "pty.h"
+#include "serve.h"
 #include "stop.h"
 #include "util.h"
 
@@ -79,6 +81,9 @@ struct files_job {
 	void				*arg;	/* CALL */
 	char				*call_user;	/* CALL, malloc'd */
 	int				 envd;	/* errors in envd's shape */
+	struct serve_req		 sr;	/* envd: Range, gzip, ... */
+	struct serve_ans		 sa;	/* envd: what the worker decided */
+	time_t				 mtime;	/* envd: the file's, for read_all */
 	uid_t				 for_uid;	/* as root, for it; or -1 */
 	const char			*user;	/* in one of the above */
 	struct evbuffer			*body;	/* PUT: the request's bytes */
@@ -134,6 +139,11 @@ static int	files_fs_kind(int);
 static void	files_work_get(struct files_job *, uid_t);
 static int	files_work_read_all(struct files_job *, int);
 static int	files_work_stream(struct files_job *, int);
+static int	files_work_envd(struct files_job *, uint64_t, time_t);
+static int	files_work_post(struct files_job *, size_t);
+#ifdef AGENTD_ZLIB
+static int	files_work_gzip(struct files_job *, int);
+#endif
 static void	files_work_put(struct files_job *, uid_t);
 static void	files_work_stat(struct files_job *, uid_t);
 static void	files_done(evutil_socket_t, short, void *);
@@ -246,6 +256,11 @@ files_get_as(struct http_req *hr, const char *path, const char *user,
 	j->q.mode = -1;
 	atomic_init(&j->cancel, 0);
 	j->user = j->q.user;
+#ifdef AGENTD_ZLIB
+	serve_read(&j->sr, evhttp_request_get_input_headers(hr->req), 1);
+#else
+	serve_read(&j->sr, evhttp_request_get_input_headers(hr->req), 0);
+#endif
 	if (agentd_stopping())
 		proto_fail(&err, 503, "shutting_down", "agentd is shutting down");
 	else if (files_njobs - files_nfetches >= files_cfg->max_file_jobs)
@@ -488,6 +503,8 @@ files_job_free(struct files_job *j)
 		close(j->fd);
 	proto_buf_free(&j->out);
 	free(j->chunk);
+	serve_free(&j->sr);
+	serve_ans_free(&j->sa);
 	free(j);
 }
 
@@ -743,9 +760,39 @@ files_work_get(struct files_job *j, uid_t owner)
 		goto out;
 	if (fstatfs(fd, &sfs) == 0)
 		kind = files_fs_kind((int)sfs.f_type);
+	/* envd's order: the file is found before the encoding is refused. */
+	if (j->envd && j->sr.enc == SERVE_REFUSE) {
+		proto_fail(&j->err, 406, "not_acceptable", "no acceptable "
+		    "encoding found, supported: [gzip] (identity for a Range "
+		    "or conditional request)");
+		goto out;
+	}
+#ifdef AGENTD_ZLIB
+	if (j->envd && j->sr.enc == SERVE_GZIP) {
+		j->send = FILES_SEND_STREAM;
+		j->rc = files_work_gzip(j, fd);
+		goto out;
+	}
+#endif
 	if (st.st_size == 0 || kind == 1) {
 		j->send = FILES_SEND_BUF;
+		j->mtime = st.st_mtime;
 		j->rc = files_work_read_all(j, fd);
+		goto out;
+	}
+	if (j->envd && (files_work_envd(j, (uint64_t)st.st_size,
+	    st.st_mtime) != 0 || j->sa.status >= 300 || j->sa.nranges > 1)) {
+		if (j->rc == 0 && j->sa.nranges > 1 && kind == 0) {
+			j->send = FILES_SEND_FILE;	/* the parts by sendfile */
+			j->fd = fd;
+			return;
+		}
+		if (j->rc == 0 && j->sa.nranges > 1) {
+			j->send = FILES_SEND_STREAM;
+			j->len = j->sa.body;
+			j->rc = files_work_stream(j, fd);
+		} else
+			j->send = FILES_SEND_BUF;
 		goto out;
 	}
 	j->off = j->q.offset < (uint64_t)st.st_size ? j->q.offset :
@@ -793,6 +840,37 @@ files_work_read_all(struct files_job *j, int fd)
 			break;
 		b->len += (size_t)n;
 	}
+	if (j->envd) {
+		/* A pseudo-file's size is what was read. */
+		if (files_work_envd(j, b->len, j->mtime) != 0)
+			return (-1);
+		if (j->sa.status >= 300) {
+			b->len = 0;
+			return (0);
+		}
+		if (j->sa.nranges > 1) {
+			/* The parts, built here: b is at most FILES_PSEUDO_MAX. */
+			struct proto_buf	m = { 0 };
+			char			head[SERVE_PART_HEAD_MAX];
+			size_t			i;
+
+			for (i = 0; i <= j->sa.nranges; i++) {
+				proto_buf_append(&m, head, serve_part(&j->sr,
+				    &j->sa, i, head));
+				if (i < j->sa.nranges)
+					proto_buf_append(&m, b->data +
+					    j->sa.ranges[i].off,
+					    (size_t)j->sa.ranges[i].len);
+			}
+			proto_buf_free(b);
+			*b = m;
+			if (b->oom)
+				return (proto_fail(&j->err, 503,
+				    "out_of_memory", "no memory to read "
+				    "%.160s; try again later", j->q.path));
+			return (0);
+		}
+	}
 	off = j->q.offset < b->len ? j->q.offset : b->len;
 	len = b->len - off;
 	if (j->q.length < len)
@@ -804,47 +882,136 @@ files_work_read_all(struct files_job *j, int fd)
 }
 
 /*
- * On a worker: read j->len bytes from j->off, FILES_CHUNK at a time, each
- * handed to the loop and sent before the next is read: memory stays at
- * one chunk however big the file, and a slow read blocks only this thread.
+ * On a worker: read j->len bytes from j->off (or an envd answer's ranges,
+ * each after its part's head), FILES_CHUNK at a time, each handed to the
+ * loop and sent before the next is read: memory stays at one chunk
+ * however big the file, and a slow read blocks only this thread.
  */
 static int
 files_work_stream(struct files_job *j, int fd)
 {
-	uint64_t	done = 0;
+	uint64_t	off = j->off, len = j->len, done;
 	ssize_t		n;
-	size_t		want;
+	size_t		want, i = 0, parts = j->sa.nranges > 1 ? j->sa.nranges : 0;
 
 	if (j->len > 0 && (j->chunk = malloc(FILES_CHUNK)) == NULL)
 		return (proto_fail(&j->err, 503, "out_of_memory",
 		    "no memory to read %.160s; try again later", j->q.path));
-	while (done < j->len) {
-		if (atomic_load(&j->cancel))
-			return (proto_fail(&j->err, 499, "cancelled",
-			    "cancelled: the client went away"));
-		want = j->len - done < FILES_CHUNK ? (size_t)(j->len - done) :
-		    FILES_CHUNK;
-		n = pread(fd, j->chunk, want, (off_t)(j->off + done));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1)
-			return (fileio_fail(&j->err, errno, "read", j->q.path));
-		if (n == 0)
-			return (proto_fail(&j->err, 500, "internal_error",
-			    "%.160s shrank while it was read", j->q.path));
-		done += (uint64_t)n;
-		j->chunk_len = (size_t)n;
-		pthread_mutex_lock(&j->lock);
-		j->sent = 0;
-		pthread_mutex_unlock(&j->lock);
-		files_post(j, FILES_MSG_CHUNK);
-		pthread_mutex_lock(&j->lock);
-		while (!j->sent && !atomic_load(&j->cancel))
-			pthread_cond_wait(&j->cond, &j->lock);
-		pthread_mutex_unlock(&j->lock);
-	}
+	do {
+		if (parts > 0) {
+			if (files_work_post(j, serve_part(&j->sr, &j->sa, i,
+			    j->chunk)) != 0)
+				return (-1);
+			if (i == parts)
+				break;
+			off = j->sa.ranges[i].off;
+			len = j->sa.ranges[i].len;
+		}
+		for (done = 0; done < len; done += (uint64_t)n) {
+			want = len - done < FILES_CHUNK ? (size_t)(len - done) :
+			    FILES_CHUNK;
+			n = pread(fd, j->chunk, want, (off_t)(off + done));
+			if (n == -1 && errno == EINTR) {
+				n = 0;
+				continue;
+			}
+			if (n == -1)
+				return (fileio_fail(&j->err, errno, "read",
+				    j->q.path));
+			if (n == 0)
+				return (proto_fail(&j->err, 500,
+				    "internal_error", "%.160s shrank while it "
+				    "was read", j->q.path));
+			if (files_work_post(j, (size_t)n) != 0)
+				return (-1);
+		}
+	} while (parts > 0 && ++i <= parts);
 	return (0);
 }
+
+/*
+ * On a worker: hand the loop the first n bytes of j->chunk and wait until
+ * they went out; 0, or -1 with err when the client went away.
+ */
+static int
+files_work_post(struct files_job *j, size_t n)
+{
+	if (atomic_load(&j->cancel))
+		return (proto_fail(&j->err, 499, "cancelled",
+		    "cancelled: the client went away"));
+	j->chunk_len = n;
+	pthread_mutex_lock(&j->lock);
+	j->sent = 0;
+	pthread_mutex_unlock(&j->lock);
+	files_post(j, FILES_MSG_CHUNK);
+	pthread_mutex_lock(&j->lock);
+	while (!j->sent && !atomic_load(&j->cancel))
+		pthread_cond_wait(&j->cond, &j->lock);
+	pthread_mutex_unlock(&j->lock);
+	return (0);
+}
+
+/*
+ * On a worker, for envd's GET: decide the answer for a file of size bytes
+ * modified at mtime (serve.h); one range becomes the bytes read.  0, or -1
+ * with err (j->rc either way).
+ */
+static int
+files_work_envd(struct files_job *j, uint64_t size, time_t mtime)
+{
+	if (serve_eval(&j->sr, size, mtime, &j->sa) != 0)
+		return (j->rc = proto_fail(&j->err, 503, "out_of_memory",
+		    "no memory for the ranges; try again later"));
+	if (j->sa.status == 206 && j->sa.nranges == 1) {
+		j->q.offset = j->sa.ranges[0].off;
+		j->q.length = j->sa.ranges[0].len;
+	}
+	return (j->rc = 0);
+}
+
+#ifdef AGENTD_ZLIB
+/*
+ * On a worker: the file read to its end (a pseudo-file's too), gzip'd
+ * FILES_CHUNK at a time (gzenc.h) into chunks sent as a stream:
+ * compression holds this thread only, and memory stays at two chunks and
+ * the encoder's table.
+ */
+static int
+files_work_gzip(struct files_job *j, int fd)
+{
+	struct gzenc	*z;
+	char		*in;
+	ssize_t		 n;
+	int		 rc = -1;
+
+	in = malloc(FILES_CHUNK);
+	z = gzenc_new();
+	if (in == NULL || z == NULL ||
+	    (j->chunk = malloc(GZENC_BOUND(FILES_CHUNK))) == NULL) {
+		free(in);
+		gzenc_free(z);
+		return (proto_fail(&j->err, 503, "out_of_memory", "no memory "
+		    "to compress %.160s; try again later", j->q.path));
+	}
+	do {
+		if ((n = read(fd, in, FILES_CHUNK)) == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			fileio_fail(&j->err, errno, "read", j->q.path);
+			goto out;
+		}
+		/* Never empty: a header, a block or the trailer. */
+		if (files_work_post(j, gzenc_write(z, in, (size_t)n, n == 0,
+		    j->chunk)) != 0)
+			goto out;
+	} while (n != 0);
+	rc = 0;
+out:
+	gzenc_free(z);
+	free(in);
+	return (rc);
+}
+#endif
 
 /* On a worker: write a PUT's body atomically. */
 static void
@@ -1006,6 +1173,10 @@ files_answer(struct files_job *j)
 	struct evbuffer_file_segment	*seg;
 	struct evbuffer			*out;
 	struct proto_buf		 b = { 0 };
+	char				 type[SERVE_TYPE_MAX];
+	char				 head[SERVE_PART_HEAD_MAX];
+	size_t				 i, n;
+	int				 status;
 
 	if (j->send == FILES_SEND_STREAM && j->started) {
 		if (j->rc == 0)
@@ -1035,9 +1206,18 @@ files_answer(struct files_job *j)
 	case FILES_CALL:	/* not here: files_done() calls done */
 		break;
 	}
+	if (j->envd)
+		serve_head(&j->sr, &j->sa,
+		    evhttp_request_get_output_headers(j->http));
+	status = j->sa.status != 0 ? j->sa.status : 200;
+	if (status == 416)
+		proto_buf_printf(&j->out, "invalid range%s\n",
+		    j->sa.nooverlap ? ": failed to overlap" : "");
 	if (j->send == FILES_SEND_BUF || j->send == FILES_SEND_STREAM) {
 		/* A stream of length 0 sent nothing yet: an empty answer. */
-		http_reply_raw(j->http, 200, "application/octet-stream", &j->out);
+		http_reply_raw(j->http, status, status == 416 ?
+		    "text/plain; charset=utf-8" : serve_type(&j->sr, &j->sa,
+		    type), &j->out);
 		return;
 	}
 	if ((out = evbuffer_new()) == NULL)
@@ -1048,6 +1228,11 @@ files_answer(struct files_job *j)
 	 * This one's chains move unread into the connection's output.
 	 */
 	evbuffer_set_flags(out, EVBUFFER_FLAG_DRAINS_TO_FD);
+	if (j->sa.nranges > 1) {
+		/* envd's multipart/byteranges: the parts' heads, then bytes. */
+		j->off = 0;
+		j->len = j->sa.size;
+	}
 	if (j->len > 0) {
 		seg = evbuffer_file_segment_new(j->fd, (ev_off_t)j->off,
 		    (ev_off_t)j->len, EVBUF_FS_CLOSE_ON_FREE);
@@ -1056,7 +1241,16 @@ files_answer(struct files_job *j)
 			goto oom;
 		}
 		j->fd = -1;		/* the segment's now */
-		if (evbuffer_add_file_segment(out, seg, 0,
+		for (i = 0; i <= j->sa.nranges && j->sa.nranges > 1; i++) {
+			n = serve_part(&j->sr, &j->sa, i, head);
+			if (evbuffer_add(out, head, n) != 0 ||
+			    (i < j->sa.nranges && evbuffer_add_file_segment(out,
+			    seg, (ev_off_t)j->sa.ranges[i].off,
+			    (ev_off_t)j->sa.ranges[i].len) != 0))
+				break;
+		}
+		if (j->sa.nranges > 1 ? i <= j->sa.nranges :
+		    evbuffer_add_file_segment(out, seg, 0,
 		    (ev_off_t)j->len) != 0) {
 			evbuffer_file_segment_free(seg);
 			evbuffer_free(out);
@@ -1065,9 +1259,10 @@ files_answer(struct files_job *j)
 		evbuffer_file_segment_free(seg);	/* out holds it */
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(j->http),
-	    "Content-Type", "application/octet-stream");
+	    "Content-Type", serve_type(&j->sr, &j->sa, type));
 	outq_skip((size_t)j->len);	/* sendfile: no memory held */
-	evhttp_send_reply(j->http, 200, "OK", out);
+	evhttp_send_reply(j->http, status, status == 206 ? "Partial Content" :
+	    "OK", out);
 	outq_skip(0);
 	evbuffer_free(out);
 	return;
@@ -1082,7 +1277,7 @@ files_send_chunk(struct files_job *j)
 {
 	struct evkeyvalq	*h;
 	struct evbuffer		*buf;
-	char			 len[32];
+	char			 len[32], type[SERVE_TYPE_MAX];
 
 	buf = NULL;
 	if (j->http == NULL || (buf = evbuffer_new()) == NULL ||
@@ -1099,9 +1294,15 @@ files_send_chunk(struct files_job *j)
 	if (!j->started) {
 		h = evhttp_request_get_output_headers(j->http);
 		snprintf(len, sizeof len, "%" PRIu64, j->len);
-		evhttp_add_header(h, "Content-Type", "application/octet-stream");
-		evhttp_add_header(h, "Content-Length", len);
-		evhttp_send_reply_start(j->http, 200, "OK");
+		evhttp_add_header(h, "Content-Type", serve_type(&j->sr, &j->sa,
+		    type));
+		if (j->envd)
+			serve_head(&j->sr, &j->sa, h);
+		/* gzip: as long as it takes, chunked. */
+		if (j->sr.enc != SERVE_GZIP)
+			evhttp_add_header(h, "Content-Length", len);
+		evhttp_send_reply_start(j->http, j->sa.status == 206 ? 206 :
+		    200, j->sa.status == 206 ? "Partial Content" : "OK");
 		j->started = 1;
 		/* Written while watched from now on: level-triggered. */
 		event_free(j->closed);

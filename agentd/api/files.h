@@ -71,7 +71,11 @@ int	files_call(struct evhttp_request *req, const char *user,
  * request acting as user (a name or uid; NULL: agentd's, for uid as
  * files_act() says, its hard links passing), with the same checks
  * (symlinks, hard links, agentd's own /proc when acting as a user),
- * errors in envd's shape {"code": STATUS, "message": "..."}.
+ * errors in envd's shape {"code": STATUS, "message": "..."}.  The
+ * request's Range, conditional and Accept-Encoding headers are answered
+ * as envd's (serve.h): 206 (multipart/byteranges by sendfile segments, or
+ * streamed part by part), 304, 412, 416, 406, or a gzip stream compressed
+ * on the worker (gzenc.h).
  */
 void	files_get_as(struct http_req *, const char *path, const char *user,
 	    uid_t uid);

@@ -768,15 +768,13 @@ sessions_waiter_gone(void *arg)
 }
 
 /*
- * The session observer: wake the waiters that what happened concerns; a
- * removed session's windows being sent end (those answers too).
+ * The session observer: wake the waiters that what happened concerns (a
+ * removed session's windows being sent end in sse.c, tied to it).
  */
 void
 sessions_event(struct session *s, int events)
 {
 	sessions_wake(s, events);
-	winstream_session_event(s, events);
-	cast_session_event(s, events);
 }
 
 /* Wake the waiters that what happened concerns. */

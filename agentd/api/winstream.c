@@ -33,7 +33,6 @@
 
 /* A window being sent. */
 struct winstream {
-	TAILQ_ENTRY(winstream)	 entry;
 	struct sse		*sse;
 	struct session		*s;
 	uint64_t		 at;	/* the last chunk sent, or the one
@@ -49,8 +48,6 @@ struct winstream {
 	struct proto_window	 w;	/* the fields after "output" */
 };
 
-static TAILQ_HEAD(, winstream)	 winstreams =
-				    TAILQ_HEAD_INITIALIZER(winstreams);
 static size_t			 winstream_n;
 static struct ring_reader	 winstream_reader =	/* while a window is
 							   sent */
@@ -73,6 +70,7 @@ static int	winstream_take(struct winstream *, struct proto_buf *,
 		    const struct ring_read_result *);
 static void	winstream_end(struct winstream *);
 static void	winstream_gone(void *);
+static void	winstream_removed(void *);
 static void	winstream_free(struct winstream *);
 
 /* Whether the window may be big, and the request takes a chunked answer. */
@@ -183,7 +181,6 @@ winstream_answer(struct evhttp_request *req, struct session *s,
 	ws->eof = session_exited(s) && session_output_closed(s);
 	ws->encoding = a->encoding;
 	ws->w.cursor = a->cursor;
-	TAILQ_INSERT_TAIL(&winstreams, ws, entry);
 	winstream_n++;
 
 	/* The object's last_chunk is not older than the window. */
@@ -194,6 +191,7 @@ winstream_answer(struct evhttp_request *req, struct session *s,
 		fatal("%s: out of memory", __func__);
 	ws->sse = sse_start_raw(&hr, a->status, "application/json",
 	    winstream_pull, winstream_gone, ws);
+	sse_tie(ws->sse, s, winstream_removed);	/* it ends where it is */
 	sse_send_raw(ws->sse, b.data, b.len);
 	sse_promise(ws->sse, want > b.len ? want - b.len : 0);
 	proto_buf_free(&b);
@@ -326,29 +324,20 @@ winstream_gone(void *arg)
 	winstream_free(arg);
 }
 
+/* Its session was removed: the window ends where it is. */
+static void
+winstream_removed(void *arg)
+{
+	winstream_end(arg);
+}
+
 /* Unlink and free a window's state; the buffer goes with the last one. */
 static void
 winstream_free(struct winstream *ws)
 {
-	TAILQ_REMOVE(&winstreams, ws, entry);
 	free(ws);
 	if (--winstream_n == 0)
 		winstream_buffer_free();
-}
-
-/* A removed session: its windows end where they are. */
-void
-winstream_session_event(struct session *s, int events)
-{
-	struct winstream	*ws, *next;
-
-	if (!(events & SESSION_EV_REMOVED))
-		return;
-	for (ws = TAILQ_FIRST(&winstreams); ws != NULL; ws = next) {
-		next = TAILQ_NEXT(ws, entry);
-		if (ws->s == s)
-			winstream_end(ws);
-	}
 }
 
 /* Windows being sent now. */

@@ -54,9 +54,6 @@ struct winstream_ask {
 int	 winstream_answer(struct evhttp_request *, struct session *,
 	    const struct proto_session *v, const struct winstream_ask *);
 
-/* The session observer's part: a removed session's streams end. */
-void	 winstream_session_event(struct session *, int events);
-
 /* Windows being sent now. */
 size_t	 winstream_count(void);
 

@@ -12,6 +12,8 @@
 #include <event2/http.h>
 #include <jansson.h>
 
+#include "compose.h"
+#include "collapse.h"
 #include "config.h"
 #include "connect.h"
 #include "envd.h"
@@ -19,6 +21,7 @@
 #include "envhost.h"
 #include "envnfs.h"
 #include "envstate.h"
+#include "freeze.h"
 #include "fs.h"
 #include "http.h"
 #include "httpcore.h"
@@ -63,6 +66,9 @@ envd_start(struct event_base *base, struct config *cfg)
 	process_register(base, cfg);
 	fs_register(base, cfg);
 	envfiles_register(cfg);
+	compose_register(cfg);
+	freeze_register(base, cfg);
+	collapse_register();
 	for (i = 0; cfg->envd_listen[i] != NULL; i++) {
 		if (http_listen_routes(cfg->envd_listen[i], envd_route) != 0)
 			return (-1);
@@ -157,7 +163,7 @@ envd_init(struct http_req *hr, const struct pty_user *u, int authorized)
 	struct proto_buf	 b = { 0 };
 	struct pty_user		 pu;
 	json_error_t		 jerr;
-	json_t			*o, *vars = NULL, *mounts;
+	json_t			*o, *v, *vars = NULL, *mounts;
 	const char		*user, *wd, *tok, *ts, *ca, *ip, *lc;
 	char			 msg[256], *norm;
 	int64_t			 ns = 0;
@@ -171,6 +177,12 @@ envd_init(struct http_req *hr, const struct pty_user *u, int authorized)
 		envd_plain_fail(hr, 400, "the body is not a JSON object");
 		return;
 	}
+	/* Every /init let in thaws what a /freeze froze (envd's deferred
+	   one), whatever its fields say; one not let in thaws nothing. */
+	v = json_object_get(o, "accessToken");
+	if (authorized || (json_is_string(v) && ct_equal(json_string_value(v),
+	    json_string_length(v), envd_cfg->token, envd_cfg->token_len)))
+		freeze_thaw_deferred();
 	if (envd_init_str(o, "defaultUser", &user) != 0 ||
 	    envd_init_str(o, "defaultWorkdir", &wd) != 0 ||
 	    envd_init_str(o, "accessToken", &tok) != 0 ||
@@ -313,6 +325,7 @@ envd_session_event(struct session *s, int events)
 void
 envd_free(void)
 {
+	freeze_free();
 	fs_free();
 	process_free_all();
 	envstate_free();

@@ -11,7 +11,8 @@
  * root's symlinks followed, and the user's own only by acting as the user
  * from there), or with --envd-confine-files acting as the user; the same
  * refusals of symlinks and hard links as /v1/files either way.  GET is
- * GET /v1/files's answer (files_get_as()).  POST writes each file in place
+ * GET /v1/files's answer (files_get_as()), with envd's Range, conditional
+ * requests and Accept-Encoding: gzip.  POST writes each file in place
  * as envd does (fileio_open_inplace(): a watcher sees CREATE, WRITE of the
  * file itself); a file there that the user does not own keeps none of its
  * set-id and group/other write bits; a new one is 0644 less the umask.

@@ -116,7 +116,9 @@ static void	process_update(struct envd_call *, json_t *);
 static void	process_stream_input(struct envd_call *, json_t *);
 static void	process_started(struct session *, const struct proto_err *,
 		    void *);
-static void	process_start_closed(evutil_socket_t, short, void *);
+static struct event *process_hold(struct envd_call *,
+		    void (*)(struct evhttp_connection *, void *), void *);
+static void	process_held_closed(evutil_socket_t, short, void *);
 static void	process_start_gone(struct evhttp_connection *, void *);
 static void	process_follow(struct envd_call *, struct process *,
 		    int64_t keepalive_s, int replay);
@@ -136,7 +138,6 @@ static struct process *process_select(json_t *, int ended_too,
 static int64_t	process_keepalive_s(struct envd_call *);
 static json_t	*process_info(struct process *);
 static void	process_killed(evutil_socket_t, short, void *);
-static void	process_kill_closed(evutil_socket_t, short, void *);
 static void	process_kill_gone(struct evhttp_connection *, void *);
 static void	process_kill_free(struct pkill *);
 
@@ -461,7 +462,6 @@ process_start(struct envd_call *call, json_t *msg)
 	struct proto_err	 perr;
 	struct envd_err		 err = { 0 };
 	struct session		*exists;
-	struct evhttp_request	*req;
 	struct pstart		*ps;
 	json_t			*envs;
 	const char		*tag = NULL;
@@ -484,24 +484,38 @@ process_start(struct envd_call *call, json_t *msg)
 		return;
 	}
 	proto_create_free(&pc);
-	/* evhttp stops reading while a request is out: watch for the close. */
-	req = envd_call_req(call)->req;
-	ps->closed = http_watch_client(req, process_start_closed, ps);
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
-	    process_start_gone, ps);
+	ps->closed = process_hold(call, process_start_gone, ps);
 }
 
-/* A spawning Start's client closed (or sent more): free its connection. */
-static void
-process_start_closed(evutil_socket_t fd, short events, void *arg)
+/*
+ * Watch the client of a call held for later: evhttp stops reading while a
+ * request is out, so its close is seen here, and then gone(arg) runs as
+ * its connection is freed.  The watching event, for the caller to free.
+ */
+static struct event *
+process_hold(struct envd_call *call, void (*gone)(struct evhttp_connection *,
+    void *), void *arg)
 {
-	struct pstart	*ps = arg;
+	struct evhttp_request	*req = envd_call_req(call)->req;
+	struct event		*ev;
+
+	ev = http_watch_client(req, process_held_closed, call);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req), gone,
+	    arg);
+	return (ev);
+}
+
+/* A held call's client closed (or sent more): free its connection. */
+static void
+process_held_closed(evutil_socket_t fd, short events, void *arg)
+{
+	struct envd_call	*call = arg;
 
 	if (!http_client_gone(fd, events))
 		return;
 	log_debug("%s: client fd %d went away", __func__, (int)fd);
 	evhttp_connection_free(evhttp_request_get_connection(
-	    envd_call_req(ps->call)->req));	/* process_start_gone() ran */
+	    envd_call_req(call)->req));	/* the hold's gone() ran */
 }
 
 /* The connection of a spawning Start is going away: give the spawn up. */
@@ -928,7 +942,6 @@ process_send_signal(struct envd_call *call, json_t *msg)
 	struct proto_err	 perr;
 	struct process		*p;
 	struct pkill		*pk;
-	struct evhttp_request	*req;
 	struct timeval		 tv;
 	int			 sig = 0, fd;
 
@@ -969,10 +982,7 @@ process_send_signal(struct envd_call *call, json_t *msg)
 	    pk)) == NULL)
 		fatal("%s: out of memory", __func__);
 	event_add(pk->ev, timeval_ms(&tv, PROCESS_KILL_WAIT_MS));
-	req = envd_call_req(call)->req;
-	pk->closed = http_watch_client(req, process_kill_closed, pk);
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
-	    process_kill_gone, pk);
+	pk->closed = process_hold(call, process_kill_gone, pk);
 }
 
 /* A killed process ended (or the wait's cap passed): reap it, answer. */
@@ -988,18 +998,6 @@ process_killed(evutil_socket_t fd, short events, void *arg)
 	process_kill_free(pk);
 	session_collect();	/* before its SIGCHLD is read, maybe */
 	envd_reply(call, json_object());
-}
-
-/* A waiting SendSignal's client closed (or sent more): free it. */
-static void
-process_kill_closed(evutil_socket_t fd, short events, void *arg)
-{
-	struct pkill	*pk = arg;
-
-	if (!http_client_gone(fd, events))
-		return;
-	evhttp_connection_free(evhttp_request_get_connection(
-	    envd_call_req(pk->call)->req));	/* process_kill_gone() ran */
 }
 
 /* The connection of a waiting SendSignal is going away. */

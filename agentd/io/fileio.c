@@ -523,12 +523,13 @@ fileio_open_inplace(const char *path, uid_t owner, uid_t uid, gid_t gid,
 	/* The file replaced: one hard link, or the acting user's. */
 	if (fileio_links_ok(&fst, uid, path, err) != 0)
 		goto fail;
+	/* envd gives it to the user (a watcher sees CHMOD, as envd's). */
+	if (give && fchown(fd, uid, gid) == -1) {
+		fileio_fail(err, errno, "chown", path);
+		goto fail;
+	}
 	if (fst.st_uid != uid) {
-		/* envd gives it to the user; it keeps none of the bits. */
-		if (give && fchown(fd, uid, gid) == -1) {
-			fileio_fail(err, errno, "chown", path);
-			goto fail;
-		}
+		/* Another's file keeps none of the bits. */
 		strip = fst.st_mode & (S_ISUID | S_ISGID | S_IWGRP | S_IWOTH);
 		if (strip != 0 && fchmod(fd, fst.st_mode & 07777 & ~strip) == -1 &&
 		    (give || errno != EPERM)) {

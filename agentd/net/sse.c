@@ -69,6 +69,8 @@ struct sse {
 	size_t			 reserved;	/* its buffer's bytes not taken
 						   by unsent ones, counted */
 	TAILQ_ENTRY(sse)	 dentry;	/* in sse_deferred */
+	struct session		*tied;		/* sse_tie()'s, or NULL */
+	sse_gone_fn		 removed;	/* ... called as it goes */
 };
 TAILQ_HEAD(sses, sse);
 
@@ -220,6 +222,14 @@ sse_start_raw(struct http_req *hr, int status, const char *type,
     sse_pull_fn pull, sse_gone_fn gone, void *arg)
 {
 	return (sse_open(hr, status, type, pull, gone, arg));
+}
+
+/* Tie a raw stream to a session (sse.h). */
+void
+sse_tie(struct sse *st, struct session *s, sse_gone_fn removed)
+{
+	st->tied = s;
+	st->removed = removed;
 }
 
 /* Queue raw bytes (a stream of sse_start_raw()). */
@@ -834,6 +844,17 @@ void
 sse_session_event(struct session *s, int events)
 {
 	struct sse_session	*ss, *next;
+	struct sse		*st, *stnext;
+
+	/* The streams tied to it (a big window, a recording) end first. */
+	for (st = TAILQ_FIRST(&sse_streams); st != NULL &&
+	    (events & SESSION_EV_REMOVED); st = stnext) {
+		stnext = TAILQ_NEXT(st, entry);
+		if (st->tied == s) {
+			st->tied = NULL;
+			st->removed(st->arg);
+		}
+	}
 
 	for (ss = TAILQ_FIRST(&sse_sessions); ss != NULL; ss = next) {
 		next = TAILQ_NEXT(ss, entry);

@@ -74,6 +74,12 @@ struct sse *sse_start_raw(struct http_req *, int status, const char *type,
  * and the stream's pulls are not held back by the budget meanwhile.
  */
 void	 sse_promise(struct sse *, size_t n);
+/*
+ * Tie a stream of sse_start_raw() to a session: when the session is
+ * removed, removed(arg) runs (arg: the stream's), once, from
+ * sse_session_event(); it ends the stream, or not, as it likes.
+ */
+void	 sse_tie(struct sse *, struct session *, sse_gone_fn removed);
 /* Queue raw bytes on a stream of sse_start_raw(). */
 void	 sse_send_raw(struct sse *, const void *, size_t);
 /*

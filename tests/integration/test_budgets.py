@@ -196,12 +196,13 @@ class MaxBytesPiecesTest(AgentdTestCase):
         self.assertTrue(w['more'])
 
     def test_get_asks_less_later(self):
-        # Joined while nobody looked (a line or so per read: 10 ms apart):
-        # one chunk of 292 bytes.  A GET with max_bytes 40 then gets it in
-        # pieces of 40 bytes, the cursor inside the chunk between them;
-        # each piece's offset is that of its first byte.
-        w = self.create(cmd='for i in $(seq 1 100); do echo $i; sleep 0.01;'
-                            ' done; sleep 60')
+        # Joined while nobody looked (a line a write, the writes well
+        # within the 100 ms that joins reads): one chunk of 292 bytes, or
+        # a few.  A GET with max_bytes 40 then gets it in pieces of 40
+        # bytes, the cursor inside a chunk between them; each piece's
+        # offset is that of its first byte.
+        w = self.create(cmd='for i in $(seq 1 100); do echo $i; done;'
+                            ' sleep 60')
         time.sleep(3)
         got, cursor, ids = b'', 0, []
         while len(got) < len(seq(1, 100)):

@@ -78,8 +78,12 @@ events_post(const char *type, const char *session, json_t *fields)
 
 	nall++;
 	port = (int)json_integer_value(json_object_get(fields, "port"));
+	/* Ours: 127.0.0.1 over tcp (others' sockets may share the number). */
 	for (i = 0; i < nmany; i++) {
-		if (many[i] == port && strcmp(type, "port.opened") == 0)
+		if (many[i] == port && strcmp(type, "port.opened") == 0 &&
+		    strcmp(json_string_value(json_object_get(fields, "address")),
+		    "127.0.0.1") == 0 && strcmp(json_string_value(
+		    json_object_get(fields, "protocol")), "tcp") == 0)
 			many_opened[i]++;
 	}
 	if (json_integer_value(json_object_get(fields, "port")) !=
