@@ -148,7 +148,7 @@ bad:
 static char *
 envhost_read(const char *path, char *cause, size_t len)
 {
-	struct stat	 st;
+	struct stat	 st = { 0 };
 	char		*buf;
 	ssize_t		 n;
 	size_t		 got = 0;
@@ -161,8 +161,8 @@ envhost_read(const char *path, char *cause, size_t len)
 		return (NULL);
 	}
 	if (fstat(fd, &st) == -1 || st.st_size > ENVHOST_FILE_MAX) {
-		cause_set(cause, len, "%s: %s", path, errno != 0 ?
-		    strerror(errno) : "too big");
+		cause_set(cause, len, "%s: %s", path, st.st_size >
+		    ENVHOST_FILE_MAX ? "larger than 64 MiB" : strerror(errno));
 		close(fd);
 		return (NULL);
 	}
