@@ -204,8 +204,9 @@ static const struct opt opts[] = {
 	  "the RTC moving away from CLOCK_REALTIME by more than this between "
 	  "two checks is a restore (default 2000; units ms/s/m)" },
 	{ "clock-step", OPT_COUNT, OFF(clock_step), 0, 1, "0|1",
-	  "on a restore, step CLOCK_REALTIME to unix_ms or the RTC; 0 leaves "
-	  "the clock to the platform (default 1)" },
+	  "on a restore, step CLOCK_REALTIME to unix_ms or the RTC, and to "
+	  "envd's /init timestamp; 0 leaves the clock to the platform "
+	  "(default 1)" },
 	{ "restore-probe", OPT_SECONDS, OFF(restore_probe_ms), 1000, 3600000,
 	  "SECONDS", "after a restore, TCP connections from before it get a "
 	  "keepalive probe this often, three unanswered close them (default "

@@ -21,7 +21,7 @@ set -eu
 pkgs_build="gcc meson ninja-build pkg-config libevent-dev libjansson-dev libmbedtls-dev check python3"
 pkgs_static="musl-tools musl-dev cmake dpkg-dev file binutils"
 pkgs_test="clang libclang-rt-14-dev valgrind curl procps util-linux tmux busybox-static python3 openssl golang-go python3-pytest python3-jsonschema python3-yaml"
-pkgs_e2e="qemu-system-x86 linux-image-amd64 cpio busybox-static"
+pkgs_e2e="qemu-system-x86 linux-image-amd64 cpio busybox-static nfs-ganesha nfs-ganesha-vfs rpcbind"
 pkgs_bench="openssh-server openssh-client tmux wrk gnuplot-nox"
 all_groups="build static test e2e bench"
 # -----------------------------------------------------------------------------

@@ -18,7 +18,10 @@
 #                      virtio_pci,virtio_net: qemu's virtio-net-pci;
 #                      inet_diag,tcp_diag,udp_diag: sock_diag for GET /v1/ports;
 #                      vsock,vmw_vsock_virtio_transport,vsock_loopback: the
-#                      --vsock-listen transports, loaded by agentd as PID 1)
+#                      --vsock-listen transports, loaded by agentd as PID 1;
+#                      nfsv3 (with nfs, sunrpc, lockd, grace, nfs_acl,
+#                      fscache, netfs from modules.dep): the kernel NFSv3
+#                      mounts of envd's /init volumeMounts)
 #   WEB                the web terminal's page, installed as /usr/share/agentd/web
 #                      (default: web/ beside AGENTD's build directory, else
 #                      build/web, the dev build's, when there is one)
@@ -59,5 +62,5 @@ mkdir -p "$(dirname "$OUT")"
 exec /usr/bin/python3 "$here/mkinitramfs.py" --agentd "$AGENTD" ${AGENTCTL:+--agentctl "$AGENTCTL"} \
 	${WEB:+--web "$WEB"} \
 	--kver "$KVER" --busybox /bin/busybox \
-	--modules "${MODULES-virtio_pci,virtio_net,inet_diag,tcp_diag,udp_diag,vsock,vmw_vsock_virtio_transport,vsock_loopback}" \
+	--modules "${MODULES-virtio_pci,virtio_net,inet_diag,tcp_diag,udp_diag,vsock,vmw_vsock_virtio_transport,vsock_loopback,nfsv3}" \
 	--out "$OUT"

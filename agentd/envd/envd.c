@@ -18,6 +18,8 @@
 #include "connect.h"
 #include "envd.h"
 #include "envfiles.h"
+#include "envhost.h"
+#include "envnfs.h"
 #include "envstate.h"
 #include "freeze.h"
 #include "fs.h"
@@ -31,6 +33,7 @@
 #include "util.h"
 
 static struct config	*envd_cfg;
+static struct event_base *envd_base;
 
 static void	envd_health(struct http_req *, const struct pty_user *, int);
 static void	envd_init(struct http_req *, const struct pty_user *, int);
@@ -43,7 +46,7 @@ static struct sysmetrics_cpu envd_cpu_last;	/* GET /metrics' previous */
 static const struct envd_route envd_routes[] = {
 	{ "/health", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, ENVD_ROUTE_OPEN,
 	  envd_health },
-	{ "/init", EVHTTP_REQ_POST, 0, envd_init },
+	{ "/init", EVHTTP_REQ_POST, ENVD_ROUTE_SIGNED, envd_init },
 	{ "/envs", EVHTTP_REQ_GET, 0, envd_envs },
 	{ "/metrics", EVHTTP_REQ_GET, 0, envd_metrics_get },
 };
@@ -55,6 +58,7 @@ envd_start(struct event_base *base, struct config *cfg)
 	size_t	i;
 
 	envd_cfg = cfg;
+	envd_base = base;
 	if (cfg->envd_listen[0] == NULL && cfg->envd_vsock_listen[0] == NULL)
 		return (0);
 	envd_connect_init(cfg->envd_max_message, envstate_user);
@@ -114,16 +118,56 @@ envd_take_token(const char *tok)
 	log_info("%s: the token of /init is agentd's now", __func__);
 }
 
-/* POST /init */
+/* A string field of o: 0 (absent or null: *out NULL), -1 when no string. */
+static int
+envd_init_str(json_t *o, const char *name, const char **out)
+{
+	json_t	*v = json_object_get(o, name);
+
+	*out = NULL;
+	if (v == NULL || json_is_null(v))
+		return (0);
+	if (!json_is_string(v) ||
+	    strlen(json_string_value(v)) != json_string_length(v))
+		return (-1);
+	*out = json_string_value(v);
+	return (0);
+}
+
+/* The NFS mounts made (cause NULL), or not: /init's answer. */
+static void
+envd_init_mounted(const char *cause, void *arg)
+{
+	struct http_req	 hr = { .req = arg };
+	struct proto_buf b = { 0 };
+
+	if (cause != NULL) {
+		envd_plain_fail(&hr, 400, "failed to setup NFS volumes: %s",
+		    cause);
+		return;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(hr.req),
+	    "Cache-Control", "no-store");
+	http_reply_raw(hr.req, 204, "text/plain", &b);
+}
+
+/*
+ * POST /init.  The token first (envd's rules without MMDS: the header's
+ * token, else the body's accessToken being agentd's, else none set yet);
+ * then every field is checked before any is applied; an /init whose
+ * timestamp is older than the newest seen is answered 204 and ignored.
+ */
 static void
 envd_init(struct http_req *hr, const struct pty_user *u, int authorized)
 {
 	struct proto_buf	 b = { 0 };
 	struct pty_user		 pu;
 	json_error_t		 jerr;
-	json_t			*o, *v;
-	const char		*user = NULL, *wd = NULL, *tok = NULL;
-	char			 msg[256];
+	json_t			*o, *v, *vars = NULL, *mounts;
+	const char		*user, *wd, *tok, *ts, *ca, *ip, *lc;
+	char			 msg[256], *norm;
+	int64_t			 ns = 0;
+	int			 status = 400;
 
 	if (hr->body_len == 0)
 		o = json_object();
@@ -133,54 +177,105 @@ envd_init(struct http_req *hr, const struct pty_user *u, int authorized)
 		envd_plain_fail(hr, 400, "the body is not a JSON object");
 		return;
 	}
-	/* Every /init thaws what a /freeze froze (envd's deferred one),
-	   whatever its fields say. */
-	freeze_thaw_deferred();
-	if ((v = json_object_get(o, "defaultUser")) != NULL &&
-	    !json_is_null(v)) {
-		if (!json_is_string(v))
-			goto bad;
-		user = json_string_value(v);
-		if (*user != '\0' && pty_user_lookup(user, &pu, msg,
-		    sizeof msg) != 0) {
-			json_decref(o);
-			envd_plain_fail(hr, 400, "defaultUser: %s", msg);
-			return;
-		}
+	/* Every /init let in thaws what a /freeze froze (envd's deferred
+	   one), whatever its fields say; one not let in thaws nothing. */
+	v = json_object_get(o, "accessToken");
+	if (authorized || (json_is_string(v) && ct_equal(json_string_value(v),
+	    json_string_length(v), envd_cfg->token, envd_cfg->token_len)))
+		freeze_thaw_deferred();
+	if (envd_init_str(o, "defaultUser", &user) != 0 ||
+	    envd_init_str(o, "defaultWorkdir", &wd) != 0 ||
+	    envd_init_str(o, "accessToken", &tok) != 0 ||
+	    envd_init_str(o, "timestamp", &ts) != 0 ||
+	    envd_init_str(o, "caBundle", &ca) != 0 ||
+	    envd_init_str(o, "hyperloopIP", &ip) != 0 ||
+	    envd_init_str(o, "lifecycleID", &lc) != 0 ||
+	    (lc != NULL && strchr(lc, '\n') != NULL)) {
+		cause_set(msg, sizeof msg, "defaultUser, defaultWorkdir, "
+		    "accessToken, timestamp, caBundle, hyperloopIP and "
+		    "lifecycleID are strings");
+		goto fail;
 	}
-	if ((v = json_object_get(o, "defaultWorkdir")) != NULL &&
-	    !json_is_null(v)) {
-		if (!json_is_string(v))
-			goto bad;
-		wd = json_string_value(v);
+	if (!authorized && (tok == NULL || !ct_equal(tok, strlen(tok),
+	    envd_cfg->token, envd_cfg->token_len))) {
+		status = 401;
+		cause_set(msg, sizeof msg, tok == NULL ? "access token reset "
+		    "not authorized" : "access token validation failed");
+		goto fail;
 	}
-	if ((v = json_object_get(o, "accessToken")) != NULL &&
-	    !json_is_null(v)) {
-		if (!json_is_string(v))
-			goto bad;
-		tok = json_string_value(v);
-	}
-	if ((v = json_object_get(o, "envVars")) != NULL && !json_is_null(v) &&
-	    envstate_merge_vars(v, msg, sizeof msg) != 0) {
+	if ((vars = json_object_get(o, "envVars")) != NULL &&
+	    json_is_null(vars))
+		vars = NULL;
+	if (vars != NULL && envstate_check_vars(vars, msg, sizeof msg) != 0)
+		goto fail;
+	if (user != NULL && *user != '\0' &&
+	    pty_user_lookup(user, &pu, msg, sizeof msg) != 0) {
+		envd_plain_fail(hr, 400, "defaultUser: %s", msg);
 		json_decref(o);
-		envd_plain_fail(hr, 400, "%s", msg);
 		return;
 	}
-	if (user != NULL)
-		envstate_set_user(user);
-	if (wd != NULL)
-		envstate_set_workdir(wd);
+	if ((mounts = json_object_get(o, "volumeMounts")) != NULL &&
+	    json_is_null(mounts))
+		mounts = NULL;
+	if (mounts != NULL && envnfs_check(mounts, msg, sizeof msg) != 0)
+		goto fail;
+	if ((ts != NULL && envhost_time_parse(ts, &ns, msg, sizeof msg) != 0) ||
+	    (ca != NULL && *ca != '\0' &&
+	    envhost_pem_check(ca, msg, sizeof msg) != 0) ||
+	    (ip != NULL && envhost_ip_check(ip, msg, sizeof msg) != 0))
+		goto fail;
+	if (ts != NULL && !envstate_take_timestamp(ns)) {
+		log_info("%s: a stale /init (timestamp %s): ignored", __func__,
+		    ts);
+		goto done;
+	}
+	if (vars != NULL && envstate_replace_vars(vars, msg, sizeof msg) != 0)
+		goto fail;
+	*msg = '\0';
+	if (ts != NULL && envd_cfg->clock_step &&
+	    envhost_clock_set(ns, msg, sizeof msg) != 0)
+		log_info("%s: the clock to %s: %s", __func__, ts,
+		    *msg != '\0' ? msg : "set");
 	if (tok != NULL)
 		envd_take_token(tok);
+	if (ip != NULL) {
+		if (envhost_hosts_set(ip, msg, sizeof msg) != 0)
+			log_warn("%s: hyperloopIP: %s", __func__, msg);
+		else
+			envstate_set_hyperloop(ip);
+	}
+	if (user != NULL && *user != '\0')
+		envstate_set_user(user);
+	if (wd != NULL && *wd != '\0')
+		envstate_set_workdir(wd);
+	if (ca != NULL && *ca != '\0') {
+		if (envhost_ca_install(ca, envstate_ca(), &norm, msg,
+		    sizeof msg) != 0) {
+			free(norm);
+			envd_plain_fail(hr, 400, "failed to install CA bundle: "
+			    "%s", msg);
+			json_decref(o);
+			return;
+		}
+		envstate_set_ca(norm);
+		free(norm);
+	}
+	if (mounts != NULL && envnfs_start(envd_base, mounts, lc,
+	    envd_init_mounted, hr->req) == 1) {
+		json_decref(o);
+		return;		/* answered when mounted, 10 s at most */
+	}
+done:
 	json_decref(o);
 	log_debug("%s: user %s, workdir %s", __func__, envstate_user(),
 	    envstate_workdir() != NULL ? envstate_workdir() : "-");
+	evhttp_add_header(evhttp_request_get_output_headers(hr->req),
+	    "Cache-Control", "no-store");
 	http_reply_raw(hr->req, 204, "text/plain", &b);
 	return;
-bad:
+fail:
 	json_decref(o);
-	envd_plain_fail(hr, 400, "defaultUser, defaultWorkdir and accessToken "
-	    "are strings");
+	envd_plain_fail(hr, status, "%s", msg);
 }
 
 /* GET /envs */

@@ -3,7 +3,7 @@
  * the default workdir, the environment variables, and where agentd's token
  * came from (its configuration: --token-file, AGENTD_TOKEN, agentd.token=;
  * or /init's accessToken).  What /init sets later (a CA bundle, the
- * hyperloop address, volume mounts) goes here too.
+ * hyperloop address, the newest timestamp) goes here too.
  *
  * envd.c's /init sets it; the services (process.c, fs.c, envfiles.c) read
  * it; a live upgrade hands it over (envstate_save() writes an [envd]
@@ -19,11 +19,13 @@
 #define AGENTD_ENVSTATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
-#define ENVSTATE_VARS_MAX	4096	/* /init's envVars at most, merged */
-#define ENVSTATE_VARS_BYTES_MAX	(1 << 20) /* their NAME=value bytes, merged */
+#define ENVSTATE_VARS_MAX	4096	/* /init's envVars at most */
+#define ENVSTATE_VARS_BYTES_MAX	(1 << 20) /* their NAME=value bytes */
+#define ENVSTATE_EVENTS_VAR	"E2B_EVENTS_ADDRESS" /* http://hyperloopIP */
 
 struct upgstate;
 struct upgstate_w;
@@ -32,26 +34,58 @@ struct upgstate_w;
 const char	*envstate_user(void);
 /* /init's defaultWorkdir, or NULL. */
 const char	*envstate_workdir(void);
-/* /init's envVars as "K=V", NULL-terminated (never NULL; the module's). */
+/*
+ * /init's envVars and the internal ones (E2B_EVENTS_ADDRESS, which an
+ * envVar of that name does not override) as "K=V", NULL-terminated (never
+ * NULL; the module's).
+ */
 char *const	*envstate_env(void);
-/* /init's envVars as a JSON object (borrowed), or NULL when none. */
+/* The same as a JSON object (borrowed), or NULL when none. */
 const json_t	*envstate_vars(void);
 
 /* Set the default user, the workdir ("" clears either). */
 void		 envstate_set_user(const char *);
 void		 envstate_set_workdir(const char *);
 /*
- * Merge vars (an object of strings) into those set before, as envd does;
- * -1 with cause, and nothing changed, past ENVSTATE_VARS_MAX names or
- * ENVSTATE_VARS_BYTES_MAX bytes in all, or for a name that is empty,
- * holds '=', or whose value is no string.
+ * Replace the envVars of the last /init by vars (an object of strings),
+ * as envd's ReplaceUserVars does: a name not given goes; -1 with cause,
+ * and nothing changed, past ENVSTATE_VARS_MAX names or
+ * ENVSTATE_VARS_BYTES_MAX bytes, or for a name that is empty, holds '=',
+ * or whose value is no string (or holds a NUL).
  */
-int		 envstate_merge_vars(json_t *vars, char *cause, size_t len);
+int		 envstate_replace_vars(json_t *vars, char *cause, size_t len);
+/* Whether envstate_replace_vars() would take vars (-1 with cause if not). */
+int		 envstate_check_vars(json_t *vars, char *cause, size_t len);
+
+/* /init's hyperloopIP, or NULL; setting it sets E2B_EVENTS_ADDRESS. */
+const char	*envstate_hyperloop(void);
+void		 envstate_set_hyperloop(const char *);
+/* The CA bundle /init installed last (normalized PEM), or NULL. */
+const char	*envstate_ca(void);
+void		 envstate_set_ca(const char *);
+/* The lifecycle path is NFS-mounted for, or NULL when it is not (ours). */
+const char	*envstate_mount(const char *path);
+/* path is mounted for lifecycle now; NULL: it is not. */
+void		 envstate_set_mount(const char *path, const char *lifecycle);
+/*
+ * An /init's timestamp (ns since the epoch): 1 and kept when it is no
+ * older than the newest seen, 0 when it is (a stale /init, ignored).
+ */
+int		 envstate_take_timestamp(int64_t ns);
 
 /* Whether agentd's token is /init's (it may be replaced by /init). */
 int		 envstate_token_from_init(void);
 /* agentd's token is /init's now (1), or its configuration's (0). */
 void		 envstate_set_token_from_init(int);
+
+/*
+ * envd's process records across an upgrade: process.c names the function
+ * that gives them (a new array of objects) when the state is written; the
+ * successor takes those read back (a new array, or NULL) once and adopts
+ * them as their sessions come back.
+ */
+void		 envstate_set_process_source(json_t *(*)(void));
+json_t		*envstate_take_processes(void);
 
 /* Write the [envd] section (nothing when /init set nothing). */
 void		 envstate_save(struct upgstate_w *);

@@ -131,6 +131,8 @@ static void	process_keepalive(evutil_socket_t, short, void *);
 static void	process_stream_free(struct pstream *);
 static void	process_end_event(struct pstream *);
 static void	process_sweep(void);
+static json_t	*process_records(void);
+static void	process_adopt(void);
 static struct process *process_select(json_t *, int ended_too,
 		    struct envd_err *);
 static int64_t	process_keepalive_s(struct envd_call *);
@@ -168,6 +170,7 @@ static const char *const process_signames[] = {
 void
 process_register(struct event_base *base, const struct config *cfg)
 {
+	envstate_set_process_source(process_records);
 	process_base = base;
 	process_cfg = cfg;
 	envd_register(process_methods, nitems(process_methods));
@@ -180,6 +183,73 @@ process_running(const struct process *p)
 	return (p->s != NULL && !p->ended);
 }
 
+/* The records of live sessions, for the next agentd (envstate.h). */
+static json_t *
+process_records(void)
+{
+	struct process	*p;
+	json_t		*a, *o;
+
+	process_adopt();	/* those not yet claimed go on too */
+	a = json_array();
+	TAILQ_FOREACH(p, &processes, entry) {
+		if (p->s == NULL)
+			continue;
+		o = json_pack("{sssI}", "session", session_id(p->s), "pid",
+		    (json_int_t)p->pid);
+		if (o == NULL)
+			fatal("%s: out of memory", __func__);
+		if (p->tag != NULL)
+			json_object_set_new(o, "tag", json_string(p->tag));
+		if (p->envs != NULL)
+			json_object_set(o, "envs", p->envs);
+		json_array_append_new(a, o);
+	}
+	return (a);
+}
+
+/*
+ * After a live upgrade, the records the last agentd handed over, each on
+ * its session again (those whose session did not come back are dropped).
+ */
+static void
+process_adopt(void)
+{
+	struct process	*p;
+	struct session	*s;
+	json_t		*a, *o, *tag, *envs;
+	size_t		 i;
+
+	if ((a = envstate_take_processes()) == NULL)
+		return;
+	json_array_foreach(a, i, o) {
+		s = session_find(json_string_value(json_object_get(o,
+		    "session")) != NULL ? json_string_value(json_object_get(o,
+		    "session")) : "");
+		TAILQ_FOREACH(p, &processes, entry) {
+			if (p->s == s)
+				break;
+		}
+		if (s == NULL || p != NULL)
+			continue;
+		p = xcalloc(1, sizeof *p);
+		p->s = s;
+		p->pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
+		if ((tag = json_object_get(o, "tag")) != NULL &&
+		    json_is_string(tag))
+			p->tag = xstrdup(json_string_value(tag));
+		if ((envs = json_object_get(o, "envs")) != NULL &&
+		    json_is_object(envs))
+			p->envs = json_incref(envs);
+		TAILQ_INIT(&p->streams);
+		TAILQ_INSERT_TAIL(&processes, p, entry);
+		if (session_exited(s))
+			process_session_event(s, SESSION_EV_EXITED);
+	}
+	log_debug("%s: %zu records handed over", __func__, json_array_size(a));
+	json_decref(a);
+}
+
 /* Free records ended over 30 s ago that no stream follows. */
 static void
 process_sweep(void)
@@ -187,6 +257,7 @@ process_sweep(void)
 	struct process	*p, *next;
 	int64_t		 now = clock_mono_ms();
 
+	process_adopt();
 	for (p = TAILQ_FIRST(&processes); p != NULL; p = next) {
 		next = TAILQ_NEXT(p, entry);
 		if ((p->ended || p->s == NULL) && TAILQ_EMPTY(&p->streams) &&

@@ -92,9 +92,16 @@ async function main() {
 
 	// A killed process is reaped at once: `kill -0` of its pid, run right
 	// after, finds nothing, nor does /proc (it was a zombie for up to 1 s).
+	// Each is killed once its login shell has started (its `up` seen): a
+	// shell killed inside its rc files may leave their locks behind (a
+	// pyenv rehash's, where root's .bashrc has one).
 	let found = [];
 	for (let i = 0; i < 100; i++) {
-		const k = await sbx.commands.run('sleep 30', { background: true });
+		let up;
+		const ready = new Promise((r) => { up = r; });
+		const k = await sbx.commands.run('echo up; exec sleep 30', {
+		    background: true, onStdout: (d) => d.includes('up') && up() });
+		await Promise.race([ready, sleep(10000)]);
 		await sbx.commands.kill(k.pid);
 		e = await throws(() => sbx.files.read(`/proc/${k.pid}/stat`));
 		if (e === null || e.name !== 'FileNotFoundError')

@@ -52,7 +52,9 @@ class EnvdCase(AgentdTestCase):
         self.eport = free_port()
         self.start_agentd(['--envd-listen', '127.0.0.1:%d' % self.eport,
                            '--envd-max-message', str(MAX_MESSAGE),
-                           '--dual-stack', '0'] + list(self.extra_args),
+                           '--dual-stack', '0',
+                           # /init's timestamp must not set the host's clock
+                           '--clock-step', '0'] + list(self.extra_args),
                           token=self.token is not None)
 
     def raw(self, method, path, body=b'', headers=None):
@@ -589,29 +591,138 @@ class PlainRoutesTest(EnvdCase):
         self.assertEqual(st, 400)
         self.assertEqual(json.loads(data)['code'], 400)
 
+    def init(self, body, headers=None):
+        st, ct, data = self.raw('POST', '/init', json.dumps(body).encode(),
+                                headers)
+        return st, data
+
+    def envs(self, headers=None):
+        st, ct, data = self.raw('GET', '/envs', headers=headers)
+        self.assertEqual(st, 200, data)
+        return json.loads(data)
+
     def test_init_vars_capped(self):
-        """envVars merge across /init calls, up to 4096 names and 1 MiB
-        in all: past that 400, and what was set stays."""
-        def init(env):
-            st, ct, data = self.raw('POST', '/init', json.dumps(
-                {'envVars': env}).encode(),
-                {'Content-Type': 'application/json'})
-            return st, data
-        for b in range(2):
-            st, data = init({'V%d_%d' % (b, i): 'x' for i in range(1500)})
-            self.assertEqual(st, 204, data)
-        st, data = init({'V0_%d' % i: 'y' for i in range(1500)})
-        self.assertEqual(st, 204, data)            # the same names again
-        st, data = init({'V2_%d' % i: 'x' for i in range(1500)})
+        """envVars up to 4096 names and 1 MiB: past that 400, and what
+        was set stays."""
+        st, data = self.init({'envVars': {'V%d' % i: 'x'
+                                          for i in range(4096)}})
+        self.assertEqual(st, 204, data)
+        st, data = self.init({'envVars': {'V%d' % i: 'x'
+                                          for i in range(4097)}})
         self.assertEqual(st, 400, data)
         self.assertEqual(json.loads(data)['code'], 400)
-        st, ct, data = self.raw('GET', '/envs')
-        self.assertEqual((st, len(json.loads(data))), (200, 3000))
-        for i in range(3):
-            st, data = init({'BIG%d' % i: 'z' * 300000})
-            self.assertEqual(st, 204, data)
-        st, data = init({'BIG3': 'z' * 300000})
+        self.assertEqual(len(self.envs()), 4096)
+        st, data = self.init({'envVars': {'BIG%d' % i: 'z' * 300000
+                                          for i in range(3)}})
+        self.assertEqual(st, 204, data)
+        st, data = self.init({'envVars': {'BIG%d' % i: 'z' * 300000
+                                          for i in range(4)}})
         self.assertEqual(st, 400, data)
+        self.assertEqual(len(self.envs()), 3)
+
+    def test_init_vars_replaced(self):
+        """A later /init's envVars replace the last set whole (envd's
+        ReplaceUserVars): a name not given goes; no envVars keeps them."""
+        st, data = self.init({'envVars': {'A': '1', 'B': '2'}})
+        self.assertEqual(st, 204, data)
+        st, data = self.init({'envVars': {'B': 'two', 'C': '3'}})
+        self.assertEqual(st, 204, data)
+        self.assertEqual(self.envs(), {'B': 'two', 'C': '3'})
+        events, _ = self.start('echo "${A-unset} $B $C"')
+        self.assertEqual(self.output(events), b'unset two 3\n')
+        st, data = self.init({'defaultWorkdir': '/tmp'})
+        self.assertEqual(st, 204, data)
+        self.assertEqual(self.envs(), {'B': 'two', 'C': '3'})
+        st, data = self.init({'envVars': {}})
+        self.assertEqual(st, 204, data)
+        self.assertEqual(self.envs(), {})
+
+    def test_init_bad_input(self):
+        """Each field's bad input is 400 with a cause, and nothing of
+        that /init is applied."""
+        st, data = self.init({'envVars': {'KEEP': '1'}})
+        self.assertEqual(st, 204, data)
+        pem = ('-----BEGIN CERTIFICATE-----\nMIIB\n'
+               '-----END CERTIFICATE-----\n')
+        for field, bad in (
+                ('defaultUser', 3), ('defaultWorkdir', []),
+                ('accessToken', {}), ('timestamp', 12),
+                ('timestamp', 'yesterday'), ('timestamp', '2026-13-01T00:00:00Z'),
+                ('timestamp', '2026-01-01T00:00:00'),
+                ('caBundle', 5), ('caBundle', 'not a certificate'),
+                ('caBundle', pem.replace('MIIB', 'MI!B')),
+                ('caBundle', pem + 'trailing junk'),
+                ('caBundle', pem.replace('-----END CERTIFICATE-----', '')),
+                ('hyperloopIP', 7), ('hyperloopIP', '10.0.0'),
+                ('hyperloopIP', 'events.e2b.local'),
+                ('hyperloopIP', '10.0.0.1; rm -rf /'),
+                ('envVars', 3), ('envVars', {'A': 1}), ('envVars', {'A=B': 'x'}),
+                ('envVars', {'': 'x'}), ('defaultUser', 'no-such-user-x'),
+                ('lifecycleID', 5), ('volumeMounts', 3),
+                ('volumeMounts', {'path': '/mnt/x'}),
+                ('volumeMounts', [{'path': '/mnt/x'}]),
+                ('volumeMounts', [{'nfs_target': '10.0.0.1:/x'}]),
+                ('volumeMounts', [{'nfs_target': 'nfs.example:/x',
+                                   'path': '/mnt/x'}]),
+                ('volumeMounts', [{'nfs_target': '10.0.0.1/x',
+                                   'path': '/mnt/x'}]),
+                ('volumeMounts', [{'nfs_target': '10.0.0.1:/x',
+                                   'path': 'relative'}]),
+                ('volumeMounts', [{'nfs_target': '10.0.0.1:/x',
+                                   'path': '/mnt/%d' % i}
+                                  for i in range(65)])):
+            st, data = self.init({field: bad, 'envVars': {'NEW': '1'}}
+                                 if field != 'envVars' else {field: bad})
+            self.assertEqual(st, 400, (field, bad, data))
+            self.assertEqual(json.loads(data)['code'], 400)
+            self.assertTrue(json.loads(data)['message'], data)
+            self.assertEqual(self.envs(), {'KEEP': '1'}, (field, bad))
+
+    def test_init_stale_timestamp(self):
+        """An /init older than the newest seen is answered 204 and ignored
+        (envd's lastSetTime); one without a timestamp, or as new, is not."""
+        st, data = self.init({'envVars': {'A': 'new'},
+                              'timestamp': '2026-06-01T00:00:00.5Z'})
+        self.assertEqual(st, 204, data)
+        st, data = self.init({'envVars': {'A': 'old'},
+                              'timestamp': '2026-06-01T02:00:00.4+02:00'})
+        self.assertEqual(st, 204, data)
+        self.assertEqual(self.envs(), {'A': 'new'})
+        st, data = self.init({'envVars': {'A': 'same'},
+                              'timestamp': '2026-06-01T00:00:00.500Z'})
+        self.assertEqual(st, 204, data)
+        self.assertEqual(self.envs(), {'A': 'same'})
+        st, data = self.init({'envVars': {'A': 'none'}})
+        self.assertEqual(st, 204, data)
+        self.assertEqual(self.envs(), {'A': 'none'})
+
+    def test_init_token_rules(self):
+        """envd's /init token rules without MMDS: the first /init sets
+        it; later, the body's accessToken being agentd's, or the header's,
+        lets /init in; a body token that differs without the header, or
+        none, is 401; with the header another token rotates it, and none
+        keeps it (agentd has no MMDS to authorize a reset)."""
+        st, data = self.init({'accessToken': 't1'})
+        self.assertEqual(st, 204, data)
+        st, data = self.init({'accessToken': 't1', 'envVars': {'A': '1'}})
+        self.assertEqual(st, 204, data)
+        self.assertEqual(self.envs({'X-Access-Token': 't1'}), {'A': '1'})
+        st, data = self.init({'envVars': {'A': '2'}})
+        self.assertEqual(st, 401, data)
+        self.assertIn(b'reset not authorized', data)
+        st, data = self.init({'accessToken': 'evil', 'envVars': {'A': '3'}})
+        self.assertEqual(st, 401, data)
+        self.assertIn(b'validation failed', data)
+        self.assertEqual(self.envs({'X-Access-Token': 't1'}), {'A': '1'})
+        st, data = self.init({'envVars': {'A': '4'}}, {'X-Access-Token': 't1'})
+        self.assertEqual(st, 204, data)
+        self.assertEqual(self.envs({'X-Access-Token': 't1'}), {'A': '4'})
+        st, data = self.init({'accessToken': 't2'}, {'X-Access-Token': 't1'})
+        self.assertEqual(st, 204, data)
+        st, ct, data = self.raw('GET', '/envs', headers={
+            'X-Access-Token': 't1'})
+        self.assertEqual(st, 401)
+        self.assertEqual(self.envs({'X-Access-Token': 't2'}), {'A': '4'})
 
     def test_host_rule_without_a_token(self):
         st, ct, data = self.raw('GET', '/health',
@@ -837,6 +948,50 @@ class UpgradeTest(UpgradeCase):
                                 headers={'X-Access-Token': 'tok1'})
         self.assertEqual(st, 401)
         self.same_call('tok2')
+
+    def test_process_records_survive_two_upgrades(self):
+        """envd's process records go across live upgrades: List shows the
+        process with its tag and envs, and a pid or the tag finds it for
+        SendInput and SendSignal, after each of two upgrades."""
+        out = os.path.join(self.agentd.dir, 'got')
+        req = {'process': {'cmd': '/bin/sh', 'args': [
+            '-c', 'while read l; do echo "$l $X" >>%s; done' % out],
+            'envs': {'X': 'x1'}}, 'tag': 'bg'}
+        c = http.client.HTTPConnection('127.0.0.1', self.eport,
+                                       timeout=30 * SLOW)
+        c.request('POST', '/process.Process/Start', envelope(req),
+                  {'Content-Type': 'application/connect+json'})
+        r = c.getresponse()
+        n = struct.unpack('>BI', r.read(5))[1]
+        pid = json.loads(r.read(n))['event']['start']['pid']
+        c.close()
+        for n in (1, 2):
+            self.upgrade(n)
+            st, body = self.unary('process.Process/List', {})
+            self.assertEqual(st, 200, body)
+            self.assertEqual([(p['pid'], p.get('tag'), p['config'].get(
+                'envs')) for p in body['processes']],
+                [(pid, 'bg', {'X': 'x1'})], self.agentd.stderr())
+            sel = {'tag': 'bg'} if n == 1 else {'pid': pid}
+            st, body = self.unary('process.Process/SendInput', {
+                'process': sel, 'input': {'stdin': base64.b64encode(
+                    b'up%d\n' % n).decode()}})
+            self.assertEqual(st, 200, body)
+        def got():
+            if not os.path.exists(out):
+                return ''
+            with open(out) as f:
+                return f.read()
+        deadline = time.monotonic() + 10 * SLOW
+        while got().count('\n') != 2:
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        self.assertEqual(got(), 'up1 x1\nup2 x1\n')
+        st, body = self.unary('process.Process/SendSignal', {
+            'process': {'tag': 'bg'}, 'signal': 'SIGNAL_SIGKILL'})
+        self.assertEqual(st, 200, body)
+        st, body = self.unary('process.Process/List', {})
+        self.assertEqual(body, {'processes': []})
 
     def test_nothing_set(self):
         # Nothing set before: nothing after (root, no variables).
