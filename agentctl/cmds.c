@@ -212,7 +212,8 @@ cmd_ls(int argc, char **argv)
 }
 
 /*
- * ports [-p PORT [--wait MS]] [--json]: the listening sockets; with -p
+ * ports [-p PORT [--wait MS]] [--json]: the listening sockets (and where
+ * a service on loopback is forwarded to); with -p
  * those of PORT, exit 1 when there are none (after waiting up to MS for
  * one, in long-polls of CTL_POLL_WAIT_MS).
  */
@@ -278,8 +279,8 @@ cmd_ports(int argc, char **argv)
 	if (json)
 		cmds_print_json(j);
 	else {
-		printf("%-5s  %-39s  %5s  %7s  %s\n", "PROTO", "ADDRESS",
-		    "PORT", "PID", "SESSION");
+		printf("%-5s  %-39s  %5s  %7s  %-20s  %s\n", "PROTO",
+		    "ADDRESS", "PORT", "PID", "SESSION", "FORWARDED");
 		json_array_foreach(list, i, e) {
 			pid = json_object_get(e, "pid");
 			sess = json_object_get(e, "session");
@@ -291,8 +292,10 @@ cmd_ports(int argc, char **argv)
 				    json_integer_value(pid));
 			else
 				printf("%7s  ", "-");
-			printf("%s\n", json_is_string(sess) ?
-			    json_string_value(sess) : "-");
+			printf("%-20s  %s\n", json_is_string(sess) ?
+			    json_string_value(sess) : "-", ctl_json_str(
+			    json_object_get(e, "forward"), "forwarded_on",
+			    "-"));
 		}
 	}
 	status = port > 0 && json_array_size(list) == 0 ? CTL_EXIT_ERROR :

@@ -1,6 +1,11 @@
 /*
  * config.c -- flags, environment and kernel command line into a struct config.
  */
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <arpa/inet.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -165,6 +170,21 @@ static const struct opt opts[] = {
 	{ "ports-feed-interval", OPT_MILLIS, OFF(ports_feed_interval_ms), 0,
 	  60000, "MS", "otherwise this often, for the port.opened and "
 	  "port.closed events (default 1000; 0: only while asked)" },
+	{ "forward-localhost", OPT_BOOL, OFF(forward_localhost), 0, 1, "0|1",
+	  "make TCP services listening on localhost (127.0.0.1, ::1) only "
+	  "reachable on --forward-address, same port (default 1 as the PID 1 "
+	  "of a VM, else 0)" },
+	{ "forward-address", OPT_STRING, OFF(forward_address), 0, 0, "ADDR",
+	  "the address forwards listen on (default the IPv4 address of the "
+	  "interface with the default route)" },
+	{ "forward-max", OPT_COUNT, OFF(forward_max), 0, 65535, "N",
+	  "ports forwarded at once (default 64)" },
+	{ "forward-max-conns", OPT_COUNT, OFF(forward_max_conns), 1, 100000,
+	  "N", "open connections of one forward; one more is closed at once "
+	  "(default 128)" },
+	{ "forward-buffer", OPT_SIZE, OFF(forward_buffer), 4096, 64u << 20,
+	  "BYTES", "bytes a forwarded connection holds in each direction "
+	  "before it stops reading (default 64KiB)" },
 	{ "max-file-jobs", OPT_COUNT, OFF(max_file_jobs), 1, 100000, "N",
 	  "GET, PUT and stat calls of /v1/files running at once, each on a "
 	  "thread; one more gets 429 (default 64)" },
@@ -262,6 +282,7 @@ enum source {
 static int	config_set(struct config *, const struct opt *, const char *,
 		    enum source, enum source *);
 static int	config_read_token(struct config *);
+static int	config_machine(void);
 static void	config_usage(FILE *);
 static void	config_defaults(struct config *);
 static char	*config_env_name(const struct opt *);
@@ -313,6 +334,10 @@ config_defaults(struct config *cfg)
 	cfg->max_file_jobs = CONFIG_MAX_FILE_JOBS_DEFAULT;
 	cfg->ports_interval_ms = CONFIG_PORTS_INTERVAL_DEFAULT;
 	cfg->ports_feed_interval_ms = CONFIG_PORTS_FEED_INTERVAL_DEFAULT;
+	cfg->forward_localhost = -1;
+	cfg->forward_max = CONFIG_FORWARD_MAX_DEFAULT;
+	cfg->forward_max_conns = CONFIG_FORWARD_MAX_CONNS_DEFAULT;
+	cfg->forward_buffer = CONFIG_FORWARD_BUFFER_DEFAULT;
 	cfg->max_fetch_bytes = CONFIG_MAX_FETCH_BYTES_DEFAULT;
 	cfg->restore_window_ms = CONFIG_RESTORE_WINDOW_DEFAULT;
 	cfg->rtc_interval_ms = CONFIG_RTC_INTERVAL_DEFAULT;
@@ -632,6 +657,17 @@ config_vsock_alias(struct config *cfg, const char *value, enum source *seen)
 	return (-1);
 }
 
+/* Whether agentd is in the initial PID namespace (pid1.c's test). */
+static int
+config_machine(void)
+{
+	struct stat	st;
+
+	if (stat("/proc/self/ns/pid", &st) == -1)
+		return (1);	/* no /proc: a machine's init */
+	return (st.st_ino == 0xeffffffcu);	/* PROC_PID_INIT_INO */
+}
+
 /* Print the usage, one line per flag. */
 static void
 config_usage(FILE *f)
@@ -661,7 +697,7 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 {
 	struct option	 longopts[nitems(opts) + 3];
 	enum source	 seen[nitems(opts)];
-	char		*env, *name, *v;
+	char		*env, *name, *v, buf[16];
 	size_t		 i;
 	int		 c, idx, error = 0;
 
@@ -757,6 +793,21 @@ config_load(struct config *cfg, int argc, char **argv, const char *cmdline)
 		return (-1);
 	}
 
+	/*
+	 * Forwarding is a sandbox's: on by default as the init of a machine
+	 * (a VM: PID 1 of the initial PID namespace), whose outward side is
+	 * the platform's; off in a container, whose network may be the
+	 * host's, and elsewhere.
+	 */
+	if (cfg->forward_localhost == -1)
+		cfg->forward_localhost = cfg->pid1 && config_machine();
+	if (cfg->forward_address != NULL &&
+	    inet_pton(AF_INET, cfg->forward_address, buf) != 1 &&
+	    inet_pton(AF_INET6, cfg->forward_address, buf) != 1) {
+		fprintf(stderr, "agentd: --forward-address: '%s' is not an "
+		    "IPv4 or IPv6 address\n", cfg->forward_address);
+		return (-1);
+	}
 	if (config_read_token(cfg) != 0 || config_env_defaults(cfg) != 0)
 		return (-1);
 	if (cfg->token != NULL) {
@@ -821,6 +872,7 @@ config_free(struct config *cfg)
 	free(cfg->env_file);
 	free(cfg->socket_path);
 	free(cfg->envd_spool_dir);
+	free(cfg->forward_address);
 	free(cfg->token_file);
 	free(cfg->web_dir);
 	if (cfg->token != NULL)

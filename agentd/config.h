@@ -52,6 +52,9 @@
 #define CONFIG_SSE_KEEPALIVE_DEFAULT	15000	/* ms */
 #define CONFIG_PORTS_INTERVAL_DEFAULT	250		/* ms */
 #define CONFIG_PORTS_FEED_INTERVAL_DEFAULT 1000		/* ms */
+#define CONFIG_FORWARD_MAX_DEFAULT	64	/* ports forwarded at once */
+#define CONFIG_FORWARD_MAX_CONNS_DEFAULT 128	/* connections of one */
+#define CONFIG_FORWARD_BUFFER_DEFAULT	(64u << 10)	/* bytes a direction */
 #define CONFIG_SELF_MEMORY_MIN_DEFAULT	(16u << 20)	/* bytes */
 #define CONFIG_SELF_CPU_WEIGHT_DEFAULT	1000	/* sessions' parent: 100 */
 #define CONFIG_MAX_ANSWER_BYTES_DEFAULT	(128ull << 20)	/* bytes */
@@ -129,6 +132,12 @@ struct config {
 	int64_t		  sse_keepalive_ms;
 	int64_t		  ports_interval_ms;	/* GET /v1/ports' refresh */
 	int64_t		  ports_feed_interval_ms; /* the event feed's */
+	int		  forward_localhost;	/* forward loopback services;
+						   -1 until loaded: PID 1 */
+	char		 *forward_address;	/* NULL: the default route's */
+	uint64_t	  forward_max;		/* forwards at once */
+	uint64_t	  forward_max_conns;	/* connections of one */
+	uint64_t	  forward_buffer;	/* bytes held a direction */
 	uint64_t	  mcp_sessions;		/* MCP sessions kept */
 	uint64_t	  session_memory;	/* bytes, memory.max; 0: none */
 	uint64_t	  session_pids;		/* pids.max; 0: none */

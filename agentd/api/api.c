@@ -21,6 +21,7 @@
 #include "connect.h"
 #include "debug.h"
 #include "events.h"
+#include "forward.h"
 #include "evmem.h"
 #include "files.h"
 #include "freeze.h"
@@ -245,6 +246,7 @@ api_metrics(struct http_req *hr)
 	    calls, api_cfg->max_file_jobs, fetches, FILES_FETCH_MAX,
 	    api_cfg->max_fetch_bytes);
 	ports_metrics(&b);
+	forward_metrics(&b);
 	envd_metrics(&b);
 	fs_metrics(&b);
 	compose_metrics(&b);

@@ -22,6 +22,7 @@
 #include "config.h"
 #include "conn.h"
 #include "debug.h"
+#include "forward.h"
 #include "http.h"
 #include "log.h"
 #include "proto.h"
@@ -266,6 +267,8 @@ debug_stat(struct http_req *hr)
 	    session_ring_bytes_total(), agentd_stats.output_bytes,
 	    agentd_stats.zombies_reaped);
 	conn_stat(&b);
+	proto_buf_printf(&b, ", ");
+	forward_stat(&b);
 	proto_buf_printf(&b, ", ");
 	/* The budgets as applied; fit: not given, a share of memory_bytes. */
 	proto_buf_printf(&b, "\"budgets\": {\"memory_bytes\": %" PRIu64 ", "

@@ -9,6 +9,7 @@
 #include <event2/http.h>
 
 #include "config.h"
+#include "forward.h"
 #include "hold.h"
 #include "http.h"
 #include "ports.h"
@@ -29,6 +30,9 @@ static TAILQ_HEAD(, ports_waiter) ports_waiters =
 static int	ports_started;		/* ports_init() done */
 static struct event_base	*ports_base;	/* the loop */
 static const struct config	*ports_cfg;
+static int64_t			 ports_feed_ms;	/* the feed's refresh: at most
+						   FORWARD_INTERVAL_MS while
+						   forwarding */
 
 static void	ports_api_start(void);
 static int	ports_api_held(int port);
@@ -61,18 +65,26 @@ ports_api_start(void)
 	ports_init(ports_base, ports_cfg->ports_interval_ms,
 	    ports_cfg->pid1);
 	ports_set_changed(ports_api_changed);
-	if (ports_cfg->ports_feed_interval_ms > 0)
-		ports_feed(ports_cfg->ports_feed_interval_ms);
+	ports_feed_ms = ports_cfg->ports_feed_interval_ms;
+	if (ports_cfg->forward_localhost &&
+	    forward_init(ports_base, ports_cfg->forward_address,
+	    ports_cfg->forward_max, ports_cfg->forward_max_conns,
+	    ports_cfg->forward_buffer) == 0 &&
+	    (ports_feed_ms == 0 || ports_feed_ms > FORWARD_INTERVAL_MS))
+		ports_feed_ms = FORWARD_INTERVAL_MS; /* forwards within a second */
+	if (ports_feed_ms > 0)
+		ports_feed(ports_feed_ms);
 }
 
 /* The feed's baseline, before agentd starts a process (ports_api.h). */
 void
 ports_api_prime(void)
 {
-	if (ports_cfg == NULL || ports_cfg->ports_feed_interval_ms == 0)
+	if (ports_cfg == NULL)
 		return;
 	ports_api_start();
-	ports_prime();
+	if (ports_feed_ms > 0)
+		ports_prime();
 }
 
 /* GET /v1/ports[?port=P[&wait_ms=W]] */
@@ -140,8 +152,8 @@ ports_api_answer(struct evhttp_request *req, int port)
 	const struct ports_set		*set = ports_current();
 	const struct ports_entry	*e;
 	struct proto_buf		 b = { 0 };
-	const char			*sid, *sep = "";
-	size_t				 i;
+	const char			*sid, *sep = "", *on;
+	size_t				 i, conns;
 
 	proto_buf_printf(&b, "{\"ports\": [");
 	for (i = 0; i < set->n; i++) {
@@ -158,6 +170,12 @@ ports_api_answer(struct evhttp_request *req, int port)
 		proto_buf_printf(&b, ", \"session\": ");
 		if ((sid = ports_session(e)) != NULL)
 			proto_buf_json_string(&b, sid, strlen(sid));
+		else
+			proto_buf_printf(&b, "null");
+		proto_buf_printf(&b, ", \"forward\": ");
+		if ((on = forward_of(e, &conns)) != NULL)
+			proto_buf_printf(&b, "{\"forwarded_on\": \"%s\", "
+			    "\"connections\": %zu}", on, conns);
 		else
 			proto_buf_printf(&b, "null");
 		proto_buf_printf(&b, "}");
@@ -185,6 +203,7 @@ ports_api_changed(void)
 {
 	struct ports_waiter	*w, *next;
 
+	forward_sync(ports_current());
 	for (w = TAILQ_FIRST(&ports_waiters); w != NULL; w = next) {
 		next = TAILQ_NEXT(w, entry);
 		if (ports_api_held(w->port))
@@ -233,7 +252,9 @@ ports_api_free(void)
 
 	while ((w = TAILQ_FIRST(&ports_waiters)) != NULL)
 		ports_api_done(w, 1);
-	if (ports_started)
+	if (ports_started) {
+		forward_free();
 		ports_free();
+	}
 	ports_started = 0;
 }

@@ -37,6 +37,7 @@
 #include "envstate.h"
 #include "events.h"
 #include "evring.h"
+#include "forward.h"
 #include "hold.h"
 #include "http.h"
 #include "log.h"
@@ -752,6 +753,12 @@ upgrade_save(int *keep, size_t *nkeep, int *textfd, int *blobfd,
 	}
 	upgrade_save_events(w);
 	envstate_save(w);	/* what envd's /init set */
+	if (forward_save(w, keep, nkeep, UPGRADE_KEEP_MAX / 2) != 0) {
+		snprintf(cause, len, "more than %d fds of forwards to keep",
+		    UPGRADE_KEEP_MAX / 2);
+		upgstate_writer_free(w);
+		return (-1);
+	}
 	/* Room for the state's two fds, the old image and the record. */
 	if (session_save_all(w, keep, nkeep, UPGRADE_KEEP_MAX - 4) < 0) {
 		snprintf(cause, len, "more than %d fds to keep",
@@ -1050,6 +1057,8 @@ upgrade_resume(struct event_base *base, struct config *cfg)
 			upgrade_load_companion(state, cfg, &adopted);
 		else if (strcmp(key, "envd") == 0)
 			envstate_load(state);
+		else if (strcmp(key, "forward") == 0)
+			forward_load(state);
 		else if (strcmp(key, "session") == 0) {
 			sl = session_load_begin();
 			while (upgstate_next(state, &key, &value, &len) ==

@@ -17,12 +17,14 @@ class TestPorts(CtlTestCase):
             self.assertRc(p, 0)
             lines = p.stdout.decode().splitlines()
             self.assertEqual(lines[0].split(),
-                             ['PROTO', 'ADDRESS', 'PORT', 'PID', 'SESSION'])
+                             ['PROTO', 'ADDRESS', 'PORT', 'PID', 'SESSION',
+                              'FORWARDED'])
             self.assertEqual(len(lines), 2, lines)
             row = lines[1].split()
             self.assertEqual(row[:3], ['tcp', '127.0.0.1', str(port)])
             self.assertRegex(row[3], r'^\d+$')
             self.assertEqual(row[4], sid)
+            self.assertEqual(row[5], '-')   # forwarding is off here
 
             p = self.ctl('ports')
             self.assertRc(p, 0)
@@ -37,7 +39,7 @@ class TestPorts(CtlTestCase):
             self.assertRc(p, 0)
             self.assertEqual(json.loads(p.stdout)['ports'], [{
                 'address': '127.0.0.1', 'port': port, 'protocol': 'tcp',
-                'pid': int(row[3]), 'session': sid}])
+                'pid': int(row[3]), 'session': sid, 'forward': None}])
         finally:
             self.agentd.api('DELETE', '/v1/sessions/' + sid)
 

@@ -180,6 +180,47 @@ START_TEST(test_envd_confine)
 }
 END_TEST
 
+/*
+ * --forward-localhost: 0 unless PID 1 (the tests are not) or asked;
+ * --forward-address an address literal only; the bounds' defaults.
+ */
+START_TEST(test_forward_flags)
+{
+	struct config	 cfg;
+	char		*argv[] = { "agentd", NULL };
+	char		*argv2[] = { "agentd", "--forward-localhost", "1",
+			    "--forward-address", "fe80::1", NULL };
+	char		*argv3[] = { "agentd", "--forward-address",
+			    "example.com", NULL };
+	char		*argv4[] = { "agentd", "--forward-localhost", "2",
+			    NULL };
+
+	unsetenv("AGENTD_FORWARD_LOCALHOST");
+	unsetenv("AGENTD_FORWARD_ADDRESS");
+	ck_assert_int_eq(config_load(&cfg, 1, argv, "quiet"), 0);
+	ck_assert_int_eq(cfg.forward_localhost, 0);
+	ck_assert_ptr_null(cfg.forward_address);
+	ck_assert_uint_eq(cfg.forward_max, 64);
+	ck_assert_uint_eq(cfg.forward_max_conns, 128);
+	ck_assert_uint_eq(cfg.forward_buffer, 65536);
+	config_free(&cfg);
+	ck_assert_int_eq(config_load(&cfg, 1, argv,
+	    "agentd.forward-localhost=1 agentd.forward-address=169.254.0.21"),
+	    0);
+	ck_assert_int_eq(cfg.forward_localhost, 1);
+	ck_assert_str_eq(cfg.forward_address, "169.254.0.21");
+	config_free(&cfg);
+	ck_assert_int_eq(config_load(&cfg, 5, argv2, ""), 0);
+	ck_assert_int_eq(cfg.forward_localhost, 1);
+	ck_assert_str_eq(cfg.forward_address, "fe80::1");
+	config_free(&cfg);
+	ck_assert_int_eq(config_load(&cfg, 3, argv3, ""), -1);
+	config_free(&cfg);
+	ck_assert_int_eq(config_load(&cfg, 3, argv4, ""), -1);
+	config_free(&cfg);
+}
+END_TEST
+
 /* The suite. */
 static Suite *
 vsock_suite(void)
@@ -193,6 +234,7 @@ vsock_suite(void)
 	tcase_add_test(tc, test_peer_not_vsock);
 	tcase_add_test(tc, test_cmdline);
 	tcase_add_test(tc, test_envd_confine);
+	tcase_add_test(tc, test_forward_flags);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -28,7 +28,9 @@ class PortsTest(AgentdTestCase):
         body = r.json
         self.assertEqual(list(body), ['ports'])
         for e in body['ports']:
-            self.assertEqual(sorted(e), ['address', 'pid', 'port', 'protocol', 'session'])
+            self.assertEqual(sorted(e), ['address', 'forward', 'pid', 'port',
+                                         'protocol', 'session'])
+            self.assertIsNone(e['forward'])     # off unless PID 1 or asked
             self.assertIn(e['protocol'], ('tcp', 'tcp6', 'udp', 'udp6'))
         return body['ports'], r.elapsed
 

@@ -32,6 +32,21 @@ class NamespaceTest(Pid1TestCase):
         code, out = a.run('echo $PPID')
         self.assertEqual((code, out.strip()), (0, b'1'))
 
+    def test_forwarding_off_in_a_container(self):
+        # PID 1 of a PID namespace that is not the initial one: a container,
+        # whose network may be the host's (here it is): no forwarding of
+        # the host's localhost services unless asked.
+        a = self.start()
+        st, j = a.request('GET', '/debug/stat')
+        self.assertEqual(st, 200)
+        self.assertEqual(j['forward'], {'enabled': False})
+        b = self.start(['--forward-localhost', '1',
+                        '--forward-address', '127.0.0.2'])
+        st, j = b.request('GET', '/debug/stat')
+        self.assertEqual(st, 200)
+        self.assertTrue(j['forward']['enabled'])
+        self.assertEqual(j['forward']['address'], '127.0.0.2')
+
     def test_100_orphans_leave_no_zombie(self):
         a = self.start()
         code, _ = a.run('for i in $(seq 100); do (sleep 0.2 &) ; done')
