@@ -351,6 +351,9 @@ compose_work(void *arg, uid_t owner, struct proto_err *err)
 			return (proto_fail(err, 400, "invalid_request", "source "
 			    "path \"%.200s\" is the destination's file",
 			    c->src[i]));
+		if ((uint64_t)st.st_size > UINT64_MAX - total)
+			return (proto_fail(err, 507, "insufficient_storage",
+			    "not enough disk space available"));
 		total += (uint64_t)st.st_size;
 	}
 	/* envd's EnsureDirs: the missing folders are the user's. */
@@ -363,8 +366,10 @@ compose_work(void *arg, uid_t owner, struct proto_err *err)
 	free(base);
 	if (fileio_tmp_open(c->dest, 0, c->trust, &t, err) != 0)
 		return (-1);
-	if (fstatvfs(t.fd, &sv) == 0 &&
-	    (uint64_t)sv.f_bavail * sv.f_frsize < total) {
+	/* Blocks needed, rounded up (bavail * frsize could wrap). */
+	if (fstatvfs(t.fd, &sv) == 0 && sv.f_frsize > 0 &&
+	    (uint64_t)sv.f_bavail < total / sv.f_frsize +
+	    (total % sv.f_frsize != 0)) {
 		proto_fail(err, 507, "insufficient_storage", "not enough disk "
 		    "space available");
 		goto fail;

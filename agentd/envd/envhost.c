@@ -25,6 +25,7 @@
 static char	*envhost_read(const char *, char *, size_t);
 static int	 envhost_write(const char *, const char *, size_t, char *,
 		    size_t);
+static int	 envhost_write_inplace(const char *, const char *, size_t);
 static void	 envhost_mkdirs(const char *);
 static void	 envhost_cut(char *, const char *);
 static int	 envhost_num(const char **, int, int, int, int *);
@@ -208,17 +209,52 @@ envhost_write(const char *path, const char *data, size_t n, char *cause,
 	}
 	while (done < n && (w = write(fd, data + done, n - done)) > 0)
 		done += (size_t)w;
-	if (done < n || fchmod(fd, 0644) == -1 || fsync(fd) == -1 ||
-	    close(fd) == -1 || rename(tmp, path) == -1) {
+	if (done < n || fchmod(fd, 0644) == -1 || fsync(fd) == -1) {
 		cause_set(cause, len, "%s: %s", path, strerror(errno));
-		if (fcntl(fd, F_GETFD) != -1)
-			close(fd);
+		close(fd);
+		goto fail;
+	}
+	if (close(fd) == -1) {		/* the fd is gone either way */
+		cause_set(cause, len, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (rename(tmp, path) == -1) {
+		/* A bind-mounted file (a container's /etc/hosts): in place. */
+		if ((errno != EBUSY && errno != EXDEV) ||
+		    envhost_write_inplace(path, data, n) == -1) {
+			cause_set(cause, len, "%s: %s", path, strerror(errno));
+			goto fail;
+		}
 		unlink(tmp);
-		free(tmp);
-		return (-1);
 	}
 	free(tmp);
 	return (0);
+fail:
+	unlink(tmp);
+	free(tmp);
+	return (-1);
+}
+
+/* Write path over itself (it cannot be renamed over); -1 with errno. */
+static int
+envhost_write_inplace(const char *path, const char *data, size_t n)
+{
+	ssize_t	 w = 0;
+	size_t	 done = 0;
+	int	 fd, e;
+
+	if ((fd = open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC)) ==
+	    -1)
+		return (-1);
+	while (done < n && (w = write(fd, data + done, n - done)) > 0)
+		done += (size_t)w;
+	if (done < n || fsync(fd) == -1) {
+		e = done < n && w >= 0 ? EIO : errno;
+		close(fd);
+		errno = e;
+		return (-1);
+	}
+	return (close(fd));
 }
 
 /* Take every copy of what out of s. */

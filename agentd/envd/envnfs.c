@@ -3,6 +3,7 @@
  */
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -27,6 +28,7 @@
 #ifndef SYS_close_range
 #define SYS_close_range	436
 #endif
+#define ENVNFS_NFS_MAGIC	0x6969	/* statfs' f_type of NFS */
 
 /* The mounts under way: one child for one /init. */
 struct envnfs_job {
@@ -44,6 +46,7 @@ struct envnfs_job {
 
 static struct envnfs_job	*envnfs_busy;
 
+static int	envnfs_point(const char *);
 static void	envnfs_child(json_t *, int) __attribute__((noreturn));
 static void	envnfs_read(evutil_socket_t, short, void *);
 static void	envnfs_timeout(evutil_socket_t, short, void *);
@@ -126,7 +129,10 @@ envnfs_start(struct event_base *base, json_t *mounts, const char *lifecycle,
 		if ((was = envstate_mount(path)) != NULL &&
 		    strcmp(was, lifecycle) == 0)
 			continue;
-		json_array_append(todo, m);
+		/* Only a mount of ours is ever taken off, as envd's. */
+		m = json_copy(m);
+		json_object_set_new(m, "ours", json_boolean(was != NULL));
+		json_array_append_new(todo, m);
 	}
 	if (json_array_size(todo) == 0) {
 		json_decref(todo);
@@ -169,18 +175,66 @@ envnfs_start(struct event_base *base, json_t *mounts, const char *lifecycle,
 }
 
 /*
- * The child: each mount point made, what is mounted there taken off
- * (forced, else lazily), the NFS mount made; "i\n" for each one made,
- * "i errno step\n" for the first that fails.  Async-signal-safe calls only.
+ * The child's mount point: path walked from / as root without following
+ * any symlink (a user's link never points a mount, or the unmount of a
+ * mount of ours, elsewhere), the folders missing made.  An O_PATH fd of
+ * it, or -1 with errno.
+ */
+static int
+envnfs_point(const char *path)
+{
+	char	 comp[256];
+	const char *p = path, *end;
+	size_t	 len;
+	int	 dfd, nfd;
+
+	if ((dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return (-1);
+	for (; *p != '\0'; p = end) {
+		while (*p == '/')
+			p++;
+		if (*p == '\0')
+			break;
+		end = strchr(p, '/');
+		len = end != NULL ? (size_t)(end - p) : strlen(p);
+		if (end == NULL)
+			end = p + len;
+		if (len >= sizeof comp) {
+			close(dfd);
+			errno = ENAMETOOLONG;
+			return (-1);
+		}
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		if (mkdirat(dfd, comp, 0755) == -1 && errno != EEXIST) {
+			close(dfd);
+			return (-1);
+		}
+		nfd = openat(dfd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		close(dfd);
+		if (nfd == -1)
+			return (-1);	/* ENOTDIR, ELOOP: no symlink */
+		dfd = nfd;
+	}
+	return (dfd);
+}
+
+/*
+ * The child: each mount point made, a mount of ours there taken off
+ * (forced, else lazily), the NFS mount made, all through an fd of the
+ * point; "i\n" for each one made, "i errno step\n" for the first that
+ * fails.  Async-signal-safe calls only.
  */
 static void
 envnfs_child(json_t *todo, int fd)
 {
 	json_t		*m;
 	const char	*target, *path;
-	char		 data[512], host[64], line[64], *p;
+	char		 data[512], host[64], line[64], at[64];
+	struct statfs	 sf;
 	size_t		 i;
-	int		 n;
+	int		 n, pfd;
 
 	/* Hold none of agentd's fds (listeners, sessions') while it waits. */
 	if (fd != 3) {
@@ -194,28 +248,35 @@ envnfs_child(json_t *todo, int fd)
 		path = json_string_value(json_object_get(m, "path"));
 		snprintf(host, sizeof host, "%.*s",
 		    (int)(strchr(target, ':') - target), target);
-		for (p = (char *)path + 1; (p = strchr(p, '/')) != NULL; p++) {
-			*p = '\0';
-			(void)mkdir(path, 0755);
-			*p = '/';
-		}
-		if (mkdir(path, 0755) == -1 && errno != EEXIST) {
+		if ((pfd = envnfs_point(path)) == -1) {
 			n = snprintf(line, sizeof line, "%zu %d mkdir\n", i,
 			    errno);
 			goto fail;
 		}
-		if (umount2(path, MNT_FORCE) == -1 && errno != EINVAL &&
-		    umount2(path, MNT_DETACH) == -1 && errno != EINVAL) {
+		snprintf(at, sizeof at, "/proc/self/fd/%d", pfd);
+		if (json_is_true(json_object_get(m, "ours")) &&
+		    fstatfs(pfd, &sf) == 0 && sf.f_type == ENVNFS_NFS_MAGIC &&
+		    umount2(at, MNT_FORCE) == -1 && errno != EINVAL &&
+		    umount2(at, MNT_DETACH) == -1 && errno != EINVAL) {
 			n = snprintf(line, sizeof line, "%zu %d umount\n", i,
 			    errno);
 			goto fail;
 		}
+		/* Unmounted: the point is the folder under it again. */
+		close(pfd);
+		if ((pfd = envnfs_point(path)) == -1) {
+			n = snprintf(line, sizeof line, "%zu %d mkdir\n", i,
+			    errno);
+			goto fail;
+		}
+		snprintf(at, sizeof at, "/proc/self/fd/%d", pfd);
 		snprintf(data, sizeof data, "%s,addr=%s", ENVNFS_OPTIONS, host);
-		if (mount(target, path, "nfs", MS_SYNCHRONOUS, data) == -1) {
+		if (mount(target, at, "nfs", MS_SYNCHRONOUS, data) == -1) {
 			n = snprintf(line, sizeof line, "%zu %d mount\n", i,
 			    errno);
 			goto fail;
 		}
+		close(pfd);
 		n = snprintf(line, sizeof line, "%zu\n", i);
 		if (write(fd, line, (size_t)n) != n)
 			_exit(1);
@@ -255,8 +316,9 @@ envnfs_read(evutil_socket_t fd, short events, void *arg)
 	for (line = j->report; (nl = strchr(line, '\n')) != NULL;
 	    line = nl + 1) {
 		*nl = '\0';
+		*step = '\0';
 		fields = sscanf(line, "%zu %d %15s", &i, &err, step);
-		if (i >= json_array_size(j->todo))
+		if (fields < 1 || fields == 2 || i >= json_array_size(j->todo))
 			continue;
 		path = json_string_value(json_object_get(json_array_get(
 		    j->todo, i), "path"));

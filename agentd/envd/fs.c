@@ -653,8 +653,8 @@ fs_work_mkdir(struct fs_job *j, uid_t owner, struct proto_err *err)
 			fileio_fail(err, errno, "mkdir", j->path);
 		goto out;
 	}
-	if (j->give && fchownat(dfd, base, j->who.uid, j->who.gid,
-	    AT_SYMLINK_NOFOLLOW) == -1) {
+	if (j->give && fileio_give_dir(dfd, base, j->who.uid, j->who.gid) ==
+	    -1) {
 		fileio_fail(err, errno, "chown", j->path);
 		goto out;
 	}

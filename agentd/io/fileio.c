@@ -276,8 +276,7 @@ fileio_walk_own(const char *path, int how, int flags, uid_t owner, uid_t uid,
 			if (mkdirat(fd, comp, FILEIO_DIR_MODE) == 0) {
 				/* envd's EnsureDirs: the user's folder. */
 				if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
-				    fchownat(fd, comp, uid, gid,
-				    AT_SYMLINK_NOFOLLOW) == -1) {
+				    fileio_give_dir(fd, comp, uid, gid) == -1) {
 					fileio_fail(err, e = errno, "chown",
 					    path);
 					goto fail;
@@ -421,6 +420,24 @@ fileio_parent_own(const char *path, uid_t owner, uid_t uid, gid_t gid,
 	    uid, gid, base, err));
 }
 
+/* Give a folder just made to uid:gid, through an fd of it (fileio.h). */
+int
+fileio_give_dir(int dfd, const char *name, uid_t uid, gid_t gid)
+{
+	int	fd, e;
+
+	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return (-1);
+	if (fchown(fd, uid, gid) == -1) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return (-1);
+	}
+	return (close(fd));
+}
+
 /* Whether this thread's last resolution followed a non-root symlink. */
 int
 fileio_followed(void)
@@ -497,6 +514,12 @@ fileio_open_inplace(const char *path, uid_t owner, uid_t uid, gid_t gid,
 		if (S_ISDIR(st.st_mode)) {
 			proto_fail(err, 400, "invalid_request", "path is a "
 			    "directory: %.160s", path);
+			goto out;
+		}
+		/* A device or FIFO is never opened (its open may act). */
+		if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+			proto_fail(err, 400, "invalid_request", "%.160s is not "
+			    "a regular file", path);
 			goto out;
 		}
 		/* A trusted symlink is written through (never created). */

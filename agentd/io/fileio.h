@@ -61,6 +61,13 @@ int	fileio_parent(const char *path, int mkdir, uid_t owner, char **base,
 int	fileio_parent_own(const char *path, uid_t owner, uid_t uid, gid_t gid,
 	    char **base, struct proto_err *);
 /*
+ * Give the folder name in dfd, just made, to uid:gid: through an fd of it
+ * opened without following a symlink, so a name swapped meanwhile (a
+ * user's link) is never chowned; a folder cannot be a hard link.  0, or
+ * -1 with errno.
+ */
+int	fileio_give_dir(int dfd, const char *name, uid_t uid, gid_t gid);
+/*
  * Whether the last resolution on this thread followed a symlink that root
  * does not own (so the user it trusted could have sent it elsewhere).
  */

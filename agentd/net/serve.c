@@ -351,8 +351,9 @@ serve_eval(const struct serve_req *r, uint64_t size, time_t mtime,
 		serve_ans_free(a);
 		goto empty;
 	}
-	for (i = 0; i < a->nranges; i++)
-		sum += a->ranges[i].len;
+	for (i = 0; i < a->nranges && sum <= size; i++)
+		sum = a->ranges[i].len > UINT64_MAX - sum ? UINT64_MAX :
+		    sum + a->ranges[i].len;
 	if (a->nranges == 0 || sum > size) {
 		serve_ans_free(a);
 		return (0);

@@ -361,6 +361,23 @@ def nfs_checks(vm):
             {"nfs_target": "nfs.example:/x", "path": "/mnt/x"}]})
         check("nfs: a target that is no address is 400", st == 400,
               f"{st} {raw!r}")
+        # A user's symlink on the way never points the mount (or an
+        # unmount) elsewhere; a mount that is not ours is never taken off.
+        vm.sh("mkdir -p /tmp/aim /mnt/own && ln -sfn /tmp/aim /mnt/link && "
+              "mount -t tmpfs own /mnt/own")
+        st, raw = init(vm, {"volumeMounts": [
+            {"nfs_target": target, "path": "/mnt/link/v"}],
+            "lifecycleID": "life-4"})
+        check("nfs: a symlink on the way is refused, nothing mounted",
+              st == 400 and mounts_at(vm, "/tmp/aim/v") == [] and
+              mounts_at(vm, "/tmp/aim") == [], f"{st} {raw!r}")
+        st, raw = init(vm, {"volumeMounts": [
+            {"nfs_target": target, "path": "/mnt/own"}],
+            "lifecycleID": "life-4"})
+        own = mounts_at(vm, "/mnt/own")
+        check("nfs: another's mount at the path is left under ours",
+              st == 204 and own == ["tmpfs", "nfs"], f"{st} {raw!r} {own}")
+        vm.sh("umount /mnt/own; umount /mnt/own")
     finally:
         vm.sh("umount /mnt/vol || umount -l /mnt/vol")  # before its server goes
         srv.stop()
