@@ -23,6 +23,8 @@ static void		 cmds_print_json(json_t *);
 static size_t		 cmds_unescape(const char *, char *);
 static void		 cmds_debug_404(const char *, int, json_t *);
 static void		 cmds_human(double bytes, char *, size_t);
+static char		*cmds_one_session(int, char **, const struct option *,
+			    const char *);
 
 /* Milliseconds since the epoch of "2026-12-02T11:00:00.000Z", or -1. */
 static long long
@@ -110,6 +112,18 @@ cmds_command(json_t *argv)
 	if (fclose(f) != 0)
 		ctl_fatal("out of memory");
 	return (out);
+}
+
+/* The options (none but the common) and the path of one session id. */
+static char *
+cmds_one_session(int argc, char **argv, const struct option *longopts,
+    const char *suffix)
+{
+	while (ctl_getopt(argc, argv, "", longopts) != -1)
+		;
+	if (argc - optind != 1)
+		ctl_usage(argv[0], "want one session id");
+	return (ctl_session_path(argv[optind], suffix));
 }
 
 /* Print JSON, indented. */
@@ -320,12 +334,8 @@ cmd_inspect(int argc, char **argv)
 	size_t		 i;
 	int		 status;
 
-	while (ctl_getopt(argc, argv, "", longopts) != -1)
-		;
-	if (argc - optind != 1)
-		ctl_usage(argv[0], "want one session id");
+	path = cmds_one_session(argc, argv, longopts, "?max_bytes=0");
 	c = ctl_connect();
-	path = ctl_session_path(argv[optind], "?max_bytes=0");
 	status = ctl_api(c, "GET", path, NULL, NULL, 0, CTL_TIMEOUT_MS, &j);
 	if (status != 200)
 		ctl_api_fail(status, j);
@@ -738,12 +748,8 @@ cmd_cast(int argc, char **argv)
 	char			*path, cause[CLIENT_CAUSE_MAX];
 	int			 e;
 
-	while (ctl_getopt(argc, argv, "", longopts) != -1)
-		;
-	if (argc - optind != 1)
-		ctl_usage(argv[0], "want one session id");
+	path = cmds_one_session(argc, argv, longopts, "/cast");
 	c = ctl_connect();
-	path = ctl_session_path(argv[optind], "/cast");
 	if (client_request(c, "GET", path, NULL, NULL, 0, CTL_TIMEOUT_MS,
 	    &resp, cause, sizeof cause) != 0)
 		ctl_fatal("%s", cause);

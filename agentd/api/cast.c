@@ -55,11 +55,19 @@ static void	cast_resizes(struct proto_buf *, struct cast *, uint32_t);
 static void	cast_flush(struct proto_buf *, struct cast *);
 static void	cast_chunk(struct proto_buf *, struct cast *,
 		    const struct ring_chunk *);
+static size_t	cast_limit(void *, size_t, uint64_t *);
+static int	cast_take(void *, struct proto_buf *,
+		    const struct ring_read_result *);
 static void	cast_pull(struct sse *, void *);
 static void	cast_end(struct cast *);
 static void	cast_gone(void *);
 static void	cast_removed(void *);
 static void	cast_free(struct cast *);
+
+static const struct sse_feed	 cast_feed = {
+	&cast_reader, cast_chunks, CAST_CHUNKS, &cast_out, cast_limit,
+	cast_take
+};
 
 /* One event line: [t, "code", "data"], at time ms, never before the last. */
 static void
@@ -199,40 +207,43 @@ cast_answer(struct http_req *hr, struct session *s)
 	sse_kick(c->sse);	/* may end it, and free c */
 }
 
+/* Where the next read starts, and its bytes for room bytes of events. */
+static size_t
+cast_limit(void *arg, size_t room, uint64_t *at)
+{
+	struct cast	*c = arg;
+
+	*at = c->at;
+	return (room / CAST_WORST);
+}
+
+/* Render the chunks of a read as events; 1 when the last one is sent. */
+static int
+cast_take(void *arg, struct proto_buf *b, const struct ring_read_result *res)
+{
+	struct cast	*c = arg;
+	size_t		 i;
+
+	for (i = 0; i < res->nchunks; i++) {
+		/* The ring moved past the end while it was sent. */
+		if (cast_chunks[i].id > c->last)
+			return (1);
+		cast_chunk(b, c, &cast_chunks[i]);
+		c->at = cast_chunks[i].id;
+		if (c->at >= c->last)
+			return (1);
+	}
+	return (0);
+}
+
 /* Send the next chunks as events while the stream has room. */
 static void
 cast_pull(struct sse *sse, void *arg)
 {
-	struct cast		*c = arg;
-	struct ring_read_result	 res;
-	struct proto_buf	*b = &cast_out;
-	size_t			 i, lim;
-	int			 done = c->at >= c->last;
+	struct cast	*c = arg;
 
-	while (!done && sse_room(sse)) {
-		lim = sse_room_bytes(sse) / CAST_WORST;
-		if (ring_reader_read(&cast_reader, session_ring(c->s), c->at,
-		    lim, cast_chunks, CAST_CHUNKS, &res) != 0) {
-			done = 1;	/* out of memory: it ends here */
-			break;
-		}
-		b->len = 0;
-		for (i = 0; i < res.nchunks && !done; i++) {
-			/* The ring moved past the end while it was sent. */
-			if ((done = cast_chunks[i].id > c->last))
-				break;
-			cast_chunk(b, c, &cast_chunks[i]);
-			c->at = cast_chunks[i].id;
-			done = c->at >= c->last;
-		}
-		if (b->oom)
-			fatal("%s: out of memory", __func__);
-		if (b->len > 0)
-			sse_send_raw(sse, b->data, b->len);
-		if (res.nchunks == 0 && !res.more)
-			done = 1;
-	}
-	if (done)
+	if (c->at >= c->last || sse_feed(sse, session_ring(c->s), &cast_feed,
+	    c))
 		cast_end(c);
 }
 

@@ -65,13 +65,19 @@ static void	winstream_buffer_free(void);
 static int	winstream_check(struct evhttp_request *, struct ring *,
 		    const struct winstream_ask *, uint64_t *, size_t *,
 		    size_t *);
+static size_t	winstream_limit(void *, size_t, uint64_t *);
 static void	winstream_pull(struct sse *, void *);
-static int	winstream_take(struct winstream *, struct proto_buf *,
+static int	winstream_take(void *, struct proto_buf *,
 		    const struct ring_read_result *);
 static void	winstream_end(struct winstream *);
 static void	winstream_gone(void *);
 static void	winstream_removed(void *);
 static void	winstream_free(struct winstream *);
+
+static const struct sse_feed	 winstream_feed = {
+	&winstream_reader, winstream_chunks, nitems(winstream_chunks),
+	&winstream_out, winstream_limit, winstream_take
+};
 
 /* Whether the window may be big, and the request takes a chunked answer. */
 static int
@@ -200,42 +206,33 @@ winstream_answer(struct evhttp_request *req, struct session *s,
 }
 
 /*
- * Send the window's next chunks while the stream has room, rendered at the
- * worst in what the room takes; end the answer at the window's end.
+ * Where the next read starts, and its bytes: what room bytes take rendered
+ * at the worst, within the window, and up to the skip's chunk, whose bytes
+ * before are not sent.
  */
+static size_t
+winstream_limit(void *arg, size_t room, uint64_t *at)
+{
+	struct winstream	*ws = arg;
+	size_t			 lim;
+
+	lim = room / (ws->encoding == PROTO_ENC_TEXT ? WINSTREAM_TEXT_WORST :
+	    WINSTREAM_B64_WORST);
+	if (lim > ws->left)
+		lim = ws->left;
+	if (ws->skip > 0 && lim <= SIZE_MAX - ws->skip)
+		lim += ws->skip;
+	*at = ws->at;
+	return (lim);
+}
+
+/* Send the window's next chunks while the stream has room; end at its end. */
 static void
 winstream_pull(struct sse *sse, void *arg)
 {
 	struct winstream	*ws = arg;
-	struct ring_read_result	 res;
-	struct proto_buf	*b = &winstream_out;
-	size_t			 lim;
-	int			 done = 0;
 
-	while (!done && sse_room(sse)) {
-		lim = sse_room_bytes(sse) / (ws->encoding == PROTO_ENC_TEXT ?
-		    WINSTREAM_TEXT_WORST : WINSTREAM_B64_WORST);
-		if (lim > ws->left)
-			lim = ws->left;
-		/* Up to the skip's chunk, whose bytes before are not sent. */
-		if (ws->skip > 0 && lim <= SIZE_MAX - ws->skip)
-			lim += ws->skip;
-		if (ring_reader_read(&winstream_reader, session_ring(ws->s),
-		    ws->at, lim, winstream_chunks, nitems(winstream_chunks),
-		    &res) != 0) {
-			done = 1;	/* out of memory: it ends here */
-			break;
-		}
-		b->len = 0;
-		done = winstream_take(ws, b, &res);
-		if (b->oom)
-			fatal("%s: out of memory", __func__);
-		if (b->len > 0)
-			sse_send_raw(sse, b->data, b->len);
-		if (res.nchunks == 0 && !res.more)
-			done = 1;
-	}
-	if (done)
+	if (sse_feed(sse, session_ring(ws->s), &winstream_feed, ws))
 		winstream_end(ws);
 }
 
@@ -244,9 +241,10 @@ winstream_pull(struct sse *sse, void *arg)
  * Returns 1 when the window ends with them, else 0.
  */
 static int
-winstream_take(struct winstream *ws, struct proto_buf *b,
+winstream_take(void *arg, struct proto_buf *b,
     const struct ring_read_result *res)
 {
+	struct winstream	*ws = arg;
 	struct proto_chunk	c;
 	size_t			i, cut, skip;
 	uint64_t		next;

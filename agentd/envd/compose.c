@@ -95,19 +95,12 @@ compose_route(struct http_req *hr, const struct pty_user *user,
     int authorized)
 {
 	struct compose		*c;
-	struct proto_err	 err;
 
 	c = xcalloc(1, sizeof *c);
-	if (compose_parse(hr, user, c) != 0)
-		goto fail;
-	if (files_call(hr->req, c->who.confine ? c->who.spec : NULL,
-	    compose_work, compose_done, c, &err) != 0) {
-		envd_plain_fail(hr, err.status, "%s", err.message);
-		goto fail;
-	}
-	return;
-fail:
-	compose_free(c);
+	if (compose_parse(hr, user, c) != 0 || fs_plain_call(hr,
+	    c->who.confine ? c->who.spec : NULL, compose_work, compose_done,
+	    c) != 0)
+		compose_free(c);
 }
 
 /*
@@ -412,32 +405,19 @@ compose_done(struct evhttp_request *req, void *arg, int rc,
     const struct proto_err *err)
 {
 	struct compose		*c = arg;
-	struct proto_buf	 b = { 0 };
-	struct http_req		 hr;
 	const char		*slash = strrchr(c->dest, '/');
-	json_t			*o;
-	char			*s;
+	json_t			*o = NULL;
 
 	if (rc != 0 && err->status == 507)
 		compose_refused_room++;
-	if (req != NULL && rc != 0) {
-		memset(&hr, 0, sizeof hr);
-		hr.req = req;
-		envd_plain_fail(&hr, err->status == 409 ? 400 :
-		    err->status < 400 || err->status > 599 ? 500 : err->status,
-		    "%s", err->message);
-	} else if (req != NULL) {
+	if (req != NULL && rc == 0) {
 		o = json_object();
 		json_object_set_new(o, "name", fsentry_string(slash != NULL &&
 		    slash[1] != '\0' ? slash + 1 : c->dest));
 		json_object_set_new(o, "path", fsentry_string(c->dest));
 		json_object_set_new(o, "type", json_string("file"));
-		if ((s = json_dumps(o, JSON_COMPACT)) == NULL)
-			fatal("%s: out of memory", __func__);
-		json_decref(o);
-		proto_buf_append(&b, s, strlen(s));
-		free(s);
-		http_reply_raw(req, 200, "application/json", &b);
 	}
+	fs_plain_done(req, rc, err, o);
+	json_decref(o);
 	compose_free(c);
 }

@@ -298,7 +298,6 @@ envfiles_post(struct http_req *hr, struct envfiles_query *q,
     const struct pty_user *user, int authorized)
 {
 	struct envfiles_post	*p;
-	struct proto_err	 err;
 	struct spool		*spool;
 	const char		*enc, *ct = hr->content_type;
 	char			 cause[PTY_CAUSE_MAX];
@@ -382,11 +381,9 @@ envfiles_post(struct http_req *hr, struct envfiles_query *q,
 		goto fail;
 	} else
 		p->len = hr->body_len;	/* not the NUL http.c put after it */
-	if (files_call(hr->req, fs_who(user, &p->who), envfiles_work,
-	    envfiles_done, p, &err) != 0) {
-		envd_plain_fail(hr, err.status, "%s", err.message);
+	if (fs_plain_call(hr, fs_who(user, &p->who), envfiles_work,
+	    envfiles_done, p) != 0)
 		goto fail;
-	}
 	return;
 fail:
 	envfiles_post_free(p);
@@ -715,22 +712,7 @@ envfiles_done(struct evhttp_request *req, void *arg, int rc,
     const struct proto_err *err)
 {
 	struct envfiles_post	*p = arg;
-	struct proto_buf	 b = { 0 };
-	struct http_req		 hr;
-	char			*s;
 
-	if (req != NULL && rc != 0) {
-		memset(&hr, 0, sizeof hr);
-		hr.req = req;
-		envd_plain_fail(&hr, err->status == 409 ? 400 :
-		    err->status < 400 || err->status > 599 ? 500 : err->status,
-		    "%s", err->message);
-	} else if (req != NULL) {
-		if ((s = json_dumps(p->answer, JSON_COMPACT)) == NULL)
-			fatal("%s: out of memory", __func__);
-		proto_buf_append(&b, s, strlen(s));
-		free(s);
-		http_reply_raw(req, 200, "application/json", &b);
-	}
+	fs_plain_done(req, rc, err, p->answer);
 	envfiles_post_free(p);
 }

@@ -182,6 +182,45 @@ fs_who(const struct pty_user *u, struct fs_who *w)
 	return (w->confine ? w->spec : NULL);
 }
 
+/* Run a plain route's file work on a files worker as user. */
+int
+fs_plain_call(struct http_req *hr, const char *user, files_work_fn work,
+    files_done_fn done, void *arg)
+{
+	struct proto_err	err;
+
+	if (files_call(hr->req, user, work, done, arg, &err) == 0)
+		return (0);
+	envd_plain_fail(hr, err.status, "%s", err.message);
+	return (-1);
+}
+
+/* On the loop: answer a plain route's file work, its error or answer. */
+void
+fs_plain_done(struct evhttp_request *req, int rc, const struct proto_err *err,
+    const json_t *answer)
+{
+	struct proto_buf	 b = { 0 };
+	struct http_req		 hr;
+	char			*s;
+
+	if (req == NULL)
+		return;
+	if (rc != 0) {
+		memset(&hr, 0, sizeof hr);
+		hr.req = req;
+		envd_plain_fail(&hr, err->status == 409 ? 400 :
+		    err->status < 400 || err->status > 599 ? 500 : err->status,
+		    "%s", err->message);
+		return;
+	}
+	if ((s = json_dumps(answer, JSON_COMPACT)) == NULL)
+		fatal("%s: out of memory", __func__);
+	proto_buf_append(&b, s, strlen(s));
+	free(s);
+	http_reply_raw(req, 200, "application/json", &b);
+}
+
 /*
  * Free the watchers; a stream's is ended first (unavailable), so that
  * closing its connection later finds nothing of it.  A watch opened after

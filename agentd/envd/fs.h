@@ -35,8 +35,14 @@
 
 #include <sys/types.h>
 
+#include "files.h"
+
 struct config;
 struct event_base;
+struct evhttp_request;
+struct http_req;
+struct json_t;
+struct proto_err;
 struct proto_buf;
 struct pty_user;
 
@@ -61,6 +67,19 @@ struct fs_who {
 void	fs_register(struct event_base *, const struct config *cfg);
 /* The fs_who of a call's user; the user files_call() acts as (NULL: root). */
 const char *fs_who(const struct pty_user *, struct fs_who *);
+/*
+ * Run a plain route's file work (compose.h, envfiles.h) on a files worker
+ * as user (fs_who()); 0, or -1 after answering envd's error.
+ */
+int	fs_plain_call(struct http_req *, const char *user, files_work_fn,
+	    files_done_fn, void *arg);
+/*
+ * On the loop: answer a plain route's file work (req NULL: the client
+ * went away) with envd's error for err (409 as 400, an odd status as 500),
+ * or with answer as JSON.
+ */
+void	fs_plain_done(struct evhttp_request *, int rc,
+	    const struct proto_err *, const struct json_t *answer);
 /* Free the watchers, a stream's ended unavailable (at the end). */
 void	fs_free(void);
 /* Append the watches' figures to a /metrics answer. */

@@ -240,6 +240,34 @@ sse_send_raw(struct sse *st, const void *data, size_t len)
 		fatal("%s: out of memory", __func__);
 }
 
+/* Send a ring's chunks on a raw stream while it has room. */
+int
+sse_feed(struct sse *st, const struct ring *ring, const struct sse_feed *f,
+    void *arg)
+{
+	struct ring_read_result	 res;
+	struct proto_buf	*b = f->out;
+	uint64_t		 at;
+	size_t			 lim;
+	int			 done = 0;
+
+	while (!done && sse_room(st)) {
+		lim = f->limit(arg, sse_room_bytes(st), &at);
+		if (ring_reader_read(f->reader, ring, at, lim, f->chunks,
+		    f->nchunks, &res) != 0)
+			return (1);	/* out of memory: it ends here */
+		b->len = 0;
+		done = f->take(arg, b, &res);
+		if (b->oom)
+			fatal("%s: out of memory", __func__);
+		if (b->len > 0)
+			sse_send_raw(st, b->data, b->len);
+		if (res.nchunks == 0 && !res.more)
+			done = 1;
+	}
+	return (done);
+}
+
 /* Start a stream: SSE (type NULL), or raw bytes of type. */
 static struct sse *
 sse_open(struct http_req *hr, int status, const char *type, sse_pull_fn pull,

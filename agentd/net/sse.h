@@ -28,6 +28,10 @@
 
 struct http_req;
 struct proto_buf;
+struct ring;
+struct ring_chunk;
+struct ring_read_result;
+struct ring_reader;
 struct session;
 struct sse;
 
@@ -82,6 +86,29 @@ void	 sse_promise(struct sse *, size_t n);
 void	 sse_tie(struct sse *, struct session *, sse_gone_fn removed);
 /* Queue raw bytes on a stream of sse_start_raw(). */
 void	 sse_send_raw(struct sse *, const void *, size_t);
+/*
+ * A raw stream fed from a ring (a cast, a window, sse_feed()): its reader,
+ * chunk array and output buffer; limit(arg, room, &at) says where the next
+ * read starts and how many bytes it may take for room bytes of the stream;
+ * take(arg, b, res) renders a read into b and returns 1 when the stream
+ * ends with it.
+ */
+struct sse_feed {
+	struct ring_reader	*reader;
+	struct ring_chunk	*chunks;
+	size_t			 nchunks;
+	struct proto_buf	*out;
+	size_t			(*limit)(void *, size_t, uint64_t *);
+	int			(*take)(void *, struct proto_buf *,
+				    const struct ring_read_result *);
+};
+/*
+ * Send ring's chunks on the stream while it has room: read, render, send.
+ * Returns 1 when the stream ends (take's word, the ring's end, or out of
+ * memory for the read), 0 when the room ran out first.
+ */
+int	 sse_feed(struct sse *, const struct ring *, const struct sse_feed *,
+	    void *arg);
 /*
  * Whether the stream takes more frames now: its unsent bytes are under
  * --sse-buffer, and the budget of answers held (outq.h) has room for them.

@@ -63,6 +63,8 @@ static int	session_pins_check(struct session_pins *, pid_t, int upto);
 static void	session_pins_add(struct session_pins *, pid_t, pid_t);
 static void	session_scan(struct session_want *, size_t);
 static int	session_pinnable(void);
+static void	session_want_add(struct session_want **, size_t *, size_t *,
+		    pid_t, struct session_pins *, int *, int *);
 static void	session_unpin_leaders(struct session_want *, size_t);
 static void	session_release(struct session *);
 static void	session_check_gone(struct session *);
@@ -396,6 +398,22 @@ session_reaped(pid_t pid, int status)
 	return (-1);
 }
 
+/* Add a leader to unpin (its id, pins and flags) to want, grown. */
+static void
+session_want_add(struct session_want **want, size_t *n, size_t *cap,
+    pid_t sid, struct session_pins *pins, int *busy, int *gone)
+{
+	struct session_want	*w;
+
+	if (*n == *cap)
+		*want = xrealloc(*want, (*cap = *cap * 2 + 8) * sizeof **want);
+	w = memset(&(*want)[(*n)++], 0, sizeof *w);
+	w->sid = sid;
+	w->pins = pins;
+	w->busy = busy;
+	w->gone = gone;
+}
+
 /*
  * Called after every SIGCHLD: take the status of each leader that ended
  * (sessions and corpses) and reap it, then sweep soon for sessions held by
@@ -406,7 +424,7 @@ session_collect(void)
 {
 	struct session		*s, *next;
 	struct session_corpse	*c, *cnext;
-	struct session_want	*want = NULL, *w;
+	struct session_want	*want = NULL;
 	size_t			 n = 0, cap = 0;
 	int			 status, fresh = 0, pin = session_pinnable();
 
@@ -418,14 +436,8 @@ session_collect(void)
 		s->ending = 1;
 		if (!pin || s->restored)	/* restored: the reaper's */
 			continue;
-		if (n == cap)
-			want = xrealloc(want, (cap = cap * 2 + 8) *
-			    sizeof *want);
-		w = memset(&want[n++], 0, sizeof *want);
-		w->sid = s->pid;
-		w->pins = &s->pins;
-		w->busy = &s->busy;
-		w->gone = &s->leader_gone;
+		session_want_add(&want, &n, &cap, s->pid, &s->pins,
+		    &s->busy, &s->leader_gone);
 	}
 	LIST_FOREACH(c, &corpses, entry) {
 		if (c->reaped || !session_waitid(c->pid, &status))
@@ -433,14 +445,8 @@ session_collect(void)
 		c->reaped = c->ending = 1;
 		if (!pin)
 			continue;
-		if (n == cap)
-			want = xrealloc(want, (cap = cap * 2 + 8) *
-			    sizeof *want);
-		w = memset(&want[n++], 0, sizeof *want);
-		w->sid = c->pid;
-		w->pins = &c->pins;
-		w->busy = &c->busy;
-		w->gone = &c->leader_gone;
+		session_want_add(&want, &n, &cap, c->pid, &c->pins,
+		    &c->busy, &c->leader_gone);
 	}
 	if (n > 0)
 		session_unpin_leaders(want, n);
