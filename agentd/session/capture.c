@@ -453,12 +453,17 @@ session_hold(struct session_out *o, const uint8_t *p, size_t len)
 	return (keep);
 }
 
-/* Publish what o holds back, as a chunk of its own. */
+/*
+ * Publish what o holds back, as a chunk of its own: after the pending
+ * chunk (maybe the other stream's), whose reservation an append would
+ * cancel under the bytes read into it.
+ */
 static void
 session_flush_out(struct session_out *o)
 {
 	if (o->carry_len == 0)
 		return;
+	session_publish(o->s);
 	(void)ring_append(o->s->ring, o->carry, o->carry_len, o->stream);
 	o->carry_len = 0;
 }

@@ -136,6 +136,22 @@ class TextTest(AgentdTestCase):
         self.assertEqual(w['state'], 'exited')
         self.assertEqual(wbytes(w), b'y\xe2\x82')
 
+    def test_a_hold_ending_keeps_the_other_stream_s_pending_chunk(self):
+        # Nobody looks: stderr's half character is held, stdout's "hello "
+        # waits joined in its open chunk when the hold ends (10 ms); the
+        # held bytes go as a chunk of their own after it, never over it.
+        for _ in range(5):
+            w = self.create(cmd="printf '\\342\\240' >&2; printf 'hello '; "
+                                "sleep 0.05; printf 'world\\n'; sleep 0.2")
+            self.wait_state(w['id'])
+            g = self.get_text(w['id'], cursor=0)
+            out = b''.join(chunk_bytes(c) for c in g['output']
+                           if c['stream'] == 'stdout')
+            err = b''.join(chunk_bytes(c) for c in g['output']
+                           if c['stream'] == 'stderr')
+            self.assertEqual((out, err), (b'hello world\n', b'\xe2\xa0'),
+                             g['output'])
+
     def test_nul_and_control_bytes_and_ansi(self):
         raw = b'a\x00b\x01\x07\t\r\n\x1b[31mred\x1b[0m "q" \\ \x7f\n'
         w = self.create(cmd="printf 'a\\000b\\001\\007\\t\\r\\n\\033[31mred"
