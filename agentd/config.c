@@ -182,6 +182,9 @@ static const struct opt opts[] = {
 	{ "forward-max-conns", OPT_COUNT, OFF(forward_max_conns), 1, 100000,
 	  "N", "open connections of one forward; one more is closed at once "
 	  "(default 128)" },
+	{ "forward-total-conns", OPT_COUNT, OFF(forward_total_conns), 1,
+	  1000000, "N", "open connections of all forwards together (2 fds "
+	  "each); one more is closed at once (default 1024)" },
 	{ "forward-buffer", OPT_SIZE, OFF(forward_buffer), 4096, 64u << 20,
 	  "BYTES", "bytes a forwarded connection holds in each direction "
 	  "before it stops reading (default 64KiB)" },
@@ -338,6 +341,7 @@ config_defaults(struct config *cfg)
 	cfg->forward_max = CONFIG_FORWARD_MAX_DEFAULT;
 	cfg->forward_max_conns = CONFIG_FORWARD_MAX_CONNS_DEFAULT;
 	cfg->forward_buffer = CONFIG_FORWARD_BUFFER_DEFAULT;
+	cfg->forward_total_conns = CONFIG_FORWARD_TOTAL_CONNS_DEFAULT;
 	cfg->max_fetch_bytes = CONFIG_MAX_FETCH_BYTES_DEFAULT;
 	cfg->restore_window_ms = CONFIG_RESTORE_WINDOW_DEFAULT;
 	cfg->rtc_interval_ms = CONFIG_RTC_INTERVAL_DEFAULT;

@@ -54,6 +54,7 @@
 #define CONFIG_PORTS_FEED_INTERVAL_DEFAULT 1000		/* ms */
 #define CONFIG_FORWARD_MAX_DEFAULT	64	/* ports forwarded at once */
 #define CONFIG_FORWARD_MAX_CONNS_DEFAULT 128	/* connections of one */
+#define CONFIG_FORWARD_TOTAL_CONNS_DEFAULT 1024 /* connections of all */
 #define CONFIG_FORWARD_BUFFER_DEFAULT	(64u << 10)	/* bytes a direction */
 #define CONFIG_SELF_MEMORY_MIN_DEFAULT	(16u << 20)	/* bytes */
 #define CONFIG_SELF_CPU_WEIGHT_DEFAULT	1000	/* sessions' parent: 100 */
@@ -137,6 +138,7 @@ struct config {
 	char		 *forward_address;	/* NULL: the default route's */
 	uint64_t	  forward_max;		/* forwards at once */
 	uint64_t	  forward_max_conns;	/* connections of one */
+	uint64_t	  forward_total_conns;	/* connections of all */
 	uint64_t	  forward_buffer;	/* bytes held a direction */
 	uint64_t	  mcp_sessions;		/* MCP sessions kept */
 	uint64_t	  session_memory;	/* bytes, memory.max; 0: none */

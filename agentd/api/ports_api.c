@@ -69,7 +69,7 @@ ports_api_start(void)
 	if (ports_cfg->forward_localhost &&
 	    forward_init(ports_base, ports_cfg->forward_address,
 	    ports_cfg->forward_max, ports_cfg->forward_max_conns,
-	    ports_cfg->forward_buffer) == 0 &&
+	    ports_cfg->forward_total_conns, ports_cfg->forward_buffer) == 0 &&
 	    (ports_feed_ms == 0 || ports_feed_ms > FORWARD_INTERVAL_MS))
 		ports_feed_ms = FORWARD_INTERVAL_MS; /* forwards within a second */
 	if (ports_feed_ms > 0)

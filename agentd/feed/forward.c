@@ -90,6 +90,7 @@ static TAILQ_HEAD(, forward)	 fwd_list = TAILQ_HEAD_INITIALIZER(fwd_list);
 static struct event_base	*fwd_base;	/* NULL: forwarding is off */
 static char			 fwd_addr[PORTS_ADDR_MAX]; /* "": unknown */
 static size_t			 fwd_max, fwd_max_conns, fwd_buffer;
+static size_t			 fwd_total_conns; /* of all forwards */
 static size_t			 fwd_listening;	/* forwards listening */
 static size_t			 fwd_nconns;	/* connections open */
 static size_t			 fwd_skipped;	/* wanted, not listening */
@@ -98,7 +99,7 @@ static uint64_t			 fwd_conns_total, fwd_refused, fwd_bytes;
 /* Start forwarding (see forward.h). */
 int
 forward_init(struct event_base *base, const char *address, size_t max,
-    size_t max_conns, size_t buffer)
+    size_t max_conns, size_t total_conns, size_t buffer)
 {
 	struct sockaddr_storage	ss;
 	socklen_t		len;
@@ -111,6 +112,7 @@ forward_init(struct event_base *base, const char *address, size_t max,
 	    "");
 	fwd_max = max;
 	fwd_max_conns = max_conns;
+	fwd_total_conns = total_conns;
 	fwd_buffer = buffer;
 	return (0);
 }
@@ -425,7 +427,7 @@ fwd_accept(struct evconnlistener *lev, evutil_socket_t fd,
 	socklen_t		 len;
 	int			 sfd;
 
-	if (f->nconns >= fwd_max_conns ||
+	if (f->nconns >= fwd_max_conns || fwd_nconns >= fwd_total_conns ||
 	    fwd_sockaddr(f->to, f->port, &ss, &len) != 0 ||
 	    (sfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
 	    SOCK_CLOEXEC, 0)) == -1) {
@@ -619,9 +621,10 @@ forward_stat(struct proto_buf *b)
 	else
 		proto_buf_printf(b, "null");
 	proto_buf_printf(b, ", \"max\": %zu, \"max_conns\": %zu, "
-	    "\"buffer\": %zu, \"skipped\": %zu, \"refused\": %" PRIu64
-	    ", \"bytes\": %" PRIu64 ", \"forwards\": [", fwd_max,
-	    fwd_max_conns, fwd_buffer, fwd_skipped, fwd_refused, fwd_bytes);
+	    "\"total_conns\": %zu, \"buffer\": %zu, \"skipped\": %zu, "
+	    "\"refused\": %" PRIu64 ", \"bytes\": %" PRIu64
+	    ", \"forwards\": [", fwd_max, fwd_max_conns, fwd_total_conns,
+	    fwd_buffer, fwd_skipped, fwd_refused, fwd_bytes);
 	TAILQ_FOREACH(f, &fwd_list, entry) {
 		proto_buf_printf(b, "%s{\"port\": %u, \"on\": \"%s\", "
 		    "\"to\": \"%s\", \"listening\": %s, \"connections\": %zu}",

@@ -37,11 +37,11 @@ struct upgstate_w;
 /*
  * Start forwarding: to address (a literal; NULL: the IPv4 address of the
  * interface with the default route, looked up when first needed), at most
- * max forwards, max_conns connections each, buffer bytes held per
- * connection and direction.  0 or -1 (a bad address).
+ * max forwards, max_conns connections each and total_conns in all, buffer
+ * bytes held per connection and direction.  0 or -1 (a bad address).
  */
 int	 forward_init(struct event_base *, const char *address, size_t max,
-	    size_t max_conns, size_t buffer);
+	    size_t max_conns, size_t total_conns, size_t buffer);
 /* Close every forward and connection. */
 void	 forward_free(void);
 /* Open and close forwards to match a refreshed list (sorted). */

@@ -498,7 +498,8 @@ http_raise_nofile(void)
 	want = (int64_t)((2 + (cfg->vsock_listen[0] != NULL) +
 	    (cfg->envd_listen[0] != NULL) +
 	    (cfg->envd_vsock_listen[0] != NULL)) * cfg->max_connections + 4 * cfg->max_sessions +
-	    HTTP_FDS_SPARE);
+	    (cfg->forward_localhost != 0 ? (int64_t)(2 * cfg->forward_total_conns +
+	    cfg->forward_max) : 0) + HTTP_FDS_SPARE);
 	if ((got = nofile_raise((uint64_t)want, cfg->pid1)) >= 0 && got < want)
 		log_info("%s: %lld fds allowed, %lld would hold every "
 		    "connection (--max-connections %llu); accept waits past it",

@@ -289,6 +289,36 @@ class ForwardTest(ForwardTestCase):
         self.wait_metric('agentd_forward_conns', 0)
 
 
+class ForwardTotalTest(ForwardTestCase):
+    """--forward-total-conns bounds the connections of all forwards
+    together (each holds two of PID 1's fds)."""
+    agentd_args = ('--forward-localhost', '1', '--forward-max-conns', '2',
+                   '--forward-total-conns', '3')
+
+    def test_total_conns(self):
+        ports = [free_port(), free_port()]
+        svcs = [Service('127.0.0.1', p) for p in ports]
+        for svc in svcs:
+            self.addCleanup(svc.close)
+        held = []
+        for p, svc in ((ports[0], svcs[0]), (ports[0], svcs[0]),
+                       (ports[1], svcs[1])):
+            c, _ = self.reach(p)
+            held += [c, svc.accept()]
+        # Its forward has room for one more; all of them have none.
+        c4 = socket.create_connection((OUT, ports[1]), timeout=5)
+        try:
+            self.assertEqual(c4.recv(1), b'')
+        except ConnectionResetError:
+            pass
+        c4.close()
+        self.assertEqual(self.metric('agentd_forward_refused_total'), 1)
+        self.assertEqual(self.metric('agentd_forward_conns'), 3)
+        for s in held:
+            s.close()
+        self.wait_metric('agentd_forward_conns', 0)
+
+
 class ForwardLimitsTest(ForwardTestCase):
     agentd_args = ('--forward-localhost', '1', '--forward-max', '1',
                    '--forward-max-conns', '2', '--forward-buffer', '4096')
