@@ -207,8 +207,15 @@ webdir_route(struct http_req *hr)
 	/* evhttp would send a HEAD answer's body: only its length goes. */
 	if (hr->method == EVHTTP_REQ_HEAD || st.st_size == 0)
 		close(fd);
-	else if (evbuffer_add_file(out, fd, 0, st.st_size) != 0)
-		fatal("%s: out of memory", __func__);	/* closed fd */
+	else if (evbuffer_add_file(out, fd, 0, st.st_size) != 0) {
+		/* A read that failed, or a file that shrank: fd is closed. */
+		evbuffer_free(out);
+		evhttp_remove_header(h, "Content-Length");
+		evhttp_remove_header(h, "Content-Type");
+		http_fail(hr->req, 500, "internal", "%s could not be read",
+		    hr->path);
+		return;
+	}
 	webdir_served++;
 	http_count(200);
 	evhttp_send_reply(hr->req, 200, "OK", out);

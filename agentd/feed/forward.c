@@ -737,8 +737,15 @@ forward_load(struct upgstate *r)
 			}
 			if (fwd_relay(c, 0) == 0)	/* FINs due, if any */
 				fwd_relay(c, 1);
-		} else
+		} else {
 			log_warn("%s: ignoring %s=%s", __func__, key, value);
+			/* A conn= we cannot read: its fds, if any, close. */
+			if (strcmp(key, "conn") == 0 && sscanf(value, "%d %d",
+			    &fd[0], &fd[1]) == 2 && fd[0] > 2 && fd[1] > 2) {
+				close(fd[0]);
+				close(fd[1]);
+			}
+		}
 	}
 	upgstate_unread(r);
 	if (lfd < 0)
