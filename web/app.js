@@ -8,6 +8,11 @@ const RETRY_MIN_MS = 250;
 const RETRY_MAX_MS = 3000;
 const POLL_MS = 1500;
 const STDIN_BATCH_MAX = 65536;
+// The first write after this long without one of ours looks stdin_bytes up
+// first: another client may have written meanwhile, and a write at an old
+// offset reads as a duplicate (then it is sent again at the new one, but
+// not when its answer is lost too).
+const STDIN_FRESH_MS = 1000;
 const DEFAULT_RING_BYTES = 1 << 20;
 // A login shell of agentd's user: its shell from /etc/passwd, else /bin/sh.
 const LOGIN_SHELL =
@@ -248,8 +253,7 @@ async function listPage() {
 			retry = RETRY_MIN_MS;
 			await sseRead('/v1/events', lastId, (type, data, id) => {
 				lastId = id;
-				if (type !== 'gap')
-					reload();
+				reload();
 			}, signal, () => setStatus('live'));
 		} catch (e) {
 			if (fatal(e) || signal.aborted)
@@ -313,6 +317,7 @@ class SessionView {
 		this.stdinQueue = [];     // Uint8Arrays typed, not yet sent
 		this.stdinSending = false;
 		this.stdinBytes = 0;      // stdin bytes agentd has accepted, as known
+		this.stdinKnownAt = 0;    // when our last write was answered
 		this.claimed = null;      // the size this page last asked for
 		this.wake = new AbortController();   // ends a reconnect's wait
 		this.replayCtl = null;
@@ -410,8 +415,8 @@ class SessionView {
 		if (!s || s.id !== this.id)
 			return;
 		this.session = s;
-		if (typeof s.stdin_bytes === 'number' && s.stdin_bytes > this.stdinBytes && !this.stdinSending)
-			this.stdinBytes = s.stdin_bytes;
+		if (typeof s.stdin_bytes === 'number' && !this.stdinSending)
+			this.stdinBytes = Math.max(this.stdinBytes, s.stdin_bytes);
 		if (this.tty && !this.replaying && (s.cols !== this.term.cols || s.rows !== this.term.rows))
 			this.term.resize(s.cols, s.rows);
 	}
@@ -540,6 +545,10 @@ class SessionView {
 		let retry = RETRY_MIN_MS;
 		for (;;) {
 			try {
+				if (first && performance.now() - this.stdinKnownAt > STDIN_FRESH_MS) {
+					const s = await apiJson(`${this.path}?cursor=${this.cursor}&max_bytes=1`, { signal: this.signal });
+					this.stdinBytes = Math.max(this.stdinBytes, s.stdin_bytes || 0);
+				}
 				const offset = this.stdinBytes;
 				const r = await apiJson(this.path + '/stdin', { method: 'POST', signal: this.signal,
 				    json: { data: b64encode(batch), offset, max_bytes: 1 } });
@@ -553,6 +562,7 @@ class SessionView {
 					continue;
 				}
 				this.stdinBytes = Math.max(offset + batch.length, accepted || 0);
+				this.stdinKnownAt = performance.now();
 				return true;
 			} catch (e) {
 				if (fatal(e) || this.signal.aborted)

@@ -90,9 +90,12 @@ class WebCase(AgentdTestCase):
         self.assertEqual(f['stdin_bytes'], f['stdin_expected'])
         self.assertIn('exit code 7', f['status'])
 
-    def test_other_client(self):
-        """Output caused by another client appears on the page."""
-        self.scenario('other')
+    def test_other_client_and_lost_answer(self):
+        """Output caused by another client appears on the page; a stdin
+        write whose answer is lost (reset after agentd took it) is retried
+        at the same offset and reaches the session once."""
+        f = self.scenario('other')
+        self.assertEqual(f['stdin_bytes'], f['stdin_expected'])
 
     def test_two_viewers(self):
         """Two pages on one session show the same text."""

@@ -224,6 +224,30 @@ const scenarios = {
 		await api('POST', `/v1/sessions/${s.id}/stdin`, { text: 'from-another-client\n' });
 		await waitScreen(page, 'the other client\'s line', /from-another-client/);
 		check(count(await screen(page), 'from-another-client') === 1, 'once');
+		// The answer to the page's first stdin write is lost after agentd
+		// took it (a connection reset): the retry, same offset, is a
+		// duplicate, and the keys reach the session once.
+		const cdp = await page.createCDPSession();
+		let lost = 0;
+		cdp.on('Fetch.requestPaused', async (ev) => {
+			if (ev.request.method === 'POST' && lost === 0) {
+				lost++;
+				await cdp.send('Fetch.failRequest', { requestId: ev.requestId, errorReason: 'ConnectionReset' });
+			} else {
+				await cdp.send('Fetch.continueRequest', { requestId: ev.requestId });
+			}
+		});
+		await cdp.send('Fetch.enable', { patterns: [{ urlPattern: '*/stdin', requestStage: 'Response' }] });
+		await page.keyboard.type('typed-once\n');
+		await waitScreen(page, 'the typed line', /typed-once/);
+		await sleep(500);
+		check(lost === 1, 'no answer was lost');
+		const after = await session(s.id);
+		facts.stdin_bytes = after.stdin_bytes;
+		facts.stdin_expected = 'from-another-client\n'.length + 'typed-once\n'.length;
+		check(after.stdin_bytes === facts.stdin_expected, `stdin_bytes ${after.stdin_bytes}`);
+		check(count(await output(s.id), 'typed-once') === 1, 'typed-once twice in the output');
+		facts.stdin_posts = page.requests.filter((r) => r.url.endsWith('/stdin')).length;
 	},
 
 	// Two viewers at once (one driving, one view only) see the same bytes.
