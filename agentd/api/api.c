@@ -204,6 +204,8 @@ api_metrics(struct http_req *hr)
 	events_metrics(&b);
 	sse_metrics(&b);
 	cast_metrics(&b);
+	proto_buf_printf(&b, "# TYPE agentd_cast_resizes_max gauge\n"
+	    "agentd_cast_resizes_max %" PRIu64 "\n", api_cfg->cast_resizes);
 	webdir_metrics(&b);
 	/* libevent's freed buffers kept for reuse (musl only; evmem.h). */
 	proto_buf_printf(&b, "# TYPE agentd_evmem_kept_bytes gauge\n"

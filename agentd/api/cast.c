@@ -176,7 +176,7 @@ cast_chunk(struct proto_buf *b, struct cast *c, const struct ring_chunk *k)
 		cast_event(b, c, k->time, "o", p, cut);
 }
 
-/* Answer GET .../cast. */
+/* Answer GET (or HEAD) .../cast. */
 void
 cast_answer(struct http_req *hr, struct session *s)
 {
@@ -188,6 +188,15 @@ cast_answer(struct http_req *hr, struct session *s)
 	unsigned		 rows, cols;
 	int64_t			 start;
 
+	snprintf(disp, sizeof disp, "attachment; filename=\"%s.cast\"", id);
+	evhttp_add_header(h, "Content-Disposition", disp);
+	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+	if (hr->method == EVHTTP_REQ_HEAD) {	/* the head alone */
+		evhttp_add_header(h, "Content-Type", "application/x-asciicast");
+		http_count(200);
+		evhttp_send_reply(hr->req, 200, "OK", NULL);
+		return;
+	}
 	if (sse_admit(hr) != 0)
 		return;
 	c = xcalloc(1, sizeof *c);
@@ -209,9 +218,6 @@ cast_answer(struct http_req *hr, struct session *s)
 	proto_buf_append(&b, "}\n", 2);
 	if (b.oom)
 		fatal("%s: out of memory", __func__);
-	snprintf(disp, sizeof disp, "attachment; filename=\"%s.cast\"", id);
-	evhttp_add_header(h, "Content-Disposition", disp);
-	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
 	c->sse = sse_start_raw(hr, 200, "application/x-asciicast", cast_pull,
 	    cast_gone, c);
 	sse_send_raw(c->sse, b.data, b.len);
@@ -237,6 +243,9 @@ cast_pull(struct sse *sse, void *arg)
 		}
 		b->len = 0;
 		for (i = 0; i < res.nchunks && !done; i++) {
+			/* The ring moved past the end while it was sent. */
+			if ((done = cast_chunks[i].id > c->last))
+				break;
 			cast_chunk(b, c, &cast_chunks[i]);
 			c->at = cast_chunks[i].id;
 			done = c->at >= c->last;

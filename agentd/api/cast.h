@@ -20,7 +20,10 @@ struct http_req;
 struct proto_buf;
 struct session;
 
-/* Answer GET .../cast (the route checked the method and the session). */
+/*
+ * Answer GET .../cast, HEAD with its head alone (the route checked the
+ * method and the session).
+ */
 void	 cast_answer(struct http_req *, struct session *);
 /* The session observer's part: a removed session's casts end. */
 void	 cast_session_event(struct session *, int events);

@@ -249,7 +249,7 @@ sessions_id_route(struct http_req *hr, const char *rest)
 		return;
 	}
 	if (http_method(hr, *action == '\0' ? EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
-	    EVHTTP_REQ_DELETE : strcmp(action, "cast") == 0 ? EVHTTP_REQ_GET :
+	    EVHTTP_REQ_DELETE : strcmp(action, "cast") == 0 ? EVHTTP_REQ_GET | EVHTTP_REQ_HEAD :
 	    EVHTTP_REQ_POST) != 0)
 		return;
 	if ((s = session_find(id)) == NULL) {

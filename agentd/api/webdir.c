@@ -14,7 +14,6 @@
 
 #include <event2/buffer.h>
 #include <event2/http.h>
-#include <event2/http_struct.h>
 
 #include "config.h"
 #include "http.h"
@@ -216,10 +215,13 @@ webdir_route(struct http_req *hr)
 	evbuffer_free(out);
 }
 
-/* agentd_web_files_total. */
+/* agentd_web_files_total and agentd_web_file_max_bytes. */
 void
 webdir_metrics(struct proto_buf *b)
 {
 	proto_buf_printf(b, "# TYPE agentd_web_files_total counter\n"
-	    "agentd_web_files_total %" PRIu64 "\n", webdir_served);
+	    "agentd_web_files_total %" PRIu64 "\n"
+	    "# TYPE agentd_web_file_max_bytes gauge\n"
+	    "agentd_web_file_max_bytes %" PRIu64 "\n", webdir_served,
+	    webdir_file_max);
 }

@@ -27,7 +27,7 @@ struct proto_buf;
 void	 webdir_init(const char *dir, uint64_t file_max);
 /* Answer GET or HEAD /term[/...]. */
 void	 webdir_route(struct http_req *);
-/* agentd_web_files_total into /metrics. */
+/* agentd_web_files_total, agentd_web_file_max_bytes into /metrics. */
 void	 webdir_metrics(struct proto_buf *);
 
 #endif /* AGENTD_WEBDIR_H */

@@ -114,6 +114,10 @@ class CastTest(CastCase):
         self.assertError(self.req('GET', '/v1/sessions/nope/cast'), 404, 'not_found')
         self.assertError(self.req('POST', '/v1/sessions/tok/cast', {}), 405,
                          'method_not_allowed')
+        r = self.req('HEAD', '/v1/sessions/tok/cast')
+        self.expect(r, 200)
+        self.assertEqual(r.body, b'')
+        self.assertEqual(r.header('Content-Type'), 'application/x-asciicast')
         # Over the unix socket, as the rest of the API.
         _, events = self.cast('tok', client=self.agentd.unix_client())
         self.assertEqual(output_of(events), 'hi\n')
@@ -150,6 +154,7 @@ class CastTest(CastCase):
     def test_resize_log_bounded(self):
         self.stop_agentd()
         self.start_agentd(['--cast-resizes', '3'])
+        self.assertEqual(self.metric('agentd_cast_resizes_max'), 3)
         self.create(id='rz', tty=True, rows=24, cols=80, cmd='sleep 30')
         for i in range(6):
             self.expect(self.resize_raw('rz', 10 + i, 50 + i), 200)

@@ -81,14 +81,17 @@ class TextTest(AgentdTestCase):
         self.assertEqual(kinds(g), ['text'])
 
     def test_multibyte_split_across_reads(self):
-        # Nobody looks between the two writes: the reads are joined into
-        # one chunk, valid text.
+        # Nobody looks between the two writes, 300 ms apart: two chunks
+        # (reads are joined only while at most 100 ms apart, so that each
+        # chunk keeps its time), the character split between the reads
+        # handed whole to the second: both valid text.
         w = self.create(cmd="sleep 0.3; printf 'x\\342\\234'; sleep 0.3; "
                             "printf '\\223y\\n'")
         time.sleep(1.5)
         g = self.get_text(w['id'], cursor=0)
         self.assertEqual(wbytes(g), 'x✓y\n'.encode())
-        self.assertEqual(kinds(g), ['text'])
+        self.assertEqual(kinds(g), ['text', 'text'])
+        self.assertEqual([c['text'] for c in g['output']], ['x', '✓y\n'])
         # A reader waits between them: two chunks, the split ones in base64,
         # and still every byte.
         w = self.create(cmd="printf 'x\\342\\234'; sleep 0.5; printf '\\223y\\n'",

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import unittest
 
-from harness import AgentdTestCase, UnixHTTPConnection
+from harness import AgentdTestCase, free_port
 
 FILES = {
     'index.html': ('text/html', b'<!doctype html><title>t</title>\n'),
@@ -108,6 +108,7 @@ class WebDirTest(WebDirCase):
 
     def test_refusals(self):
         self.start(['--web-file-max', '2048'])
+        self.assertEqual(self.metric('agentd_web_file_max_bytes'), 2048)
         outside = os.path.join(self.root, 'secret.txt')
         with open(outside, 'w') as f:
             f.write('TOPSECRET')
@@ -141,6 +142,18 @@ class WebDirTest(WebDirCase):
         self.expect(r, 200)
         self.assertEqual(r.body, FILES['app.js'][1])
         self.assertPageHeaders(r)
+
+    def test_not_on_envd_listeners(self):
+        port = free_port()
+        self.start(['--envd-listen', '127.0.0.1:%d' % port])
+        c = http.client.HTTPConnection('127.0.0.1', port, timeout=30)
+        c.request('GET', '/term/app.js')
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        self.assertEqual(r.status, 404, body)
+        self.assertNotEqual(body, FILES['app.js'][1])
+        self.expect(self.page('/term/app.js'), 200)
 
     def test_disabled(self):
         a = self.start_agentd(['--web-dir', ''])
