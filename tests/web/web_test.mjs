@@ -120,7 +120,7 @@ async function screen(page) {
 	return page.evaluate(() => {
 		const rows = document.querySelectorAll('.xterm-accessibility-tree > div');
 		return Array.from(rows, (r) => r.textContent.replace(/\s+$/, '')).join('\n');
-	});
+	}).catch(() => '');
 }
 
 async function waitScreen(page, what, re) {
@@ -130,8 +130,9 @@ async function waitScreen(page, what, re) {
 	});
 }
 
+// (Empty while a page navigates.)
 async function status(page) {
-	return page.$eval('#status', (e) => e.textContent);
+	return page.$eval('#status', (e) => e.textContent).catch(() => '');
 }
 
 async function waitStatus(page, re) {
@@ -400,8 +401,8 @@ const scenarios = {
 		facts.row = row;
 		check(/sleep 30/.test(row) && /running/.test(row), 'the row ' + row);
 		// New shell: a login shell in this tab.
-		await page.click('#newshell');
-		await page.waitForFunction(() => /[?&]session=/.test(location.search), { timeout: WAIT_MS });
+		await Promise.all([page.waitForNavigation({ timeout: WAIT_MS }), page.click('#newshell')]);
+		check(/[?&]session=/.test(new URL(page.url()).search), 'New shell opened ' + page.url());
 		await waitStatus(page, /^live/);
 		await page.keyboard.type('echo shell-$((6*7))\n');
 		await waitScreen(page, 'the shell', /shell-42/);
