@@ -63,7 +63,7 @@ class WebCase(AgentdTestCase):
 
     def scenario(self, name):
         """Runs one scenario of web_test.mjs; its facts."""
-        env = dict(os.environ, AGENTD_URL=self.base(), AGENTD_TOKEN=self.agentd.token,
+        env = dict(os.environ, AGENTD_URL=self.base(), AGENTD_TOKEN=self.agentd.token or '',
                    WEB_OUT=self.out, CHROMIUM=CHROMIUM)
         env.pop('AGENTD', None)
         p = subprocess.run(['node', SCRIPT, name], cwd=HERE, env=env,
@@ -134,6 +134,13 @@ class WebCase(AgentdTestCase):
         self.assertEqual(f['url_after'], self.base() + '/term/')
         self.assertEqual(f['storage']['local'], 0)
         self.assertEqual(f['storage']['cookie'], '')
+
+    def test_no_token(self):
+        """An agentd without a token (loopback): the page works without the
+        Token field and sends no Authorization header."""
+        self.start_agentd(self.agentd_args, token=False)
+        f = self.scenario('notoken')
+        self.assertEqual(f['sessionStorage'], 0)
 
     def test_csp_and_framing(self):
         """The headers of the page and its files, an inline script refused

@@ -31,7 +31,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // The API from node, with the token (the test's own client).
 async function api(method, p, body) {
-	const headers = { Authorization: 'Bearer ' + TOKEN };
+	const headers = TOKEN ? { Authorization: 'Bearer ' + TOKEN } : {};
 	if (body !== undefined)
 		headers['Content-Type'] = 'application/json';
 	const r = await fetch(BASE + p, { method, headers,
@@ -427,6 +427,23 @@ const scenarios = {
 		check(apiReqs.length > 0 && apiReqs.every((r) => r.headers.authorization === 'Bearer ' + TOKEN),
 		    'an API request without the bearer token');
 		facts.api_requests = apiReqs.length;
+	},
+
+	// An agentd without a token (loopback): no Token field, no header.
+	async notoken() {
+		check(TOKEN === '', 'run against an agentd without a token');
+		const s = await create({ cmd: 'stty -echo; cat' });
+		const page = await newPage();
+		await open(page, '', false);
+		await waitFor('the list', async () =>
+		    (await page.$$eval('#sessions tbody tr', (r) => r.map((x) => x.dataset.session))).includes(s.id));
+		check(await page.$eval('#tokenform', (e) => e.hidden), 'asked for a token');
+		await open(page, `?session=${s.id}`, false);
+		await waitStatus(page, /^live/);
+		await page.keyboard.type('no-token-line\n');
+		await waitScreen(page, 'the typed line', /no-token-line/);
+		check(page.requests.every((r) => r.headers.authorization === undefined), 'an Authorization header');
+		facts.sessionStorage = await page.evaluate(() => sessionStorage.length);
 	},
 
 	// CSP: an injected inline script does not run; the page cannot be framed.
