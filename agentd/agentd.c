@@ -65,6 +65,7 @@ agentd_start(struct config *cfg, void (*observer)(struct session *, int))
 	limits.stdin_buffer = cfg->stdin_buffer;
 	limits.pipe_bytes = cfg->pipe_bytes;
 	limits.exited_ttl_ms = cfg->exited_ttl_ms;
+	limits.utf8_hold_ms = cfg->utf8_hold_ms;
 	limits.memory_bytes = cfg->session_memory;
 	limits.pids = cfg->session_pids;
 	limits.cpu_percent = cfg->session_cpu;

@@ -26,6 +26,7 @@ enum opt_kind {
 	OPT_ADJ,	/* int: an oom_score_adj, -1000..1000 */
 	OPT_PROFILE,	/* int: PROTO_PROFILE_* by name */
 	OPT_ENCODING,	/* int: PROTO_ENC_* by name */
+	OPT_BOOL,	/* int: 0|1 */
 };
 
 struct opt {
@@ -66,6 +67,9 @@ static const struct opt opts[] = {
 	{ "envd-spool-dir", OPT_STRING, OFF(envd_spool_dir), 0, 0, "DIR",
 	  "folder of the unlinked files holding envd uploads over --max-body "
 	  "(default " CONFIG_ENVD_SPOOL_DIR_DEFAULT "; full: 507)" },
+	{ "envd-confine-files", OPT_BOOL, OFF(envd_confine_files), 0, 1,
+	  "0|1", "envd's file calls act as the call's user (1), or as envd's "
+	  "do: as root, what they make given to the user (default 0)" },
 	{ "socket", OPT_STRING, OFF(socket_path), 0, 0, "PATH",
 	  "unix socket, mode 0600 (default " CONFIG_SOCKET_DEFAULT
 	  "; '' disables)" },
@@ -96,6 +100,9 @@ static const struct opt opts[] = {
 	  "kernel buffer of a pipe session's stdout and stderr, applied with "
 	  "CAP_SYS_RESOURCE or CAP_SYS_ADMIN only (default 1MiB; 0 keeps the "
 	  "kernel's 64KiB)" },
+	{ "utf8-hold", OPT_MILLIS, OFF(utf8_hold_ms), 0, 1000, "MS",
+	  "how long a chunk's last bytes wait for the rest of their UTF-8 "
+	  "character (default 10; 0: no wait)" },
 	{ "session-memory", OPT_SIZE, OFF(session_memory), 0, 1ull << 50,
 	  "BYTES", "memory.max of each session's cgroup, no swap (default 0: "
 	  "none); a request's limits.memory_bytes replaces it" },
@@ -113,6 +120,10 @@ static const struct opt opts[] = {
 	  "(default 1000)" },
 	{ "shutdown-grace", OPT_MILLIS, OFF(shutdown_grace_ms), 0, 3600000, "MS",
 	  "SIGTERM to SIGKILL on shutdown (default 5000; units ms/s/m)" },
+	{ "upgrade-ready-timeout", OPT_MILLIS, OFF(upgrade_ready_ms), 100,
+	  3600000, "MS", "a live upgrade's new agentd must have taken the state "
+	  "over within this, else it execs the old binary again (default "
+	  "60000; units ms/s/m)" },
 	{ "shutdown", OPT_SHUTDOWN, OFF(shutdown_reboot), 0, 0, "poweroff|reboot",
 	  "as PID 1, how to end the machine (default poweroff)" },
 	{ "max-connections", OPT_COUNT, OFF(max_connections), 1, 1000000, "N",
@@ -279,7 +290,9 @@ config_defaults(struct config *cfg)
 	cfg->max_total_ring_bytes = CONFIG_MAX_TOTAL_RING_DEFAULT;
 	cfg->stdin_buffer = CONFIG_STDIN_BUFFER_DEFAULT;
 	cfg->pipe_bytes = CONFIG_PIPE_BYTES_DEFAULT;
+	cfg->utf8_hold_ms = CONFIG_UTF8_HOLD_DEFAULT;
 	cfg->shutdown_grace_ms = CONFIG_SHUTDOWN_GRACE_DEFAULT;
+	cfg->upgrade_ready_ms = CONFIG_UPGRADE_READY_DEFAULT;
 	cfg->max_connections = CONFIG_MAX_CONNECTIONS_DEFAULT;
 	cfg->idle_timeout_ms = CONFIG_IDLE_TIMEOUT_DEFAULT;
 	cfg->header_timeout_ms = CONFIG_HEADER_TIMEOUT_DEFAULT;
@@ -401,6 +414,14 @@ config_set(struct config *cfg, const struct opt *o, const char *value,
 			    "reboot\n", o->name, value);
 			return (-1);
 		}
+		break;
+	case OPT_BOOL:
+		if ((value[0] != '0' && value[0] != '1') || value[1] != '\0') {
+			fprintf(stderr, "agentd: --%s: '%s' is not 0 or 1\n",
+			    o->name, value);
+			return (-1);
+		}
+		*(int *)field = value[0] - '0';
 		break;
 	case OPT_PROFILE:
 		if ((*(int *)field = proto_profile_number(value)) < 0) {

@@ -26,7 +26,9 @@
 #define CONFIG_FIT_SESSION	0x4	/* --max-session-bytes */
 #define CONFIG_STDIN_BUFFER_DEFAULT	(1u << 20)	/* bytes */
 #define CONFIG_PIPE_BYTES_DEFAULT	(1u << 20)	/* bytes */
+#define CONFIG_UTF8_HOLD_DEFAULT	10		/* ms */
 #define CONFIG_SHUTDOWN_GRACE_DEFAULT	5000		/* ms */
+#define CONFIG_UPGRADE_READY_DEFAULT	60000		/* ms */
 #define CONFIG_MAX_CONNECTIONS_DEFAULT	16384	/* TCP; the unix socket and
 						   vsock as many each */
 #define CONFIG_IDLE_TIMEOUT_DEFAULT	(120 * 1000)	/* ms */
@@ -74,6 +76,8 @@ struct config {
 	uint64_t	  envd_watch_events;	/* events held untaken */
 	uint64_t	  envd_max_upload;	/* bytes of a POST /files body */
 	char		 *envd_spool_dir;	/* where bodies over max_body go */
+	int		  envd_confine_files;	/* envd's file calls as the user,
+						   not as root (envd's) */
 	char		 *socket_path;		/* "" disables */
 	char		**vsock_listen;		/* PORT, NULL-terminated */
 	char		 *token_file;
@@ -94,6 +98,8 @@ struct config {
 	uint64_t	  pipe_bytes;		/* output pipes' buffer, 0: the
 						   kernel's */
 	int64_t		  shutdown_grace_ms;
+	int64_t		  upgrade_ready_ms;	/* a successor's, to take over */
+	int64_t		  utf8_hold_ms;		/* --utf8-hold */
 	int		  shutdown_reboot;	/* --shutdown=reboot */
 	int		  profile;		/* --profile: PROTO_PROFILE_* */
 	int		  encoding;		/* --encoding: PROTO_ENC_* */

@@ -46,6 +46,7 @@
 #include "session.h"
 #include "sessions.h"
 #include "spawner.h"
+#include "upgguard.h"
 #include "upgrade.h"
 #include "util.h"
 
@@ -352,6 +353,7 @@ agentd_panic(void)
 {
 	static int	panicking;
 
+	upgguard_fire("fatal");	/* an upgrade not yet taken over: go back */
 	if (!panicking) {
 		panicking = 1;
 		session_signal_all(SIGKILL, 0);
@@ -370,6 +372,7 @@ main(int argc, char **argv)
 
 	if (upgrade_check_mode(argc, argv))
 		return (0);	/* the new binary of an upgrade, checked */
+	upgguard_arm();	/* an upgrade's: the old binary, should this fail */
 	evmem_install();	/* before any other libevent call */
 	agentd_start_ms = clock_mono_ms();
 	fatal_set_hook(agentd_panic);
@@ -387,6 +390,8 @@ main(int argc, char **argv)
 	error = config_load(&config, argc, argv, cmdline);
 	free(cmdline);
 	if (error != 0) {
+		/* An upgrade's new binary that takes not the old argv: back. */
+		upgguard_fire("bad configuration");
 		if (getpid() == 1) {
 			log_error("%s: bad configuration; using defaults",
 			    __func__);

@@ -14,6 +14,11 @@ struct agentd_stats {
 	uint64_t	 sessions_spawn_timeouts;	/* 504 spawn_timeout */
 	uint64_t	 output_bytes;		/* captured into the rings */
 	uint64_t	 output_dropped_bytes;	/* overwritten before read */
+	uint64_t	 output_cuts;		/* chunks cut where reads joined
+						   UTF-8 and bytes that are not */
+	uint64_t	 output_held;		/* characters' first bytes held
+						   for the rest (--utf8-hold) */
+	uint64_t	 output_hold_expired;	/* ... published without it */
 	uint64_t	 http_requests;
 	uint64_t	 connections_open;
 	uint64_t	 connections_total;

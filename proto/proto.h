@@ -344,6 +344,8 @@ size_t	proto_utf8_len(const uint8_t *p, size_t n);
  * kept whole, at most 3 bytes go back).
  */
 size_t	proto_utf8_cut(const uint8_t *p, size_t end);
+/* Bytes at the start of p[0..len) that are whole valid UTF-8 sequences. */
+size_t	proto_utf8_valid(const uint8_t *p, size_t len);
 /*
  * Whether p[0..len) is not UTF-8 only at its ends (a read that split a
  * character): *lead continuation bytes first, *tail bytes of a character

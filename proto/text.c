@@ -258,3 +258,25 @@ proto_encoding(const char *s, size_t len)
 		return (PROTO_ENC_TEXT);
 	return (-1);
 }
+
+/* The longest prefix of p[0..len) made of whole valid UTF-8 sequences. */
+size_t
+proto_utf8_valid(const uint8_t *p, size_t len)
+{
+	size_t		i = 0, n;
+	uint64_t	x;
+
+	while (i < len) {
+		for (; len - i >= 8; i += 8) {
+			memcpy(&x, p + i, 8);
+			if ((x & TEXT_HIGHS) != 0)
+				break;
+		}
+		while (i < len && p[i] < 0x80)
+			i++;
+		if (i >= len || (n = proto_utf8_len(p + i, len - i)) == 0)
+			break;
+		i += n;
+	}
+	return (i);
+}

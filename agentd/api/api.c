@@ -22,6 +22,7 @@
 #include "events.h"
 #include "evmem.h"
 #include "files.h"
+#include "fs.h"
 #include "http.h"
 #include "mcp.h"
 #include "outq.h"
@@ -163,6 +164,12 @@ api_metrics(struct http_req *hr)
 	    "agentd_output_bytes_total %" PRIu64 "\n"
 	    "# TYPE agentd_output_dropped_bytes_total counter\n"
 	    "agentd_output_dropped_bytes_total %" PRIu64 "\n"
+	    "# TYPE agentd_output_utf8_cuts_total counter\n"
+	    "agentd_output_utf8_cuts_total %" PRIu64 "\n"
+	    "# TYPE agentd_output_utf8_held_total counter\n"
+	    "agentd_output_utf8_held_total %" PRIu64 "\n"
+	    "# TYPE agentd_output_utf8_hold_expired_total counter\n"
+	    "agentd_output_utf8_hold_expired_total %" PRIu64 "\n"
 	    "# TYPE agentd_output_held_bytes gauge\n"
 	    "agentd_output_held_bytes %" PRIu64 "\n"
 	    "# TYPE agentd_ring_bytes gauge\n"
@@ -190,7 +197,9 @@ api_metrics(struct http_req *hr)
 	    session_count_running(), session_count(),
 	    agentd_stats.sessions_started, agentd_stats.sessions_spawn_failed,
 	    session_count_starting(), agentd_stats.sessions_spawn_timeouts,
-	    spawner_abandoned(), agentd_stats.output_bytes, dropped, held,
+	    spawner_abandoned(), agentd_stats.output_bytes, dropped,
+	    agentd_stats.output_cuts, agentd_stats.output_held,
+	    agentd_stats.output_hold_expired, held,
 	    session_ring_bytes_total(), session_pipe_bytes(),
 	    agentd_stats.zombies_reaped,
 	    session_bytes_total(), api_cfg->max_session_bytes,
@@ -227,6 +236,7 @@ api_metrics(struct http_req *hr)
 	    api_cfg->max_fetch_bytes);
 	ports_metrics(&b);
 	envd_metrics(&b);
+	fs_metrics(&b);
 	proto_buf_printf(&b, "# TYPE agentd_http_requests_total counter\n");
 	n = http_code_counts(&codes);
 	for (i = 0; i < n; i++)

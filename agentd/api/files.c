@@ -79,6 +79,7 @@ struct files_job {
 	void				*arg;	/* CALL */
 	char				*call_user;	/* CALL, malloc'd */
 	int				 envd;	/* errors in envd's shape */
+	uid_t				 for_uid;	/* as root, for it; or -1 */
 	const char			*user;	/* in one of the above */
 	struct evbuffer			*body;	/* PUT: the request's bytes */
 	const char			*body_data;
@@ -219,7 +220,8 @@ files_reply_envd(struct evhttp_request *req, const struct proto_err *err)
 
 /* Send the file path to req as GET /v1/files does, acting as user. */
 void
-files_get_as(struct http_req *hr, const char *path, const char *user)
+files_get_as(struct http_req *hr, const char *path, const char *user,
+    uid_t uid)
 {
 	struct files_job	*j;
 	struct proto_err	 err;
@@ -237,6 +239,7 @@ files_get_as(struct http_req *hr, const char *path, const char *user)
 	}
 	j->kind = FILES_GET;
 	j->envd = 1;
+	j->for_uid = user == NULL ? uid : (uid_t)-1;
 	j->fd = -1;
 	j->q.path_len = strlen(path);
 	j->q.length = UINT64_MAX;
@@ -591,6 +594,33 @@ files_become(const char *spec, uid_t *owner, struct proto_err *err)
 	return (0);
 }
 
+/* As root for uid: trust root's symlinks, or act as uid past one of its. */
+int
+files_act(uid_t uid, const char *path, const char *path2, uid_t *trust,
+    int *give, struct proto_err *err)
+{
+	const char	*p;
+	char		 spec[32];
+	int		 fd, i;
+
+	*trust = 0;
+	*give = 1;
+	if (uid == 0)
+		return (0);
+	for (i = 0; i < 2; i++) {
+		if ((p = i == 0 ? path : path2) == NULL)
+			continue;
+		if ((fd = fileio_open(p, O_PATH, uid, err)) != -1)
+			close(fd);
+		if (fileio_followed()) {
+			*give = 0;
+			snprintf(spec, sizeof spec, "%lu", (unsigned long)uid);
+			return (files_become(spec, trust, err));
+		}
+	}
+	return (0);
+}
+
 /* A files worker: do the job, then hand it back to the loop. */
 static void *
 files_worker(void *arg)
@@ -668,9 +698,18 @@ files_work_get(struct files_job *j, uid_t owner)
 {
 	struct stat	st;
 	struct statfs	sfs;
-	int		fd, kind = 2;
+	uid_t		links = owner;
+	int		fd, kind = 2, give = 1, as_user = j->user != NULL;
 
 	j->rc = -1;
+	/* envd's GET: as root unless the user's own symlink is on the way. */
+	if (j->for_uid != (uid_t)-1 && j->for_uid != 0) {
+		if (files_act(j->for_uid, j->q.path, NULL, &owner, &give,
+		    &j->err) != 0)
+			return;
+		as_user = !give;
+		links = j->for_uid;	/* its hard links pass */
+	}
 	/* O_NONBLOCK: a FIFO must not hang the worker in open(). */
 	fd = fileio_open(j->q.path, O_RDONLY | O_NOCTTY | O_NONBLOCK, owner,
 	    &j->err);
@@ -685,7 +724,7 @@ files_work_get(struct files_job *j, uid_t owner)
 		goto out;
 	}
 	/* The kernel lets any thread of ours read our own /proc entries. */
-	if (j->user != NULL && fileio_own_proc(fd)) {
+	if (as_user && fileio_own_proc(fd)) {
 		fileio_fail(&j->err, EACCES, "open", j->q.path);
 		goto out;
 	}
@@ -699,7 +738,7 @@ files_work_get(struct files_job *j, uid_t owner)
 		    "%.200s is not a regular file", j->q.path);
 		goto out;
 	}
-	if (fileio_links_ok(&st, owner, j->q.path, &j->err) != 0 ||
+	if (fileio_links_ok(&st, links, j->q.path, &j->err) != 0 ||
 	    fileio_link_folder_ok(fd, &st, owner, j->q.path, &j->err) != 0)
 		goto out;
 	if (fstatfs(fd, &sfs) == 0)

@@ -68,11 +68,24 @@ int	files_call(struct evhttp_request *req, const char *user,
 	    struct proto_err *err);
 /*
  * GET /v1/files's answer for envd's GET /files: send the file path to the
- * request acting as user (a name or uid; NULL: agentd's), with the same
- * checks (symlinks, hard links, agentd's own /proc), errors in envd's
- * shape {"code": STATUS, "message": "..."}.
+ * request acting as user (a name or uid; NULL: agentd's, for uid as
+ * files_act() says, its hard links passing), with the same checks
+ * (symlinks, hard links, agentd's own /proc when acting as a user),
+ * errors in envd's shape {"code": STATUS, "message": "..."}.
  */
-void	files_get_as(struct http_req *, const char *path, const char *user);
+void	files_get_as(struct http_req *, const char *path, const char *user,
+	    uid_t uid);
+/*
+ * On a files worker running as root for a call made for uid (envd's
+ * mode), before path (and path2, or NULL) are resolved: *trust is the uid
+ * whose symlinks fileio then follows besides root's (root's only: 0), and
+ * *give 1.  When uid's own symlink is on the way of a path (uid could
+ * point the call anywhere with it), the worker acts as uid from then on,
+ * for the rest of its job, as files_call() with that user would: *trust
+ * uid, *give 0.  0, or -1 with err.
+ */
+int	files_act(uid_t uid, const char *path, const char *path2, uid_t *trust,
+	    int *give, struct proto_err *err);
 /* Calls running on workers now: GET, PUT and stat; and fetches. */
 void	files_running(size_t *calls, size_t *fetches);
 

@@ -65,6 +65,7 @@ static struct {
 static size_t			 envd_nroutes;
 static uint64_t			 envd_unrouted;	/* no route, no method */
 static uint64_t			 envd_max_message;
+static const char		*(*envd_user_dflt)(void); /* the wiring's */
 
 static const struct {
 	const char	*name;
@@ -154,11 +155,12 @@ envd_route_register(const struct envd_route *r, size_t n)
 	}
 }
 
-/* Set the largest message (--envd-max-message). */
+/* Set the largest message, and where the default user comes from. */
 void
-envd_connect_init(uint64_t max_message)
+envd_connect_init(uint64_t max_message, const char *(*default_user)(void))
 {
 	envd_max_message = max_message;
+	envd_user_dflt = default_user;
 }
 
 /* Whether a Content-Type is type, parameters aside. */
@@ -200,7 +202,7 @@ envd_user_of(struct http_req *hr, struct pty_user *u, struct envd_err *err)
 
 	a = evhttp_find_header(evhttp_request_get_input_headers(hr->req),
 	    "Authorization");
-	name = envd_default_user();
+	name = envd_user_dflt();
 	if (a != NULL && strncasecmp(a, "Basic ", 6) == 0) {
 		a += 6;
 		while (*a == ' ')
@@ -284,6 +286,12 @@ envd_route(struct http_req *hr)
 		}
 	}
 	envd_unrouted++;
+	/* envd checks the token before its router: no token, no 404. */
+	if (!envd_authorized(hr)) {
+		envd_plain_fail(hr, 401, "missing or wrong access token "
+		    "(X-Access-Token)");
+		return;
+	}
 	envd_fail(&err, ENVD_UNIMPLEMENTED, "no procedure or route %.200s", p);
 	envd_answer_error(hr, 0, &err, 404);
 }

@@ -35,7 +35,8 @@
  *
  * Users and auth.  A Basic-auth username ("Authorization: Basic
  * base64(user:)") names the call's user; without one it is /init's
- * defaultUser, else root; a user unknown here is 401 unauthenticated.
+ * defaultUser, else root (as envd_connect_init()'s default_user names it);
+ * a user unknown here is 401 unauthenticated.
  * When agentd has a token (--token-file, or /init's accessToken), every
  * route but those registered ENVD_ROUTE_OPEN needs "X-Access-Token";
  * ENVD_ROUTE_SIGNED routes are called without it with authorized 0, and
@@ -210,18 +211,14 @@ void	 envd_json_set_bytes(json_t *obj, const char *camel, const void *,
 /* Always set (a message, a oneof member: {} is not its default). */
 void	 envd_json_set_new(json_t *obj, const char *camel, json_t *value);
 
-/* /init's state, for the services. */
-/* The default user's name (/init's defaultUser, else "root"). */
-const char *envd_default_user(void);
-/* /init's defaultWorkdir, or NULL. */
-const char *envd_default_workdir(void);
-/* /init's envVars as "K=V", NULL-terminated (never NULL). */
-char *const *envd_env(void);
-
 /* The wiring's (envd.c): */
 struct proto_buf;
-/* Set the largest message (--envd-max-message). */
-void	 envd_connect_init(uint64_t max_message);
+/*
+ * Set the largest message (--envd-max-message), and where a call without a
+ * Basic-auth user finds its default user's name (envstate_user()).
+ */
+void	 envd_connect_init(uint64_t max_message,
+	    const char *(*default_user)(void));
 /* Every request of an envd listener (http_listen_routes()'s route). */
 void	 envd_route(struct http_req *);
 /* Append the requests by method to a /metrics answer. */

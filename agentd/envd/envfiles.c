@@ -1,9 +1,11 @@
 /*
  * envfiles.c -- envd's GET and POST /files (see envfiles.h).
  */
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -16,6 +18,7 @@
 
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 
 #include <jansson.h>
 #ifdef AGENTD_ZLIB
@@ -26,9 +29,11 @@
 #include "conn.h"
 #include "connect.h"
 #include "envfiles.h"
+#include "envstate.h"
 #include "fetch.h"
 #include "fileio.h"
 #include "files.h"
+#include "fs.h"
 #include "fsentry.h"
 #include "http.h"
 #include "log.h"
@@ -64,8 +69,14 @@ struct envfiles_post {
 	char		*path;		/* the query's, resolved; or NULL */
 	char		*home;
 	char		*workdir;
-	uint64_t	 max_inflate;	/* bytes of an inflated multipart */
-	const char	*spool_dir;	/* where it is inflated to */
+	struct fs_who	 who;
+	json_t		*meta;		/* X-Metadata-*: an object of strings */
+	uint64_t	 max_inflate;	/* bytes a gzip body inflates to */
+	const char	*spool_dir;	/* where (NULL: memory) */
+	/* The worker's. */
+	uid_t		 trust;		/* whose symlinks are followed */
+	int		 give;		/* what is made: the user's */
+	int		 as_user;	/* the worker acts as the user */
 	json_t		*answer;
 };
 
@@ -78,13 +89,14 @@ static int	envfiles_signed(struct http_req *, struct envfiles_query *,
 		    const char *);
 static void	envfiles_b64(const uint8_t *, size_t, char *);
 static void	envfiles_post(struct http_req *, struct envfiles_query *,
-		    const struct pty_user *);
+		    const struct pty_user *, int);
+static json_t	*envfiles_meta(struct http_req *);
 static void	envfiles_post_free(struct envfiles_post *);
 static int	envfiles_work(void *, uid_t, struct proto_err *);
 static void	envfiles_done(struct evhttp_request *, void *, int,
 		    const struct proto_err *);
-static int	envfiles_write(const char *, const char *, size_t, int, uid_t,
-		    struct proto_err *);
+static int	envfiles_write(struct envfiles_post *, const char *,
+		    const char *, size_t, struct proto_err *);
 
 static const struct envd_route envfiles_routes[] = {
 	{ "/files", EVHTTP_REQ_GET | EVHTTP_REQ_POST, ENVD_ROUTE_SIGNED,
@@ -237,7 +249,8 @@ envfiles_route(struct http_req *hr, const struct pty_user *user,
 {
 	struct envfiles_query	 q;
 	struct pty_user		 named;
-	char			 cause[PTY_CAUSE_MAX], uid[32], *path;
+	struct fs_who		 who;
+	char			 cause[PTY_CAUSE_MAX], *path;
 
 	if (envfiles_query(hr->query, &q) != 0) {
 		envd_plain_fail(hr, 400, "malformed query");
@@ -249,11 +262,11 @@ envfiles_route(struct http_req *hr, const struct pty_user *user,
 	if (q.username != NULL || !authorized) {
 		/* Signed only: the URL's user, never Basic auth's. */
 		if (pty_user_lookup(q.username != NULL ? q.username :
-		    envd_default_user(), &named, cause,
+		    envstate_user(), &named, cause,
 		    sizeof cause) != 0) {
 			envd_plain_fail(hr, 401, "error looking up user "
 			    "'%.64s': %s", q.username != NULL ? q.username :
-			    envd_default_user(), cause);
+			    envstate_user(), cause);
 			goto out;
 		}
 		user = &named;
@@ -263,17 +276,17 @@ envfiles_route(struct http_req *hr, const struct pty_user *user,
 		goto out;
 	}
 	if (hr->method == EVHTTP_REQ_POST) {
-		envfiles_post(hr, &q, user);
+		envfiles_post(hr, &q, user, authorized);
 		goto out;
 	}
-	if ((path = fsentry_resolve(q.path, user->home, envd_default_workdir(),
+	if ((path = fsentry_resolve(q.path, user->home, envstate_workdir(),
 	    cause, sizeof cause)) == NULL) {
 		envd_plain_fail(hr, 400, "error expanding and resolving path: "
 		    "%s", cause);
 		goto out;
 	}
-	snprintf(uid, sizeof uid, "%lu", (unsigned long)user->uid);
-	files_get_as(hr, path, uid);
+	/* envd's mode: as root, whose symlinks only are followed. */
+	files_get_as(hr, path, fs_who(user, &who), user->uid);
 	free(path);
 out:
 	envfiles_query_free(&q);
@@ -282,13 +295,13 @@ out:
 /* POST /files: check the request, move its body to a job, start it. */
 static void
 envfiles_post(struct http_req *hr, struct envfiles_query *q,
-    const struct pty_user *user)
+    const struct pty_user *user, int authorized)
 {
 	struct envfiles_post	*p;
 	struct proto_err	 err;
 	struct spool		*spool;
 	const char		*enc, *ct = hr->content_type;
-	char			 cause[PTY_CAUSE_MAX], uid[32];
+	char			 cause[PTY_CAUSE_MAX];
 	size_t			 len;
 	int			 r;
 
@@ -329,18 +342,26 @@ envfiles_post(struct http_req *hr, struct envfiles_query *q,
 		goto fail;
 	}
 	if (q->path != NULL && (p->path = fsentry_resolve(q->path, user->home,
-	    envd_default_workdir(), cause, sizeof cause)) == NULL) {
+	    envstate_workdir(), cause, sizeof cause)) == NULL) {
 		envd_plain_fail(hr, 400, "error resolving path: %s", cause);
 		goto fail;
 	}
+	if ((p->meta = envfiles_meta(hr)) == NULL)
+		goto fail;
 	p->content_type = xstrdup(ct);
 	p->home = xstrdup(user->home);
-	if (envd_default_workdir() != NULL)
-		p->workdir = xstrdup(envd_default_workdir());
-	p->max_inflate = envfiles_cfg->envd_max_upload >
-	    envfiles_cfg->max_body ? envfiles_cfg->envd_max_upload :
-	    envfiles_cfg->max_body;
-	p->spool_dir = envfiles_cfg->envd_spool_dir;
+	if (envstate_workdir() != NULL)
+		p->workdir = xstrdup(envstate_workdir());
+	/*
+	 * What a gzip body inflates to: with the token up to
+	 * --envd-max-upload, on disk; allowed by its signature alone (or
+	 * with --envd-max-upload 0), up to --max-body in memory.
+	 */
+	if (authorized && envfiles_cfg->envd_max_upload > 0) {
+		p->max_inflate = envfiles_cfg->envd_max_upload;
+		p->spool_dir = envfiles_cfg->envd_spool_dir;
+	} else
+		p->max_inflate = envfiles_cfg->max_body;
 	/* Over --max-body the gate put the body on disk: map it. */
 	if ((spool = conn_spool_take(hr->req)) != NULL) {
 		r = spool_map(spool, &p->map, &p->maplen, cause, sizeof cause);
@@ -361,9 +382,8 @@ envfiles_post(struct http_req *hr, struct envfiles_query *q,
 		goto fail;
 	} else
 		p->len = hr->body_len;	/* not the NUL http.c put after it */
-	snprintf(uid, sizeof uid, "%lu", (unsigned long)user->uid);
-	if (files_call(hr->req, uid, envfiles_work, envfiles_done, p,
-	    &err) != 0) {
+	if (files_call(hr->req, fs_who(user, &p->who), envfiles_work,
+	    envfiles_done, p, &err) != 0) {
 		envd_plain_fail(hr, err.status, "%s", err.message);
 		goto fail;
 	}
@@ -383,9 +403,56 @@ envfiles_post_free(struct envfiles_post *p)
 	free(p->path);
 	free(p->home);
 	free(p->workdir);
+	if (p->meta != NULL)
+		json_decref(p->meta);
 	if (p->answer != NULL)
 		json_decref(p->answer);
 	free(p);
+}
+
+/*
+ * The X-Metadata-<key> headers of a request as an object of strings (key
+ * lowercased, the first value of a key kept), checked as envd checks
+ * them; NULL after answering 400.
+ */
+static json_t *
+envfiles_meta(struct http_req *hr)
+{
+	struct evkeyvalq	*h;
+	struct evkeyval		*kv;
+	json_t			*o;
+	char			 key[FSENTRY_META_KEY_MAX + 2], cause[160];
+	size_t			 total = 0, n, i;
+
+	h = evhttp_request_get_input_headers(hr->req);
+	o = json_object();
+	TAILQ_FOREACH(kv, h, next) {
+		if (strncasecmp(kv->key, "X-Metadata-", 11) != 0)
+			continue;
+		n = strlen(kv->key + 11);
+		if (n == 0)
+			continue;		/* envd skips an empty key */
+		for (i = 0; i < n && i < sizeof key - 1; i++)
+			key[i] = (char)tolower((unsigned char)kv->key[11 + i]);
+		key[i] = '\0';
+		if (n >= sizeof key) {
+			envd_plain_fail(hr, 400, "invalid metadata: a key is "
+			    "over %d bytes", FSENTRY_META_KEY_MAX);
+			goto fail;
+		}
+		if (json_object_get(o, key) != NULL)
+			continue;		/* the first value wins */
+		if (fsentry_meta_check(key, kv->value, &total, cause,
+		    sizeof cause) != 0) {
+			envd_plain_fail(hr, 400, "invalid metadata: %s", cause);
+			goto fail;
+		}
+		json_object_set_new(o, key, json_string(kv->value));
+	}
+	return (o);
+fail:
+	json_decref(o);
+	return (NULL);
 }
 
 #ifdef AGENTD_ZLIB
@@ -403,120 +470,37 @@ envfiles_feed(z_stream *z, const char **data, size_t *left)
 	*data += n;
 	*left -= n;
 }
-#endif
 
 /*
- * On a worker: write len bytes of data to path atomically (inflating
- * them when gzip), the folders made first; a file there keeps its mode.
- */
-static int
-envfiles_write(const char *path, const char *data, size_t len, int gzip,
-    uid_t owner, struct proto_err *err)
-{
-	struct fileio_tmp	 t;
-	struct stat		 st;
-	mode_t			 mode = FILEIO_MODE_DEFAULT;
-#ifdef AGENTD_ZLIB
-	z_stream		 z;
-	char			*out;
-	int			 zr;
-#endif
-
-	if (fileio_tmp_open(path, 1, owner, &t, err) != 0)
-		return (-1);
-	if (fstatat(t.dfd, t.base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode)) {
-		/* The file replaced: one hard link, or the acting user's. */
-		if (fileio_links_ok(&st, owner, path, err) != 0) {
-			fileio_tmp_abort(&t);
-			return (-1);
-		}
-		mode = st.st_mode & 07777;
-	}
-	if (!gzip) {
-		if (fileio_tmp_write(&t, data, len, err) != 0) {
-			fileio_tmp_abort(&t);
-			return (-1);
-		}
-		return (fileio_tmp_commit(&t, mode, err));
-	}
-#ifdef AGENTD_ZLIB
-	memset(&z, 0, sizeof z);
-	out = xmalloc(ENVFILES_INFLATE_CHUNK);
-	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
-		free(out);
-		fileio_tmp_abort(&t);
-		return (proto_fail(err, 503, "out_of_memory", "no memory to "
-		    "inflate; try again later"));
-	}
-	do {
-		envfiles_feed(&z, &data, &len);
-		z.next_out = (Bytef *)out;
-		z.avail_out = ENVFILES_INFLATE_CHUNK;
-		zr = inflate(&z, Z_NO_FLUSH);
-		if (zr != Z_OK && zr != Z_STREAM_END) {
-			proto_fail(err, 400, "invalid_request", "error "
-			    "decompressing request body: %s", z.msg != NULL ?
-			    z.msg : "not gzip, or cut short");
-			goto zfail;
-		}
-		if (fileio_tmp_write(&t, out, ENVFILES_INFLATE_CHUNK -
-		    z.avail_out, err) != 0)
-			goto zfail;
-		if (zr == Z_OK && z.avail_in == 0 && len == 0 &&
-		    z.avail_out != 0) {
-			proto_fail(err, 400, "invalid_request", "error "
-			    "decompressing request body: unexpected EOF");
-			goto zfail;
-		}
-	} while (zr != Z_STREAM_END);
-	inflateEnd(&z);
-	free(out);
-	return (fileio_tmp_commit(&t, mode, err));
-zfail:
-	inflateEnd(&z);
-	free(out);
-#else
-	proto_fail(err, 415, "unsupported_media_type", "this agentd was "
-	    "built without zlib: no Content-Encoding: gzip");
-#endif
-	fileio_tmp_abort(&t);
-	return (-1);
-}
-
-#ifdef AGENTD_ZLIB
-/*
- * On a worker: inflate a whole gzip body (at most max bytes) into a spool
- * in dir, not the heap, and map it: *map and *maplen for spool_unmap().
+ * On a worker: inflate a whole gzip body, at most max bytes (more: 413,
+ * nothing written anywhere), into a spool in dir, mapped (*map, *maplen
+ * for spool_unmap()), or with dir NULL into memory (*heap, to free).
  */
 static int
 envfiles_inflate(const char *data, size_t len, uint64_t max, const char *dir,
-    char **map, size_t *maplen, struct proto_err *err)
+    char **map, size_t *maplen, char **heap, struct proto_err *err)
 {
-	struct spool	*s;
+	struct spool	*s = NULL;
 	z_stream	 z;
 	char		*out, cause[SPOOL_CAUSE_MAX];
+	size_t		 cap = 0, have = 0, n;
 	int		 zr, status, rc = -1;
 
-	*map = NULL;
+	*map = *heap = NULL;
 	*maplen = 0;
-	if ((s = spool_open(dir, 0, &status, cause, sizeof cause)) == NULL)
+	if (dir != NULL && (s = spool_open(dir, 0, &status, cause,
+	    sizeof cause)) == NULL)
 		return (proto_fail(err, status, "spool_failed", "%s", cause));
 	memset(&z, 0, sizeof z);
 	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
-		spool_free(s);
+		if (s != NULL)
+			spool_free(s);
 		return (proto_fail(err, 503, "out_of_memory", "no memory to "
 		    "inflate; try again later"));
 	}
 	out = xmalloc(ENVFILES_INFLATE_CHUNK);
 	do {
 		envfiles_feed(&z, &data, &len);
-		if (spool_size(s) > max) {
-			proto_fail(err, 413, "body_too_large", "the inflated "
-			    "body is over --envd-max-upload (%llu bytes)",
-			    (unsigned long long)max);
-			goto out;
-		}
 		z.next_out = (Bytef *)out;
 		z.avail_out = ENVFILES_INFLATE_CHUNK;
 		zr = inflate(&z, Z_NO_FLUSH);
@@ -524,43 +508,121 @@ envfiles_inflate(const char *data, size_t len, uint64_t max, const char *dir,
 		    (zr == Z_OK && z.avail_in == 0 && len == 0 &&
 		    z.avail_out != 0)) {
 			proto_fail(err, 400, "invalid_request", "error "
-			    "decompressing request body");
+			    "decompressing request body: %s", z.msg != NULL ?
+			    z.msg : "unexpected EOF");
 			goto out;
 		}
-		if (spool_write(s, out, ENVFILES_INFLATE_CHUNK - z.avail_out,
-		    &status, cause, sizeof cause) != 0) {
+		n = ENVFILES_INFLATE_CHUNK - z.avail_out;
+		if (have + n > max) {
+			proto_fail(err, 413, "body_too_large", "the inflated "
+			    "body is over %llu bytes (%s)",
+			    (unsigned long long)max, dir != NULL ?
+			    "--envd-max-upload" : "--max-body");
+			goto out;
+		}
+		if (s != NULL && spool_write(s, out, n, &status, cause,
+		    sizeof cause) != 0) {
 			proto_fail(err, status, "spool_failed", "%s", cause);
 			goto out;
 		}
+		if (s == NULL && have + n > cap) {
+			cap = cap == 0 ? ENVFILES_INFLATE_CHUNK : cap * 2;
+			if (cap > max)
+				cap = (size_t)max;
+			*heap = xrealloc(*heap, cap);
+		}
+		if (s == NULL && n > 0)
+			memcpy(*heap + have, out, n);
+		have += n;
 	} while (zr != Z_STREAM_END);
-	if (spool_map(s, map, maplen, cause, sizeof cause) != 0)
+	if (s == NULL) {
+		*maplen = have;
+		rc = 0;
+	} else if (spool_map(s, map, maplen, cause, sizeof cause) != 0)
 		proto_fail(err, 503, "spool_failed", "%s", cause);
 	else
 		rc = 0;
 out:
 	inflateEnd(&z);
 	free(out);
-	spool_free(s);
+	if (s != NULL)
+		spool_free(s);
+	if (rc != 0) {
+		free(*heap);
+		*heap = NULL;
+	}
 	return (rc);
 }
 #endif
 
-/* The answer's entry for a file written: {name, type, path}. */
-static json_t *
-envfiles_entry(const char *path)
+/*
+ * On a worker: write len bytes of data to path in place, as envd does
+ * (fileio_open_inplace()), with the request's metadata; append the
+ * answer's entry {name, type, path[, metadata]}.
+ */
+static int
+envfiles_write(struct envfiles_post *p, const char *path, const char *data,
+    size_t len, struct proto_err *err)
 {
 	const char	*slash = strrchr(path, '/');
-	json_t		*o;
+	json_t		*o, *meta;
+	ssize_t		 n;
+	int		 fd, created, r;
 
+	/* envd's mode: as root unless the user's own symlink is on the way. */
+	if (!p->who.confine && !p->as_user) {
+		if (files_act(p->who.uid, path, NULL, &p->trust, &p->give, err) != 0)
+			return (-1);
+		p->as_user = !p->give;
+	}
+	if ((fd = fileio_open_inplace(path, p->trust, p->who.uid, p->who.gid,
+	    p->give, &created, err)) == -1)
+		return (-1);
+	while (len > 0) {
+		n = write(fd, data, len > (1u << 30) ? (1u << 30) : len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			fileio_fail(err, errno, "write", path);
+			close(fd);
+			return (-1);
+		}
+		data += n;
+		len -= (size_t)n;
+	}
+	if ((r = fsentry_meta_write(fd, p->meta)) != 0) {
+		fileio_fail(err, -r, "set the metadata of", path);
+		close(fd);
+		return (-1);
+	}
+	meta = fsentry_meta_read(fd);
+	close(fd);
 	o = json_object();
 	json_object_set_new(o, "name", fsentry_string(slash != NULL &&
 	    slash[1] != '\0' ? slash + 1 : path));
 	json_object_set_new(o, "type", json_string("file"));
 	json_object_set_new(o, "path", fsentry_string(path));
-	return (o);
+	if (meta != NULL)
+		json_object_set_new(o, "metadata", meta);
+	json_array_append_new(p->answer, o);
+	return (0);
 }
 
-/* On a worker: write the files of a POST as the user. */
+/* Whether path was written by this POST already. */
+static int
+envfiles_seen(struct envfiles_post *p, const char *path)
+{
+	size_t	i;
+
+	for (i = 0; i < json_array_size(p->answer); i++) {
+		if (strcmp(json_string_value(json_object_get(
+		    json_array_get(p->answer, i), "path")), path) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* On a worker: write the files of a POST, as envd or as the user. */
 static int
 envfiles_work(void *arg, uid_t owner, struct proto_err *err)
 {
@@ -568,29 +630,33 @@ envfiles_work(void *arg, uid_t owner, struct proto_err *err)
 	struct multipart	 m;
 	struct multipart_part	*part;
 	const char		*data = p->data;
-	char			 cause[256], *path, *inflated = NULL;
-	size_t			 len = p->len, inflated_len = 0, i;
+	char			 cause[256], *path, *map = NULL, *heap = NULL;
+	size_t			 len = p->len, maplen = 0;
 	int			 r, rc = -1;
 
 	if (data == NULL)
 		data = "";
 	p->answer = json_array();
-	if (!p->multipart) {
-		if (envfiles_write(p->path, data, len, p->gzip, owner,
-		    err) != 0)
-			return (-1);
-		json_array_append_new(p->answer, envfiles_entry(p->path));
-		return (0);
-	}
+	p->trust = owner;
+	p->as_user = p->who.confine;
 #ifdef AGENTD_ZLIB
+	/* Inflated whole first: past the bound nothing is written. */
 	if (p->gzip) {
 		if (envfiles_inflate(data, len, p->max_inflate, p->spool_dir,
-		    &inflated, &inflated_len, err) != 0)
+		    &map, &maplen, &heap, err) != 0)
 			return (-1);
-		data = inflated != NULL ? inflated : "";
-		len = inflated_len;
+		data = map != NULL ? map : heap != NULL ? heap : "";
+		len = maplen;
 	}
+#else
+	if (p->gzip)
+		return (proto_fail(err, 415, "unsupported_media_type", "this "
+		    "agentd was built without zlib: no Content-Encoding: gzip"));
 #endif
+	if (!p->multipart) {
+		rc = envfiles_write(p, p->path, data, len, err);
+		goto out;
+	}
 	if (multipart_init(&m, p->content_type, data, len, cause,
 	    sizeof cause) != 0) {
 		proto_fail(err, 400, "invalid_request", "error parsing "
@@ -614,12 +680,7 @@ envfiles_work(void *arg, uid_t owner, struct proto_err *err)
 			    "resolving path: %s", cause);
 			break;
 		}
-		for (i = 0; i < json_array_size(p->answer); i++) {
-			if (strcmp(json_string_value(json_object_get(
-			    json_array_get(p->answer, i), "path")), path) == 0)
-				break;
-		}
-		if (i < json_array_size(p->answer)) {
+		if (envfiles_seen(p, path)) {
 			proto_fail(err, 400, "invalid_request", "you cannot "
 			    "upload multiple files to the same path '%.200s' in "
 			    "one upload request, only the first specified file "
@@ -627,12 +688,10 @@ envfiles_work(void *arg, uid_t owner, struct proto_err *err)
 			free(path);
 			break;
 		}
-		if (envfiles_write(path, part->data, part->len, 0, owner,
-		    err) != 0) {
+		if (envfiles_write(p, path, part->data, part->len, err) != 0) {
 			free(path);
 			break;
 		}
-		json_array_append_new(p->answer, envfiles_entry(path));
 		free(path);
 	}
 	free(part);
@@ -645,7 +704,8 @@ envfiles_work(void *arg, uid_t owner, struct proto_err *err)
 	else if (r == 0)
 		rc = 0;
 out:
-	spool_unmap(inflated, inflated_len);
+	spool_unmap(map, maplen);
+	free(heap);
 	return (rc);
 }
 

@@ -6,13 +6,21 @@
  * (`signature`, `signature_expiration`: v1_ and the unpadded base64 of
  * SHA-256("path:read|write:username:token[:expiration]")).
  *
- * Both go through agentd's files code: GET is GET /v1/files's answer
- * (files_get_as()), POST writes each file atomically on a files worker
- * acting as the user (fileio.h): the same refusals of symlinks and hard
- * links as /v1/files.  A file that exists keeps its mode (envd writes in
- * place); a new one is 0644.  Bodies are at most --max-body (a gzip
- * body's bytes inflated: multipart at most --max-body, octet-stream any
- * size, written as they inflate).  Errors in envd's shape
+ * Both go through agentd's files code on a files worker (files.h): as
+ * envd's calls, as root (what they make given to the call's user, only
+ * root's symlinks followed, and the user's own only by acting as the user
+ * from there), or with --envd-confine-files acting as the user; the same
+ * refusals of symlinks and hard links as /v1/files either way.  GET is
+ * GET /v1/files's answer (files_get_as()).  POST writes each file in place
+ * as envd does (fileio_open_inplace(): a watcher sees CREATE, WRITE of the
+ * file itself); a file there that the user does not own keeps none of its
+ * set-id and group/other write bits; a new one is 0644 less the umask.
+ * Each X-Metadata-<key> header becomes the xattr user.e2b.<key> of every
+ * file written (fsentry.h), replacing the set they had; bad metadata is
+ * 400 before anything is written.  A gzip body is inflated whole before
+ * anything is written: with the token up to --envd-max-upload in
+ * --envd-spool-dir, allowed by its signature alone up to --max-body in
+ * memory, never spooled; past it 413.  Errors in envd's shape
  * {"code": STATUS, "message": "..."}.  Event loop thread only.
  */
 #ifndef AGENTD_ENVFILES_H

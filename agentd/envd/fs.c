@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 
 #include "config.h"
 #include "connect.h"
+#include "envstate.h"
 #include "fileio.h"
 #include "files.h"
 #include "fs.h"
@@ -63,7 +65,11 @@ struct fs_job {
 	int			 include_entry;
 	int			 allow_net;
 	size_t			 max_dirs;	/* --envd-watch-dirs */
+	struct fs_who		 who;
+	int			 counted;	/* a watch, in fs_nwatchers */
 	/* The worker's. */
+	int			 give;		/* what is made: the user's */
+	int			 as_user;	/* the worker acts as the user */
 	json_t			*answer;
 	struct watch		*watch;
 };
@@ -78,6 +84,7 @@ struct fs_watcher {
 	json_t			*events;	/* held FilesystemEvents */
 	int			 failed;
 	int			 counted;	/* in fs_nwatchers */
+	int			 ended;		/* the folder went: no watch */
 	struct envd_err		 err;
 	/* A stream's. */
 	struct envd_stream	*st;
@@ -89,12 +96,14 @@ struct fs_watcher {
 TAILQ_HEAD(fs_watchers, fs_watcher);
 
 static struct fs_watchers	 fs_watchers = TAILQ_HEAD_INITIALIZER(fs_watchers);
-static size_t			 fs_nwatchers;
-static struct event_base	*fs_base;		/* the loop */
+static size_t			 fs_nwatchers;		/* watchers, streams */
+static uint64_t			 fs_watch_refused;	/* over the limit */
+static struct event_base	*fs_base;		/* the loop; NULL: freed */
 static size_t			 fs_watchers_max;	/* --envd-watchers */
 static size_t			 fs_watch_dirs;		/* --envd-watch-dirs */
 static size_t			 fs_events_max;		/* --envd-watch-events */
 static size_t			 fs_max_message;	/* --envd-max-message */
+static int			 fs_confine;	/* --envd-confine-files */
 
 static void	fs_stat(struct envd_call *, json_t *);
 static void	fs_mkdir(struct envd_call *, json_t *);
@@ -109,6 +118,7 @@ static struct fs_job *fs_job_new(struct envd_call *, json_t *, enum fs_op);
 static void	fs_job_free(struct fs_job *);
 static void	fs_job_start(struct fs_job *);
 static int	fs_work(void *, uid_t, struct proto_err *);
+static int	fs_own_proc(const char *, uid_t, struct proto_err *);
 static void	fs_done(struct evhttp_request *, void *, int,
 		    const struct proto_err *);
 static int	fs_code(const struct proto_err *);
@@ -122,9 +132,11 @@ static int	fs_walk(int, const char *, uint32_t, struct fs_walk *,
 static int	fs_work_remove(struct fs_job *, uid_t, struct proto_err *);
 static int	fs_rmtree(int, const char *, int);
 static int	fs_work_watch(struct fs_job *, uid_t, struct proto_err *);
+static int	fs_watch_count(struct fs_job *);
 static void	fs_watcher_free(struct fs_watcher *);
 static struct fs_watcher *fs_watcher_find(json_t *, struct envd_call *);
-static void	fs_event(void *, const char *, enum watch_type, const char *);
+static void	fs_event(void *, const char *, enum watch_type,
+		    const struct watch_entry *, const char *);
 static void	fs_stream_pull(struct envd_stream *, void *);
 static void	fs_stream_gone(void *);
 static void	fs_stream_keepalive(evutil_socket_t, short, void *);
@@ -155,17 +167,64 @@ fs_register(struct event_base *base, const struct config *cfg)
 	fs_watch_dirs = (size_t)cfg->envd_watch_dirs;
 	fs_events_max = (size_t)cfg->envd_watch_events;
 	fs_max_message = (size_t)cfg->envd_max_message;
+	fs_confine = cfg->envd_confine_files;
 	envd_register(fs_methods, nitems(fs_methods));
 }
 
-/* Free the watchers. */
+/* Who a call acts for, and the user its worker acts as. */
+const char *
+fs_who(const struct pty_user *u, struct fs_who *w)
+{
+	w->uid = u->uid;
+	w->gid = u->gid;
+	w->confine = fs_confine;
+	snprintf(w->spec, sizeof w->spec, "%lu", (unsigned long)u->uid);
+	return (w->confine ? w->spec : NULL);
+}
+
+/*
+ * Free the watchers; a stream's is ended first (unavailable), so that
+ * closing its connection later finds nothing of it.  A watch opened after
+ * this is refused.
+ */
 void
 fs_free(void)
 {
 	struct fs_watcher	*fw;
+	struct envd_err		 err;
 
-	while ((fw = TAILQ_FIRST(&fs_watchers)) != NULL)
+	while ((fw = TAILQ_FIRST(&fs_watchers)) != NULL) {
+		if (fw->st != NULL) {
+			envd_fail(&err, ENVD_UNAVAILABLE, "agentd is shutting "
+			    "down");
+			envd_stream_end(fw->st, &err);
+			fw->st = NULL;
+		}
 		fs_watcher_free(fw);
+	}
+	fs_base = NULL;
+}
+
+/* Append the watches' figures to a /metrics answer. */
+void
+fs_metrics(struct proto_buf *b)
+{
+	size_t	dirs, bytes;
+
+	if (fs_base == NULL)
+		return;
+	dirs = watch_dirs_total(&bytes);
+	proto_buf_printf(b, "# TYPE agentd_envd_watches gauge\n"
+	    "agentd_envd_watches %zu\n"
+	    "# TYPE agentd_envd_watches_max gauge\n"
+	    "agentd_envd_watches_max %zu\n"
+	    "# TYPE agentd_envd_watches_refused_total counter\n"
+	    "agentd_envd_watches_refused_total %" PRIu64 "\n"
+	    "# TYPE agentd_envd_watch_dirs gauge\n"
+	    "agentd_envd_watch_dirs %zu\n"
+	    "# TYPE agentd_envd_watch_bytes gauge\n"
+	    "agentd_envd_watch_bytes %zu\n", fs_nwatchers, fs_watchers_max,
+	    fs_watch_refused, dirs, bytes);
 }
 
 /* A Connect code for an agentd error. */
@@ -239,7 +298,7 @@ fs_path(struct envd_call *call, json_t *msg, const char *name, char **out)
 		envd_reply_error(call, &err);
 		return (-1);
 	}
-	if ((p = fsentry_resolve(in, u->home, envd_default_workdir(), cause,
+	if ((p = fsentry_resolve(in, u->home, envstate_workdir(), cause,
 	    sizeof cause)) == NULL) {
 		envd_reply_fail(call, ENVD_INVALID_ARGUMENT, "%s", cause);
 		return (-1);
@@ -259,6 +318,7 @@ fs_job_new(struct envd_call *call, json_t *msg, enum fs_op op)
 	j->op = op;
 	j->max_dirs = fs_watch_dirs;
 	j->call = call;
+	(void)fs_who(envd_call_user(call), &j->who);
 	if (fs_path(call, msg, op == FS_MOVE ? "source" : "path",
 	    &j->path) != 0 || (op == FS_MOVE && fs_path(call, msg,
 	    "destination", &j->dest) != 0)) {
@@ -274,6 +334,8 @@ fs_job_free(struct fs_job *j)
 {
 	free(j->path);
 	free(j->dest);
+	if (j->counted)
+		fs_nwatchers--;
 	if (j->answer != NULL)
 		json_decref(j->answer);
 	watch_free(j->watch);
@@ -285,12 +347,9 @@ static void
 fs_job_start(struct fs_job *j)
 {
 	struct proto_err	 err;
-	const struct pty_user	*u = envd_call_user(j->call);
-	char			 uid[32];
 
-	snprintf(uid, sizeof uid, "%lu", (unsigned long)u->uid);
-	if (files_call(envd_call_req(j->call)->req, uid, fs_work, fs_done, j,
-	    &err) != 0) {
+	if (files_call(envd_call_req(j->call)->req, j->who.confine ?
+	    j->who.spec : NULL, fs_work, fs_done, j, &err) != 0) {
 		envd_reply_fail(j->call, fs_code(&err), "%s", err.message);
 		fs_job_free(j);
 	}
@@ -383,8 +442,29 @@ fs_watch_dir(struct envd_call *call, json_t *msg)
 	if ((j = fs_job_new(call, msg, FS_WATCH)) == NULL)
 		return;
 	j->stream = 1;
-	if (fs_watch_flags(j, msg) == 0)
+	if (fs_watch_flags(j, msg) == 0 && fs_watch_count(j) == 0)
 		fs_job_start(j);
+}
+
+/*
+ * Count a watch against --envd-watchers from its call on (a watch being
+ * opened counts: concurrent calls cannot overshoot).  0, or -1 after
+ * answering.
+ */
+static int
+fs_watch_count(struct fs_job *j)
+{
+	if (fs_nwatchers >= fs_watchers_max) {
+		fs_watch_refused++;
+		envd_reply_fail(j->call, ENVD_RESOURCE_EXHAUSTED, "%zu watches "
+		    "exist (--envd-watchers: CreateWatcher watchers and "
+		    "WatchDir streams); remove one first", fs_watchers_max);
+		fs_job_free(j);
+		return (-1);
+	}
+	fs_nwatchers++;
+	j->counted = 1;
+	return (0);
 }
 
 /* CreateWatcher: the same, its events kept for GetWatcherEvents. */
@@ -393,15 +473,9 @@ fs_create_watcher(struct envd_call *call, json_t *msg)
 {
 	struct fs_job	*j;
 
-	if (fs_nwatchers >= fs_watchers_max) {
-		envd_reply_fail(call, ENVD_RESOURCE_EXHAUSTED, "%zu watchers "
-		    "exist (--envd-watchers); remove one first",
-		    fs_watchers_max);
-		return;
-	}
 	if ((j = fs_job_new(call, msg, FS_WATCH)) == NULL)
 		return;
-	if (fs_watch_flags(j, msg) == 0)
+	if (fs_watch_flags(j, msg) == 0 && fs_watch_count(j) == 0)
 		fs_job_start(j);
 }
 
@@ -460,12 +534,45 @@ fs_remove_watcher(struct envd_call *call, json_t *msg)
 	envd_reply(call, json_object());
 }
 
-/* On a worker: do the job as the call's user. */
+/*
+ * On a worker acting as the user: agentd's own /proc (the path, or its
+ * folder) is refused as the files GET refuses it, since the kernel lets
+ * our threads read it whatever their credentials.  0, or -1 with err.
+ */
+static int
+fs_own_proc(const char *path, uid_t owner, struct proto_err *err)
+{
+	char	*base = NULL;
+	int	 fd, own = 0;
+
+	if ((fd = fileio_open(path, O_PATH, owner, err)) != -1) {
+		own = fileio_own_proc(fd);
+		close(fd);
+	}
+	if (!own && (fd = fileio_parent(path, 0, owner, &base, err)) != -1) {
+		own = fileio_own_proc(fd);
+		close(fd);
+	}
+	free(base);
+	return (own ? fileio_fail(err, EACCES, "open", path) : 0);
+}
+
+/* On a worker: do the job as the call's user, or as envd's (root). */
 static int
 fs_work(void *arg, uid_t owner, struct proto_err *err)
 {
 	struct fs_job	*j = arg;
 
+	if (j->who.confine)
+		j->as_user = 1;
+	else if (files_act(j->who.uid, j->path, j->dest, &owner, &j->give,
+	    err) != 0)
+		return (-1);
+	else
+		j->as_user = !j->give;
+	if (j->as_user && (fs_own_proc(j->path, owner, err) != 0 ||
+	    (j->dest != NULL && fs_own_proc(j->dest, owner, err) != 0)))
+		return (-1);
 	switch (j->op) {
 	case FS_STAT:
 		return (fs_work_stat(j, owner, err));
@@ -495,7 +602,7 @@ fs_entry(int dfd, const char *base, const char *path, struct proto_err *err)
 		fileio_fail(err, errno, "stat", path);
 		return (NULL);
 	}
-	return (fsentry_from_stat(&st, name, path));
+	return (fsentry_from_stat_at(dfd, base, &st, name, path));
 }
 
 /* Stat: lstat of the path (symlinks on the way as /v1/files takes them). */
@@ -524,7 +631,9 @@ fs_work_mkdir(struct fs_job *j, uid_t owner, struct proto_err *err)
 	char		*base = NULL;
 	int		 dfd, rc = -1;
 
-	if ((dfd = fileio_parent(j->path, 1, owner, &base, err)) == -1)
+	if ((dfd = j->give ? fileio_parent_own(j->path, owner, j->who.uid,
+	    j->who.gid, &base, err) : fileio_parent(j->path, 1, owner, &base,
+	    err)) == -1)
 		return (-1);
 	if (*base == '\0' || fstatat(dfd, base, &st, 0) == 0) {
 		if (*base == '\0' || S_ISDIR(st.st_mode))
@@ -542,6 +651,11 @@ fs_work_mkdir(struct fs_job *j, uid_t owner, struct proto_err *err)
 			    "already exists: %.200s", j->path);
 		else
 			fileio_fail(err, errno, "mkdir", j->path);
+		goto out;
+	}
+	if (j->give && fchownat(dfd, base, j->who.uid, j->who.gid,
+	    AT_SYMLINK_NOFOLLOW) == -1) {
+		fileio_fail(err, errno, "chown", j->path);
 		goto out;
 	}
 	if ((j->answer = fs_entry(dfd, base, j->path, err)) != NULL) {
@@ -576,17 +690,19 @@ fs_work_move(struct fs_job *j, uid_t owner, struct proto_err *err)
 		goto out;
 	}
 	/* A link another user made to a file: as /v1/files refuses it. */
-	if (S_ISREG(st.st_mode) && fileio_links_ok(&st, owner, j->path,
+	if (S_ISREG(st.st_mode) && fileio_links_ok(&st, j->who.uid, j->path,
 	    err) != 0)
 		goto out;
-	if ((dfd = fileio_parent(j->dest, 1, owner, &dbase, err)) == -1)
+	if ((dfd = j->give ? fileio_parent_own(j->dest, owner, j->who.uid,
+	    j->who.gid, &dbase, err) : fileio_parent(j->dest, 1, owner, &dbase,
+	    err)) == -1)
 		goto out;
 	if (*dbase == '\0') {
 		proto_fail(err, 400, "invalid_argument", "cannot move onto /");
 		goto out;
 	}
 	if (fstatat(dfd, dbase, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode) && fileio_links_ok(&st, owner, j->dest,
+	    S_ISREG(st.st_mode) && fileio_links_ok(&st, j->who.uid, j->dest,
 	    err) != 0)
 		goto out;
 	if (renameat(sfd, sbase, dfd, dbase) == -1) {
@@ -660,7 +776,8 @@ fs_walk(int fd, const char *prefix, uint32_t level, struct fs_walk *wk,
 		}
 		xasprintf(&path, "%s%s%s", prefix, strcmp(prefix, "/") == 0 ?
 		    "" : "/", names[i]);
-		entry = fsentry_from_stat(&st, names[i], path);
+		entry = fsentry_from_stat_at(dirfd(dir), names[i], &st,
+		    names[i], path);
 		/* The answer as it will be rendered: the entry and a comma. */
 		if (entry != NULL)
 			wk->bytes += json_dumpb(entry, NULL, 0,
@@ -825,12 +942,16 @@ fs_work_watch(struct fs_job *j, uid_t owner, struct proto_err *err)
 			    j->path));
 		}
 	}
-	/* Read it as the user: the watch must see what the user sees. */
+	/*
+	 * Read it as the worker's user: the watch acts as that user for
+	 * good, and sees what the user sees.
+	 */
 	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	close(fd);
 	if (dfd == -1)
 		return (fileio_fail(err, errno, "open", j->path));
-	j->watch = watch_open(dfd, j->recursive, j->max_dirs, err);
+	j->watch = watch_open(dfd, (j->recursive ? WATCH_RECURSIVE : 0) |
+	    (j->include_entry ? WATCH_ENTRIES : 0), j->max_dirs, err);
 	close(dfd);
 	return (j->watch == NULL ? -1 : 0);
 }
@@ -862,6 +983,12 @@ fs_done(struct evhttp_request *req, void *arg, int rc,
 		fs_job_free(j);
 		return;
 	}
+	if (fs_base == NULL) {		/* fs_free() ran: agentd stops */
+		envd_reply_fail(j->call, ENVD_UNAVAILABLE, "agentd is shutting "
+		    "down");
+		fs_job_free(j);
+		return;
+	}
 	fw = xcalloc(1, sizeof *fw);
 	fw->watch = j->watch;
 	j->watch = NULL;
@@ -874,10 +1001,8 @@ fs_done(struct evhttp_request *req, void *arg, int rc,
 	for (i = 0; i < sizeof r; i++)
 		snprintf(fw->id + 1 + 2 * i, 3, "%02x", r[i]);
 	TAILQ_INSERT_TAIL(&fs_watchers, fw, entry);
-	if (!j->stream) {
-		fw->counted = 1;
-		fs_nwatchers++;
-	}
+	fw->counted = 1;		/* the job's count is the watcher's */
+	j->counted = 0;
 	if (watch_start(fw->watch, fs_base, fs_event, fw) != 0) {
 		envd_reply_fail(j->call, ENVD_INTERNAL, "cannot watch: no "
 		    "memory for an event");
@@ -910,18 +1035,28 @@ fs_watcher_free(struct fs_watcher *fw)
 	free(fw);
 }
 
-/* A watch's event (or its end): keep it, or queue it on the stream. */
+/*
+ * A watch's event (or its end): keep it, or queue it on the stream.  When
+ * the watched folder went (no cause), as envd: no error, no more events; a
+ * stream stays open (keepalives) until its client or deadline ends it.
+ */
 static void
-fs_event(void *arg, const char *name, enum watch_type type, const char *cause)
+fs_event(void *arg, const char *name, enum watch_type type,
+    const struct watch_entry *we, const char *cause)
 {
 	struct fs_watcher	*fw = arg;
-	struct stat		 st;
 	json_t			*ev, *entry;
 	char			*path;
 	const char		*base;
 
-	if (fw->failed)
+	if (fw->failed || fw->ended)
 		return;		/* the deadline passed: the stream is ending */
+	if (name == NULL && cause == NULL) {
+		fw->ended = 1;
+		watch_free(fw->watch);	/* freed once this returns */
+		fw->watch = NULL;
+		return;
+	}
 	if (name == NULL) {
 		fw->failed = 1;
 		envd_fail(&fw->err, ENVD_INTERNAL, "watcher error: %s", cause);
@@ -930,19 +1065,25 @@ fs_event(void *arg, const char *name, enum watch_type type, const char *cause)
 	ev = json_object();
 	envd_json_set_string(ev, "name", name);
 	envd_json_set_string(ev, "type", watch_type_name(type));
-	if (fw->include_entry && (type == WATCH_CREATE || type == WATCH_WRITE ||
-	    type == WATCH_CHMOD)) {
-		xasprintf(&path, "%s/%s", fw->root, name);
+	/*
+	 * Looked up as the watch's user, beneath the watched folder, none
+	 * for a symlink (its target is not looked at); best effort, as
+	 * envd's: a lookup that failed sends none.  Its metadata only when
+	 * that user may read it (here, agentd reads it).
+	 */
+	if (we != NULL && !S_ISLNK(we->st.st_mode)) {
+		if (strcmp(name, ".") == 0)
+			path = xstrdup(fw->root);
+		else
+			xasprintf(&path, "%s/%s", fw->root, name);
 		base = strrchr(path, '/') + 1;
-		/*
-		 * Best effort, as envd's: a stat that fails sends none.  On
-		 * the loop (root): beneath the watched folder, and none for
-		 * a symlink (its target is not looked at).
-		 */
-		if (watch_stat(fw->watch, name, &st) == 0 &&
-		    !S_ISLNK(st.st_mode) &&
-		    (entry = fsentry_from_stat(&st, base, path)) != NULL)
+		if (*base == '\0')
+			base = "/";
+		if ((entry = fsentry_from_stat(&we->st, base, path)) != NULL) {
+			if (!we->readable)
+				json_object_del(entry, "metadata");
 			envd_json_set_new(ev, "entry", entry);
+		}
 		free(path);
 	}
 	if (fw->queue == NULL) {		/* CreateWatcher's */

@@ -3,6 +3,7 @@
  */
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/xattr.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,10 +23,18 @@
 #include "proto.h"
 #include "util.h"
 
+#ifndef XATTR_NAME_MAX
+#define XATTR_NAME_MAX	255	/* <linux/limits.h>; musl's <limits.h> has none */
+#endif
+
 #define FSENTRY_NAME_BUF	1024	/* bytes for getpwuid_r's strings */
+#define FSENTRY_XLIST_MAX	65536	/* bytes of a file's xattr names read */
 
 static void	fsentry_clean(char *);
 static void	fsentry_owner(uid_t, gid_t, char *, char *, size_t);
+static int	fsentry_meta_ascii(const char *);
+static json_t	*fsentry_entry(const struct stat *, const char *,
+		    const char *);
 
 /* Resolve a request's path as envd's ExpandAndResolve does. */
 char *
@@ -164,9 +173,127 @@ fsentry_owner(uid_t uid, gid_t gid, char *user, char *group, size_t len)
 		snprintf(group, len, "%lu", (unsigned long)gid);
 }
 
-/* Build an EntryInfo from an lstat of path. */
+/* Whether a metadata key or value is printable US-ASCII. */
+static int
+fsentry_meta_ascii(const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s < 0x20 || *s > 0x7e)
+			return (0);
+	}
+	return (1);
+}
+
+/* Check one key and value of an upload's metadata; see fsentry.h. */
+int
+fsentry_meta_check(const char *key, const char *value, size_t *total,
+    char *cause, size_t causelen)
+{
+	size_t	klen = strlen(key);
+
+	if (klen == 0 || klen > FSENTRY_META_KEY_MAX)
+		snprintf(cause, causelen, "metadata key of %zu bytes (1..%d)",
+		    klen, FSENTRY_META_KEY_MAX);
+	else if (!fsentry_meta_ascii(key) || !fsentry_meta_ascii(value))
+		snprintf(cause, causelen, "metadata key or value of %.64s is "
+		    "not printable US-ASCII", key);
+	else if ((*total += sizeof FSENTRY_META_PREFIX - 1 + klen +
+	    strlen(value)) > FSENTRY_META_MAX)
+		snprintf(cause, causelen, "metadata of more than %d bytes",
+		    FSENTRY_META_MAX);
+	else
+		return (0);
+	return (-1);
+}
+
+/* The metadata of the file fd (any fd, O_PATH too): an object or NULL. */
 json_t *
-fsentry_from_stat(const struct stat *st, const char *name, const char *path)
+fsentry_meta_read(int fd)
+{
+	json_t		*o = NULL, *v;
+	char		 proc[64], *names, *n, val[FSENTRY_META_MAX + 1];
+	const char	*key;
+	ssize_t		 len, vlen;
+
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	if ((len = listxattr(proc, NULL, 0)) <= 0)
+		return (NULL);
+	if (len > FSENTRY_XLIST_MAX)
+		len = FSENTRY_XLIST_MAX;
+	names = xmalloc((size_t)len + 1);
+	if ((len = listxattr(proc, names, (size_t)len)) <= 0) {
+		free(names);
+		return (NULL);
+	}
+	names[len] = '\0';
+	for (n = names; n < names + len; n += strlen(n) + 1) {
+		if (strncmp(n, FSENTRY_META_PREFIX,
+		    sizeof FSENTRY_META_PREFIX - 1) != 0)
+			continue;
+		key = n + sizeof FSENTRY_META_PREFIX - 1;
+		/* Set by other means: only what a proto string may hold. */
+		if ((vlen = getxattr(proc, n, val, sizeof val - 1)) < 0 ||
+		    memchr(val, '\0', (size_t)vlen) != NULL)
+			continue;
+		val[vlen] = '\0';
+		if ((v = json_string(val)) == NULL)
+			continue;
+		if (o == NULL)
+			o = json_object();
+		json_object_set_new(o, key, v);	/* a key not UTF-8: left out */
+	}
+	free(names);
+	if (o != NULL && json_object_size(o) == 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	return (o);
+}
+
+/* Replace the metadata of the file fd (open, not O_PATH); see fsentry.h. */
+int
+fsentry_meta_write(int fd, json_t *meta)
+{
+	json_t		*v;
+	char		 name[XATTR_NAME_MAX + 1], *names = NULL, *n;
+	const char	*key;
+	ssize_t		 len;
+	int		 e = 0;
+
+	if ((len = flistxattr(fd, NULL, 0)) > 0) {
+		if (len > FSENTRY_XLIST_MAX)
+			len = FSENTRY_XLIST_MAX;
+		names = xmalloc((size_t)len + 1);
+		if ((len = flistxattr(fd, names, (size_t)len)) < 0)
+			len = 0;
+		names[len] = '\0';
+		for (n = names; n < names + len; n += strlen(n) + 1) {
+			if (strncmp(n, FSENTRY_META_PREFIX,
+			    sizeof FSENTRY_META_PREFIX - 1) == 0 &&
+			    (meta == NULL || json_object_get(meta, n +
+			    sizeof FSENTRY_META_PREFIX - 1) == NULL) &&
+			    fremovexattr(fd, n) == -1 && errno != ENODATA) {
+				e = errno;
+				break;
+			}
+		}
+		free(names);
+	} else if (len == -1 && errno != ENOTSUP)
+		return (-errno);
+	if (e != 0)
+		return (e == ENOTSUP ? 0 : -e);
+	json_object_foreach(meta, key, v) {
+		snprintf(name, sizeof name, "%s%s", FSENTRY_META_PREFIX, key);
+		if (fsetxattr(fd, name, json_string_value(v),
+		    strlen(json_string_value(v)), 0) == -1)
+			return (errno == ENOTSUP ? 0 : -errno);
+	}
+	return (0);
+}
+
+/* Build an EntryInfo from an lstat of path, no metadata. */
+static json_t *
+fsentry_entry(const struct stat *st, const char *name, const char *path)
 {
 	struct stat	 tst;
 	json_t		*o;
@@ -215,16 +342,37 @@ fsentry_from_stat(const struct stat *st, const char *name, const char *path)
 	return (o);
 }
 
-/* Build the EntryInfo of name in dfd. */
+/*
+ * Build an EntryInfo from an lstat of base in dfd (path), with the
+ * metadata of a file or folder that is still that inode.
+ */
 json_t *
-fsentry_build(int dfd, const char *name, const char *path)
+fsentry_from_stat_at(int dfd, const char *base, const struct stat *st,
+    const char *name, const char *path)
 {
-	struct stat	st;
+	struct stat	 fst;
+	json_t		*o, *meta = NULL;
+	int		 fd;
 
-	if (fstatat(dfd, *name == '\0' ? "" : name, &st, AT_SYMLINK_NOFOLLOW |
-	    (*name == '\0' ? AT_EMPTY_PATH : 0)) == -1)
-		return (NULL);
-	return (fsentry_from_stat(&st, name, path));
+	o = fsentry_entry(st, name, path);
+	if ((S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) &&
+	    (fd = openat(dfd, *base != '\0' ? base : ".", O_PATH |
+	    O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		if (fstat(fd, &fst) == 0 && fst.st_dev == st->st_dev &&
+		    fst.st_ino == st->st_ino)
+			meta = fsentry_meta_read(fd);
+		close(fd);
+	}
+	if (meta != NULL)
+		json_object_set_new(o, "metadata", meta);
+	return (o);
+}
+
+/* The same, the file found again by path. */
+json_t *
+fsentry_from_stat(const struct stat *st, const char *name, const char *path)
+{
+	return (fsentry_from_stat_at(AT_FDCWD, path, st, name, path));
 }
 
 /* A JSON string of s; bytes that are not UTF-8 become U+FFFD. */

@@ -26,6 +26,7 @@
 
 #include "config.h"
 #include "connect.h"
+#include "envstate.h"
 #include "http.h"
 #include "log.h"
 #include "process.h"
@@ -246,7 +247,7 @@ process_cwd(const char *cwd, const struct pty_user *u, struct envd_err *err)
 	char		*path;
 
 	if (cwd == NULL || *cwd == '\0')
-		cwd = envd_default_workdir() != NULL ? envd_default_workdir() :
+		cwd = envstate_workdir() != NULL ? envstate_workdir() :
 		    u->home;
 	if (cwd[0] == '~' && (cwd[1] == '\0' || cwd[1] == '/'))
 		xasprintf(&path, "%s%s", u->home, cwd + 1);
@@ -272,7 +273,7 @@ process_create(struct envd_call *call, json_t *msg, struct proto_create *pc,
 	json_t			*proc, *args = NULL, *envs = NULL, *pty, *size;
 	json_t			*v;
 	const char		*cmd = NULL, *cwd = NULL, *k;
-	char *const		*base = envd_env();
+	char *const		*base = envstate_env();
 	size_t			 i, n, nb;
 	uint32_t		 cols = 0, rows = 0;
 	int			 stdin_open = 1, r;

@@ -259,8 +259,10 @@ companion_handover(int fds[2])
 
 /* Supervise the companion an upgrade handed over, as if started here. */
 void
-companion_adopt(char **argv, pid_t p, int out, int err)
+companion_adopt(struct event_base *base, char **argv, pid_t p, int out,
+    int err)
 {
+	companion_base = base;
 	argv_ = argv;
 	restart_ev = evtimer_new(companion_base, companion_restart_cb, NULL);
 	if (restart_ev == NULL)

@@ -40,7 +40,8 @@ unsigned companion_restarts(void);
  * those fds instead of companion_start().
  */
 pid_t	companion_handover(int fds[2]);
-void	companion_adopt(char **argv, pid_t pid, int out, int err);
+void	companion_adopt(struct event_base *, char **argv, pid_t pid, int out,
+	    int err);
 /* Free everything. */
 void	companion_free(void);
 

@@ -34,6 +34,7 @@
 
 #include "companion.h"
 #include "config.h"
+#include "envstate.h"
 #include "events.h"
 #include "evring.h"
 #include "hold.h"
@@ -45,6 +46,7 @@
 #include "stats.h"
 #include "sessionsave.h"
 #include "stop.h"
+#include "upgguard.h"
 #include "upgrade.h"
 #include "upgstate.h"
 #include "util.h"
@@ -75,6 +77,7 @@ static struct upgrade_check *check;
 static void		(*upgrade_flush)(void);
 static uint64_t		  upgrades;		/* since the boot */
 static uint64_t		  failures;		/* since the boot */
+static uint64_t		  rollbacks;		/* since the boot */
 static char		 *upgrade_path;		/* the hand-over's binary */
 static char		  to_version[UPGRADE_VERSION_MAX];
 static char		  from_version[UPGRADE_VERSION_MAX]; /* successor */
@@ -143,7 +146,10 @@ upgrade_metrics(struct proto_buf *b)
 	proto_buf_printf(b, "# TYPE agentd_upgrades_total counter\n"
 	    "agentd_upgrades_total %" PRIu64 "\n"
 	    "# TYPE agentd_upgrade_failures_total counter\n"
-	    "agentd_upgrade_failures_total %" PRIu64 "\n", upgrades, failures);
+	    "agentd_upgrade_failures_total %" PRIu64 "\n"
+	    "# TYPE agentd_upgrade_rollbacks_total counter\n"
+	    "agentd_upgrade_rollbacks_total %" PRIu64 "\n", upgrades, failures,
+	    rollbacks);
 }
 
 /* Answer 422 upgrade_rejected, counted. */
@@ -612,7 +618,7 @@ upgrade_drain_cb(evutil_socket_t fd, short events, void *arg)
 	static int	  keep[UPGRADE_KEEP_MAX];
 	size_t		  nkeep = 0;
 	char		  cause[UPGSTATE_CAUSE_MAX], num[16];
-	int		  textfd, blobfd, error;
+	int		  textfd, blobfd, imagefd, recfd, error;
 
 	if ((outq_bytes() > 0 || session_count_starting() > 0) &&
 	    clock_mono_ms() < drain_end_ms) {
@@ -636,6 +642,19 @@ upgrade_drain_cb(evutil_socket_t fd, short events, void *arg)
 	}
 	keep[nkeep++] = textfd;
 	keep[nkeep++] = blobfd;
+	/* The way back, should the new agentd not take over (upgguard.h). */
+	if (upgguard_record(upgrade_argv, textfd, keep, nkeep,
+	    upgrade_cfg->upgrade_ready_ms, &imagefd, &recfd, cause,
+	    sizeof cause) != 0) {
+		log_error("%s: no way back (%s); carrying on", __func__, cause);
+		close(textfd);
+		close(blobfd);
+		goto fail;
+	}
+	keep[nkeep++] = imagefd;
+	keep[nkeep++] = recfd;
+	snprintf(num, sizeof num, "%d", recfd);
+	setenv(UPGGUARD_ENV, num, 1);
 	snprintf(num, sizeof num, "%d", textfd);
 	setenv(UPGRADE_ENV, num, 1);
 	log_info("%s: execve %s (pid %ld, %zu fds kept)", __func__,
@@ -645,8 +664,11 @@ upgrade_drain_cb(evutil_socket_t fd, short events, void *arg)
 	error = errno;
 	upgrade_cloexec(keep, nkeep, 1);
 	unsetenv(UPGRADE_ENV);
+	unsetenv(UPGGUARD_ENV);
 	close(textfd);
 	close(blobfd);
+	close(imagefd);
+	close(recfd);
 	log_error("%s: execve %s: %s; carrying on", __func__, upgrade_path,
 	    strerror(error));
 fail:
@@ -702,6 +724,8 @@ upgrade_save(int *keep, size_t *nkeep, int *textfd, int *blobfd,
 	upgstate_put(w, "from-version", "%s", AGENTD_VERSION);
 	upgstate_put(w, "upgrades", "%" PRIu64, upgrades);
 	upgstate_put(w, "failures", "%" PRIu64, failures);
+	upgstate_put(w, "rollbacks", "%" PRIu64, rollbacks);
+	upgstate_put(w, "to-version", "%s", to_version);
 	upgstate_put(w, "generation", "%" PRIu64, restore_generation());
 	upgstate_put(w, "start-ms", "%" PRId64, *upgrade_start_ms);
 	upgstate_put(w, "sessions-started", "%" PRIu64,
@@ -727,7 +751,9 @@ upgrade_save(int *keep, size_t *nkeep, int *textfd, int *blobfd,
 		keep[(*nkeep)++] = cfds[1];
 	}
 	upgrade_save_events(w);
-	if (session_save_all(w, keep, nkeep, UPGRADE_KEEP_MAX - 2) < 0) {
+	envstate_save(w);	/* what envd's /init set */
+	/* Room for the state's two fds, the old image and the record. */
+	if (session_save_all(w, keep, nkeep, UPGRADE_KEEP_MAX - 4) < 0) {
 		snprintf(cause, len, "more than %d fds to keep",
 		    UPGRADE_KEEP_MAX);
 		upgstate_writer_free(w);
@@ -840,13 +866,14 @@ upgrade_resume_early(struct config *cfg)
 	if ((state = upgstate_open(state_fd, cause, sizeof cause)) == NULL) {
 		log_error("%s: the state is refused (%s); starting afresh",
 		    __func__, cause);
+		upgguard_disarm();	/* the old agentd could not read it either */
 		close(state_fd);
 		state_fd = -1;
 		upgrade_rescue();
 		return;
 	}
 	fcntl(upgstate_blob_fd(state), F_SETFD, FD_CLOEXEC);
-	upgrades = 1;
+	upgrades = upgguard_rolled_back() == NULL;
 	name[0] = '\0';
 	while ((kind = upgstate_next(state, &key, &value, &len)) !=
 	    UPGSTATE_END) {
@@ -887,10 +914,15 @@ upgrade_resume_early(struct config *cfg)
 			    value);
 		else if (strcmp(key, "upgrades") == 0 &&
 		    upgstate_u64(value, &u) == 0)
-			upgrades = u + 1;
+			upgrades = u + (upgguard_rolled_back() == NULL);
 		else if (strcmp(key, "failures") == 0 &&
 		    upgstate_u64(value, &u) == 0)
-			failures = u;
+			failures = u + (upgguard_rolled_back() != NULL);
+		else if (strcmp(key, "rollbacks") == 0 &&
+		    upgstate_u64(value, &u) == 0)
+			rollbacks = u + (upgguard_rolled_back() != NULL);
+		else if (strcmp(key, "to-version") == 0)
+			snprintf(to_version, sizeof to_version, "%s", value);
 		else if (strcmp(key, "start-ms") == 0 &&
 		    upgstate_i64(value, &fd) == 0)
 			*upgrade_start_ms = fd;	/* CLOCK_MONOTONIC's: uptime */
@@ -986,7 +1018,7 @@ upgrade_load_companion(struct upgstate *r, struct config *cfg, int *adopted)
 			close(err);
 		return;
 	}
-	companion_adopt(cfg->companion, (pid_t)pid, out, err);
+	companion_adopt(upgrade_base, cfg->companion, (pid_t)pid, out, err);
 	*adopted = 1;
 }
 
@@ -1002,8 +1034,10 @@ upgrade_resume(struct event_base *base, struct config *cfg)
 	upgrade_base = base;
 	upgrade_cfg = cfg;
 	http_inherit_done();
-	if (state == NULL)
+	if (state == NULL) {
+		upgguard_disarm();
 		return (0);
+	}
 	restore_generation_set(state_generation);
 	upgstate_rewind(state);
 	while ((kind = upgstate_next(state, &key, &value, &len)) !=
@@ -1014,6 +1048,8 @@ upgrade_resume(struct event_base *base, struct config *cfg)
 			upgrade_load_events(state);
 		else if (strcmp(key, "companion") == 0)
 			upgrade_load_companion(state, cfg, &adopted);
+		else if (strcmp(key, "envd") == 0)
+			envstate_load(state);
 		else if (strcmp(key, "session") == 0) {
 			sl = session_load_begin();
 			while (upgstate_next(state, &key, &value, &len) ==
@@ -1027,10 +1063,22 @@ upgrade_resume(struct event_base *base, struct config *cfg)
 		} else if (strcmp(key, "listener") != 0)
 			log_warn("%s: ignoring section [%s]", __func__, key);
 	}
+	/* Taken over: the old image and the state go. */
+	upgguard_disarm();
 	upgstate_close(state);
 	state = NULL;
 	close(state_fd);
 	state_fd = -1;
+	if (upgguard_rolled_back() != NULL) {
+		log_error("%s: the new agentd (%s) did not take over (%s): "
+		    "agentd %s again, %zu sessions restored, %zu dropped",
+		    __func__, to_version, upgguard_rolled_back(),
+		    AGENTD_VERSION, nsessions, dropped);
+		events_post("sandbox.upgrade_failed", NULL, json_pack(
+		    "{ssssss}", "from_version", AGENTD_VERSION, "to_version",
+		    to_version, "reason", upgguard_rolled_back()));
+		return (adopted);
+	}
 	log_info("%s: upgraded from %s to %s: %zu sessions restored, %zu "
 	    "dropped", __func__, from_version, AGENTD_VERSION, nsessions,
 	    dropped);

@@ -20,14 +20,19 @@
  * resume by cursor or Last-Event-ID), and the new binary is execve'd with
  * agentd's own argv and UPGRADE_ENV naming the state's fd.  If execve
  * fails, the fds get FD_CLOEXEC back, accepting goes on, and the failure
- * is counted and logged: the old agentd carries on.
+ * is counted and logged: the old agentd carries on.  The old binary stays
+ * open until the new agentd has taken the state over (upgguard.h): if it
+ * cannot (it exits, crashes, hangs), the old binary runs again with the
+ * same state, counts a failure and a rollback, and posts
+ * sandbox.upgrade_failed {from_version, to_version, reason}.
  *
  * The successor reads the state before it listens (upgrade_resume_early:
  * the token, the listeners) and after (upgrade_resume: the rest), posts
  * sandbox.upgraded {from_version, to_version}, and goes on with what it
- * could restore: a state refused whole, or a section it cannot use, is
- * logged and dropped, never fatal.  A session leader that exited during
- * the hand-over is reaped by it and reported with its exit code.
+ * could restore (envd's /init state too: envstate.h): a state refused
+ * whole, or a section it cannot use, is logged and dropped, never fatal.
+ * A session leader that exited during the hand-over is reaped by it and
+ * reported with its exit code.
  *
  * Event loop thread only.
  */

@@ -46,6 +46,13 @@ static int	fileio_reopen(int *, const char *, int, const char *,
 		    struct proto_err *);
 static int	fileio_walk(const char *, int, int, uid_t, char **,
 		    struct proto_err *);
+static int	fileio_walk_own(const char *, int, int, uid_t, uid_t, gid_t,
+		    char **, struct proto_err *);
+static int	fileio_inplace_new(int, const char *, uid_t, gid_t,
+		    struct proto_err *, const char *);
+
+/* This thread's last walk followed a symlink root does not own. */
+static __thread int	fileio_followed_other;
 static void	fileio_random_hex(char *, size_t);
 static void	fileio_tmp_free(struct fileio_tmp *);
 
@@ -209,6 +216,15 @@ static int
 fileio_walk(const char *path, int how, int flags, uid_t owner, char **base,
     struct proto_err *err)
 {
+	return (fileio_walk_own(path, how, flags, owner, (uid_t)-1, (gid_t)-1,
+	    base, err));
+}
+
+/* fileio_walk(), the folders it makes given to uid:gid (-1: left). */
+static int
+fileio_walk_own(const char *path, int how, int flags, uid_t owner, uid_t uid,
+    gid_t gid, char **base, struct proto_err *err)
+{
 	struct stat	 st;
 	char		*rest, *comp, *next, *target = NULL, *tmp;
 	size_t		 clen;
@@ -216,6 +232,7 @@ fileio_walk(const char *path, int how, int flags, uid_t owner, char **base,
 	int		 fd, nfd, links = 0, last, e = 0;
 
 	fd = -1;
+	fileio_followed_other = 0;
 	if ((rest = strdup(path)) == NULL)
 		goto oom;
 	comp = rest;
@@ -256,8 +273,16 @@ fileio_walk(const char *path, int how, int flags, uid_t owner, char **base,
 		nfd = openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (nfd == -1 && errno == ENOENT && !last &&
 		    (how & FILEIO_MKDIR)) {
-			if (mkdirat(fd, comp, FILEIO_DIR_MODE) == -1 &&
-			    errno != EEXIST) {
+			if (mkdirat(fd, comp, FILEIO_DIR_MODE) == 0) {
+				/* envd's EnsureDirs: the user's folder. */
+				if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
+				    fchownat(fd, comp, uid, gid,
+				    AT_SYMLINK_NOFOLLOW) == -1) {
+					fileio_fail(err, e = errno, "chown",
+					    path);
+					goto fail;
+				}
+			} else if (errno != EEXIST) {
 				fileio_fail(err, e = errno, "mkdir", path);
 				goto fail;
 			}
@@ -281,6 +306,8 @@ fileio_walk(const char *path, int how, int flags, uid_t owner, char **base,
 				    (unsigned long)owner);
 				goto fail;
 			}
+			if (st.st_uid != 0)
+				fileio_followed_other = 1;
 			if (++links > FILEIO_LINKS_MAX) {
 				close(nfd);
 				fileio_fail(err, e = ELOOP, "open", path);
@@ -361,6 +388,7 @@ fileio_open(const char *path, int flags, uid_t owner, struct proto_err *err)
 
 	int	e;
 
+	fileio_followed_other = 0;
 	if ((fd = fileio_openat2(path, flags)) != -1)
 		return (fd);
 	e = errno;
@@ -381,6 +409,145 @@ fileio_parent(const char *path, int mkdir_p, uid_t owner, char **base,
 	*base = NULL;
 	return (fileio_walk(path, FILEIO_PARENT | (mkdir_p ? FILEIO_MKDIR : 0),
 	    0, owner, base, err));
+}
+
+/* The folder of path, the folders made given to uid:gid. */
+int
+fileio_parent_own(const char *path, uid_t owner, uid_t uid, gid_t gid,
+    char **base, struct proto_err *err)
+{
+	*base = NULL;
+	return (fileio_walk_own(path, FILEIO_PARENT | FILEIO_MKDIR, 0, owner,
+	    uid, gid, base, err));
+}
+
+/* Whether this thread's last resolution followed a non-root symlink. */
+int
+fileio_followed(void)
+{
+	return (fileio_followed_other);
+}
+
+/*
+ * Create base in dfd for fileio_open_inplace(), given to uid:gid (-1:
+ * left) unless it is theirs already: a watcher sees CREATE, and CHMOD only
+ * when it changed hands (as envd's).  The fd, or -1 with err (errno
+ * EEXIST: the name came meanwhile).
+ */
+static int
+fileio_inplace_new(int dfd, const char *base, uid_t uid, gid_t gid,
+    struct proto_err *err, const char *path)
+{
+	struct stat	st;
+	int		fd, e;
+
+	fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_NOCTTY | O_CLOEXEC, FILEIO_MODE_DEFAULT);
+	if (fd == -1) {
+		e = errno;
+		if (e != EEXIST)
+			fileio_fail(err, e, "create", path);
+		errno = e;
+		return (-1);
+	}
+	if (uid != (uid_t)-1 && (fstat(fd, &st) == -1 || st.st_uid != uid ||
+	    st.st_gid != gid) && fchown(fd, uid, gid) == -1) {
+		e = errno;
+		close(fd);
+		unlinkat(dfd, base, 0);
+		return (fileio_fail(err, e, "chown", path));
+	}
+	return (fd);
+}
+
+/* Open path to be written in place, as envd's upload does; see fileio.h. */
+int
+fileio_open_inplace(const char *path, uid_t owner, uid_t uid, gid_t gid,
+    int give, int *created, struct proto_err *err)
+{
+	struct stat	 st, fst;
+	char		*base = NULL;
+	int		 dfd, fd = -1, tries;
+	mode_t		 strip;
+
+	*created = 0;
+	if ((dfd = fileio_walk_own(path, FILEIO_PARENT | FILEIO_MKDIR, 0,
+	    owner, give ? uid : (uid_t)-1, give ? gid : (gid_t)-1, &base,
+	    err)) == -1)
+		return (-1);
+	if (*base == '\0') {
+		proto_fail(err, 400, "invalid_request", "path is a directory: "
+		    "%.160s", path);
+		goto out;
+	}
+	for (tries = 0; tries < 2 && fd == -1; tries++) {
+		if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == -1) {
+			if (errno != ENOENT) {
+				fileio_fail(err, errno, "stat", path);
+				goto out;
+			}
+			fd = fileio_inplace_new(dfd, base, give ? uid :
+			    (uid_t)-1, gid, err, path);
+			if (fd != -1)
+				*created = 1;
+			else if (errno != EEXIST)
+				goto out;
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			proto_fail(err, 400, "invalid_request", "path is a "
+			    "directory: %.160s", path);
+			goto out;
+		}
+		/* A trusted symlink is written through (never created). */
+		fd = S_ISLNK(st.st_mode) ? fileio_walk(path, 0, O_WRONLY |
+		    O_NOCTTY | O_NONBLOCK, owner, NULL, err) : openat(dfd, base,
+		    O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+		if (fd == -1) {
+			if (!S_ISLNK(st.st_mode))
+				fileio_fail(err, errno, "open", path);
+			goto out;
+		}
+	}
+	if (fd == -1 || fstat(fd, &fst) == -1) {
+		fileio_fail(err, fd == -1 ? EAGAIN : errno, "open", path);
+		goto out;
+	}
+	if (!S_ISREG(fst.st_mode)) {
+		proto_fail(err, 400, "invalid_request", "%.160s is not a "
+		    "regular file", path);
+		goto fail;
+	}
+	if (*created)
+		goto out;
+	/* The file replaced: one hard link, or the acting user's. */
+	if (fileio_links_ok(&fst, uid, path, err) != 0)
+		goto fail;
+	if (fst.st_uid != uid) {
+		/* envd gives it to the user; it keeps none of the bits. */
+		if (give && fchown(fd, uid, gid) == -1) {
+			fileio_fail(err, errno, "chown", path);
+			goto fail;
+		}
+		strip = fst.st_mode & (S_ISUID | S_ISGID | S_IWGRP | S_IWOTH);
+		if (strip != 0 && fchmod(fd, fst.st_mode & 07777 & ~strip) == -1 &&
+		    (give || errno != EPERM)) {
+			fileio_fail(err, errno, "chmod", path);
+			goto fail;
+		}
+	}
+	if (ftruncate(fd, 0) == -1) {
+		fileio_fail(err, errno, "truncate", path);
+		goto fail;
+	}
+	goto out;
+fail:
+	close(fd);
+	fd = -1;
+out:
+	close(dfd);
+	free(base);
+	return (fd);
 }
 
 /* Free what t holds (not the temporary file). */

@@ -55,6 +55,30 @@ int	fileio_parent(const char *path, int mkdir, uid_t owner, char **base,
 	    struct proto_err *);
 
 /*
+ * fileio_parent() with mkdir, the folders it makes given to uid:gid (envd's
+ * permissions.EnsureDirs).
+ */
+int	fileio_parent_own(const char *path, uid_t owner, uid_t uid, gid_t gid,
+	    char **base, struct proto_err *);
+/*
+ * Whether the last resolution on this thread followed a symlink that root
+ * does not own (so the user it trusted could have sent it elsewhere).
+ */
+int	fileio_followed(void);
+/*
+ * Open path to be written in place (envd's O_WRONLY|O_CREATE|O_TRUNC), the
+ * folders made first (given to uid:gid when give), resolved as
+ * fileio_parent() does; a trusted symlink at the end is written through.
+ * A new file (*created set) is mode FILEIO_MODE_DEFAULT less the umask
+ * and, when give, uid:gid's (a watcher sees CREATE, CHMOD only when it
+ * changed hands, then the writes).  An existing one must pass fileio_links_ok() for uid;
+ * when it is not uid's it is given to uid:gid (give) and loses its
+ * set-id and group/other write bits either way; then it is truncated.
+ * A folder there is 400.  The fd (O_WRONLY), or -1 with err.
+ */
+int	fileio_open_inplace(const char *path, uid_t owner, uid_t uid, gid_t gid,
+	    int give, int *created, struct proto_err *);
+/*
  * Create a temporary file (O_CREAT|O_EXCL, mode 0600, a random name
  * starting with '.' and ending in ".agentd-tmp") in the folder of path,
  * making the folders first when mkdir is set (mode FILEIO_DIR_MODE).

@@ -32,6 +32,11 @@
  * for all (CONN_INFLIGHT_MIN, or two of the largest requests) the
  * connection adding bytes is closed with a 503.
  *
+ * Pipelining.  While a whole request waits behind the one evhttp answers,
+ * the socket is not read (conn_pause): a half-close the client sent after
+ * it would be read first, and evhttp drops the connection, the request
+ * with it.
+ *
  * Timeouts.  A request must arrive whole within --header-timeout of the
  * connection's start; after an answer on a keep-alive connection the next
  * one has --idle-timeout plus --header-timeout; an unproven connection
@@ -81,13 +86,15 @@
 #define CONN_TRIM_BYTES		(8u << 20) /* in flight once, trim after */
 #define CONN_TRIM_MS		200	/* trim this long after the drop */
 #define CONN_POOLS_MAX		8	/* evhttps: APIs times transports */
+#define CONN_PAUSE_TICK_S	3600	/* a paused socket is read again after
+					   this long at the latest */
 #define CONN_VSOCK_LOG_MAX	64	/* vsock connections logged ... */
 #define CONN_VSOCK_LOG_MS	10000	/* ... per this long */
 
 LIST_HEAD(conn_peers, conn_peer);
 
 static struct event_base	*conn_base;	/* the loop (conn_start's) */
-const struct config	*conn_cfg;
+static const struct config	*conn_cfg;
 static struct conn_pool		*conn_pools[CONN_POOLS_MAX];	/* every evhttp's */
 static size_t			 npools;
 /* Connections accepted but not yet set up (conn_setup_cb's work). */
@@ -96,15 +103,16 @@ static struct event	*conn_setup_ev;
 /* Connections to close for the pending budget (conn_shed_cb's work). */
 static struct conns	 conn_shed = TAILQ_HEAD_INITIALIZER(conn_shed);
 static struct event	*conn_shed_ev;
-uint64_t		 conn_inflight;	/* bytes, every connection's */
 static uint64_t		 conn_inflight_max;
 static uint64_t		 conn_request_max; /* bytes, evhttp's largest */
 static uint64_t		 conn_shed_count;
-uint64_t		 conn_refused;	/* by the gate */
 static uint64_t		 conn_evicted;	/* unproven, for a new connection */
 static struct conn_peers conn_peers[CONN_PEER_BUCKETS];
 static uint64_t		 conn_inflight_high; /* bytes, since the last trim */
 static struct event	*conn_trim_ev;
+static struct ev_token_bucket_cfg *conn_pause_cfg; /* no limit: a pause
+					   empties the read bucket by hand */
+static uint64_t		 conn_paused_total;
 /* Set-up connections by fd, to find a request's connection. */
 static struct conn	**conn_by_fd;
 static size_t		 conn_by_fd_len;
@@ -134,17 +142,25 @@ static void		 conn_peer_drop(struct conn *);
 static void		 conn_trim_cb(evutil_socket_t, short, void *);
 static char		*conn_peer_name(struct conn *, char *, size_t);
 static void		 conn_log_vsock(struct conn *);
+static void		 conn_prove(struct conn *);
+static void		 conn_uncount(struct conn *);
 
 /* Budgets and events, on the loop base. */
 void
 conn_start(struct event_base *base, const struct config *c)
 {
+	const struct timeval	pause_tick = { CONN_PAUSE_TICK_S, 0 };
+
 	conn_base = base;
 	conn_cfg = c;
+	conn_gate_init(c, conn_prove, conn_uncount);
 	if ((conn_setup_ev = event_new(conn_base, -1, 0, conn_setup_cb,
 	    NULL)) == NULL || (conn_shed_ev = event_new(conn_base, -1, 0,
 	    conn_shed_cb, NULL)) == NULL || (conn_trim_ev = evtimer_new(
-	    conn_base, conn_trim_cb, NULL)) == NULL)
+	    conn_base, conn_trim_cb, NULL)) == NULL ||
+	    (conn_pause_cfg = ev_token_bucket_cfg_new(EV_RATE_LIMIT_MAX,
+	    EV_RATE_LIMIT_MAX, EV_RATE_LIMIT_MAX, EV_RATE_LIMIT_MAX,
+	    &pause_tick)) == NULL)
 		fatal("%s: out of memory", __func__);
 	/* Two requests of evhttp's largest always fit. */
 	conn_request_max = 2 * conn_cfg->max_body + HTTP_BODY_SLACK +
@@ -418,7 +434,7 @@ conn_is_loopback(int fd)
 }
 
 /* A request came with the token: the connection is never evicted. */
-void
+static void
 conn_prove(struct conn *c)
 {
 	if (!c->unproven)
@@ -541,66 +557,6 @@ conn_reject(struct conn *c)
 }
 
 /*
- * Write an error straight to a connection that is about to be closed,
- * unless evhttp has an answer of its own under way; best effort: a full
- * socket buffer, or unread bytes that make the close a reset, may lose it.
- */
-void
-conn_send_error(struct conn *c, int status, const char *code,
-    const char *message)
-{
-	static const struct {
-		int		 status;
-		const char	*reason;
-	} reasons[] = {
-		{ 400, "Bad Request" }, { 401, "Unauthorized" },
-		{ 403, "Forbidden" }, { 413, "Payload Too Large" },
-		{ 417, "Expectation Failed" },
-		{ 431, "Request Header Fields Too Large" },
-		{ 503, "Service Unavailable" },
-		{ 507, "Insufficient Storage" },
-		{ 505, "HTTP Version Not Supported" },
-	};
-	struct iovec	 iov[2];
-	struct msghdr	 msg;
-	char		 head[320], body[320], date[40];
-	const char	*reason = "Error";
-	ssize_t		 n;
-	size_t		 i;
-
-	http_count(status);
-	if (c->fd < 0 || evbuffer_get_length(bufferevent_get_output(
-	    evhttp_connection_get_bufferevent(c->evcon))) > 0)
-		return;
-	iov[1].iov_base = body;
-	/* code NULL: envd's shape, for the spool's refusals (gate.c). */
-	iov[1].iov_len = (size_t)(code == NULL ? snprintf(body, sizeof body,
-	    "{\"code\": %d, \"message\": \"%s\"}\n", status, message) :
-	    snprintf(body, sizeof body,
-	    "{\"error\": {\"code\": \"%s\", \"message\": \"%s\"}}\n", code,
-	    message));
-	for (i = 0; i < nitems(reasons); i++) {
-		if (reasons[i].status == status)
-			reason = reasons[i].reason;
-	}
-	http_date(date, sizeof date);
-	iov[0].iov_base = head;
-	iov[0].iov_len = (size_t)snprintf(head, sizeof head,
-	    "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: application/json\r\n"
-	    "Content-Length: %zu\r\n"
-	    "Date: %s\r\n"
-	    "%s"
-	    "Connection: close\r\n\r\n", status, reason, iov[1].iov_len, date,
-	    status == 401 ? "WWW-Authenticate: Bearer\r\n" : "");
-	memset(&msg, 0, sizeof msg);
-	msg.msg_iov = iov;
-	msg.msg_iovlen = 2;
-	n = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-	(void)n;
-}
-
-/*
  * Bytes arrived on a connection: count them until its answer.  A connection
  * that sends more than any request may hold (evhttp would read and drop
  * an oversized body to its declared end before answering) is closed with a
@@ -627,6 +583,8 @@ conn_input(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 	if (conn_inflight > conn_inflight_high)
 		conn_inflight_high = conn_inflight;
 	if (c->busy) {
+		/* Pipelined: read on once this one is answered. */
+		conn_pause(c, 1);
 		/*
 		 * evhttp reads on while it writes an answer, only to see a
 		 * close, and keeps what comes: a client that never reads its
@@ -698,7 +656,7 @@ conn_shed_cb(evutil_socket_t fd, short events, void *arg)
  * 60 connections' bodies stayed after they closed): trim it a moment
  * later, once for a burst of closes.  musl gives it back by itself.
  */
-void
+static void
 conn_uncount(struct conn *c)
 {
 	struct timeval	tv = { 0, CONN_TRIM_MS * 1000 };
@@ -719,15 +677,6 @@ conn_trim_cb(evutil_socket_t fd, short events, void *arg)
 #ifdef __GLIBC__
 	malloc_trim(0);
 #endif
-}
-
-/* Start (or restart) the connection's deadline. */
-void
-conn_arm(struct conn *c, int64_t ms)
-{
-	struct timeval	tv;
-
-	evtimer_add(c->deadline, timeval_ms(&tv, ms));
 }
 
 /* No whole request arrived in time: close the connection. */
@@ -836,8 +785,10 @@ conn_request_done(struct evhttp_request *req, void *arg)
 	conn_inflight += c->pending;
 	conn_arm(c, conn_timeout(c, conn_cfg->idle_timeout_ms +
 	    conn_cfg->header_timeout_ms));
-	if (c->state == CONN_DRAIN)
+	if (c->state == CONN_DRAIN) {
+		conn_pause(c, 0);
 		return;
+	}
 	/*
 	 * The next request's head goes through the gate too: what came
 	 * pipelined is taken back before evhttp looks at it (it does right
@@ -848,6 +799,43 @@ conn_request_done(struct evhttp_request *req, void *arg)
 	c->nlines = 0;
 	if (evbuffer_get_length(in) > 0)
 		conn_gate(c, in, 0);
+	/*
+	 * A whole request came pipelined: evhttp reads it from its buffer in
+	 * the next loop turn, and the socket is not read before it is
+	 * answered.  A client that sent it and then shut its side (a
+	 * half-close, RFC 9112 9.6) would otherwise be read to its end
+	 * first, and evhttp drops a connection whose client ended, the
+	 * request it did not parse yet with it.
+	 */
+	conn_pause(c, c->state == CONN_BODY &&
+	    evbuffer_get_length(in) >= c->head_bytes + c->body_bytes);
+}
+
+/*
+ * Stop (on) or resume reading c's socket.  evhttp enables reading itself
+ * whenever it reads a request or writes an answer; a bufferevent whose
+ * read bucket (rate limiting, unlimited but for this) is empty reads
+ * nothing whatever is enabled, until the bucket is filled again: at
+ * resume, or after CONN_PAUSE_TICK_S at the latest.
+ */
+void
+conn_pause(struct conn *c, int on)
+{
+	struct bufferevent	*bev;
+
+	if (on == c->paused)
+		return;
+	c->paused = on;
+	bev = evhttp_connection_get_bufferevent(c->evcon);
+	if (!on) {
+		bufferevent_set_rate_limit(bev, NULL);
+		return;
+	}
+	conn_paused_total++;
+	if (bufferevent_set_rate_limit(bev, conn_pause_cfg) != 0 ||
+	    bufferevent_decrement_read_limit(bev,
+	    bufferevent_get_read_limit(bev)) != 0)
+		fatal("%s: out of memory", __func__);
 }
 
 /* Counters of the gate and admission, for /metrics. */
@@ -862,11 +850,14 @@ conn_metrics(struct proto_buf *b)
 	    "# TYPE agentd_http_shed_total counter\n"
 	    "agentd_http_shed_total %llu\n"
 	    "# TYPE agentd_http_inflight_bytes gauge\n"
-	    "agentd_http_inflight_bytes %llu\n",
-	    (unsigned long long)conn_refused,
+	    "agentd_http_inflight_bytes %llu\n"
+	    "# TYPE agentd_http_pipelined_pauses_total counter\n"
+	    "agentd_http_pipelined_pauses_total %llu\n",
+	    (unsigned long long)conn_gate_refused(),
 	    (unsigned long long)conn_evicted,
 	    (unsigned long long)conn_shed_count,
-	    (unsigned long long)conn_inflight);
+	    (unsigned long long)conn_inflight,
+	    (unsigned long long)conn_paused_total);
 }
 
 /*

@@ -1,8 +1,9 @@
 /*
  * conn_int.h -- what conn.c (connections, admission, budgets, deadlines)
  * and gate.c (each request's head held back and checked) share: the
- * connection's struct and the budgets.  Private: nobody else includes it
- * (conn.h is the contract).  Made by split.py from conn.c's top.
+ * connection's struct, and the gate's calls.  Private: nobody else
+ * includes it (conn.h is the contract).  conn.c calls gate.c, never the
+ * other way.
  */
 #ifndef AGENTD_CONN_INT_H
 #define AGENTD_CONN_INT_H
@@ -73,6 +74,8 @@ struct conn {
 	uint64_t		 chunked_total;	/* bytes of the chunked body */
 	size_t			 head_bytes;	/* of the head and trailer: evhttp
 						   takes HTTP_HEADERS_MAX in all */
+	uint64_t		 body_bytes;	/* the request's Content-Length */
+	int			 paused;	/* its socket is not read (conn_pause) */
 	int			 releasing;	/* the gate adds to the input */
 	/* envd's POST /files over --max-body: its body on disk (spool.h). */
 	struct spool		*spool;
@@ -84,17 +87,32 @@ struct conn {
 };
 TAILQ_HEAD(conns, conn);
 
-extern const struct config	*conn_cfg;
-extern uint64_t		 conn_inflight;	/* bytes, every connection's */
-extern uint64_t		 conn_refused;	/* by the gate */
-
+/*
+ * gate.c's, for conn.c (the arrow runs one way: the gate never names
+ * conn.c; what it needs of it comes in at conn_gate_init()).
+ */
+/* Bytes of requests in flight, every connection's (the gate adds the
+   heads' cost and takes out what it spooled; conn.c the rest). */
+extern uint64_t		 conn_inflight;
+/*
+ * Take the configuration, and conn.c's prove (a request came with the
+ * token) and uncount (a connection's bytes in flight are done with).
+ */
+void		 conn_gate_init(const struct config *,
+			    void (*prove)(struct conn *),
+			    void (*uncount)(struct conn *));
+/* Requests refused by the gate so far. */
+uint64_t	 conn_gate_refused(void);
+/* Start (or restart) a connection's deadline. */
 void		 conn_arm(struct conn *, int64_t ms);
+/* Write an error to a connection about to close (code NULL: envd's shape). */
 void		 conn_send_error(struct conn *, int status,
 			    const char *code, const char *message);
+/* Hold a request's head back, check it, hand it on (see gate.c). */
 void		 conn_gate(struct conn *, struct evbuffer *,
 			    size_t keep);
-void		 conn_prove(struct conn *);
-void		 conn_uncount(struct conn *);
+/* Free a connection's spool, unless a handler took it. */
 void		 conn_spool_drop(struct conn *);
+void		 conn_pause(struct conn *, int);
 
 #endif /* AGENTD_CONN_INT_H */

@@ -2,7 +2,10 @@
  * gate.c -- the gate of conn.c: each request's head is held back from
  * evhttp until it is whole, taken apart and checked (the token, Host and
  * Origin, the framing) before evhttp sees a byte; refusals are JSON, and
- * a chunked body's framing is checked as it passes.
+ * a chunked body's framing is checked as it passes.  Also the deadline and
+ * the last-word error of a connection (conn_arm, conn_send_error), which
+ * conn.c uses too.  conn.c calls here; what the gate needs of conn.c comes
+ * in at conn_gate_init().
  */
 
 #include <sys/ioctl.h>
@@ -107,6 +110,98 @@ static int		 conn_spool_step(struct conn *, struct evbuffer *,
 			    size_t);
 static void		 conn_spool_finish(struct conn *, struct evbuffer *);
 static void		 conn_pass(struct conn *, struct evbuffer *, size_t);
+
+uint64_t		 conn_inflight;	/* bytes, every connection's */
+static const struct config *gate_cfg;
+static uint64_t		 gate_refused;	/* requests refused */
+static void		(*gate_prove)(struct conn *);	/* conn.c's */
+static void		(*gate_uncount)(struct conn *);	/* conn.c's */
+
+/* The configuration, and what conn.c does when the gate asks. */
+void
+conn_gate_init(const struct config *cfg, void (*prove)(struct conn *),
+    void (*uncount)(struct conn *))
+{
+	gate_cfg = cfg;
+	gate_prove = prove;
+	gate_uncount = uncount;
+}
+
+/* Requests the gate refused, for /metrics. */
+uint64_t
+conn_gate_refused(void)
+{
+	return (gate_refused);
+}
+
+/* Start (or restart) the connection's deadline. */
+void
+conn_arm(struct conn *c, int64_t ms)
+{
+	struct timeval	tv;
+
+	evtimer_add(c->deadline, timeval_ms(&tv, ms));
+}
+
+/*
+ * Write an error straight to a connection that is about to be closed,
+ * unless evhttp has an answer of its own under way; best effort: a full
+ * socket buffer, or unread bytes that make the close a reset, may lose it.
+ */
+void
+conn_send_error(struct conn *c, int status, const char *code,
+    const char *message)
+{
+	static const struct {
+		int		 status;
+		const char	*reason;
+	} reasons[] = {
+		{ 400, "Bad Request" }, { 401, "Unauthorized" },
+		{ 403, "Forbidden" }, { 413, "Payload Too Large" },
+		{ 417, "Expectation Failed" },
+		{ 431, "Request Header Fields Too Large" },
+		{ 503, "Service Unavailable" },
+		{ 507, "Insufficient Storage" },
+		{ 505, "HTTP Version Not Supported" },
+	};
+	struct iovec	 iov[2];
+	struct msghdr	 msg;
+	char		 head[320], body[320], date[40];
+	const char	*reason = "Error";
+	ssize_t		 n;
+	size_t		 i;
+
+	http_count(status);
+	if (c->fd < 0 || evbuffer_get_length(bufferevent_get_output(
+	    evhttp_connection_get_bufferevent(c->evcon))) > 0)
+		return;
+	iov[1].iov_base = body;
+	/* code NULL: envd's shape, for the spool's refusals. */
+	iov[1].iov_len = (size_t)(code == NULL ? snprintf(body, sizeof body,
+	    "{\"code\": %d, \"message\": \"%s\"}\n", status, message) :
+	    snprintf(body, sizeof body,
+	    "{\"error\": {\"code\": \"%s\", \"message\": \"%s\"}}\n", code,
+	    message));
+	for (i = 0; i < nitems(reasons); i++) {
+		if (reasons[i].status == status)
+			reason = reasons[i].reason;
+	}
+	http_date(date, sizeof date);
+	iov[0].iov_base = head;
+	iov[0].iov_len = (size_t)snprintf(head, sizeof head,
+	    "HTTP/1.1 %d %s\r\n"
+	    "Content-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n"
+	    "Date: %s\r\n"
+	    "%s"
+	    "Connection: close\r\n\r\n", status, reason, iov[1].iov_len, date,
+	    status == 401 ? "WWW-Authenticate: Bearer\r\n" : "");
+	memset(&msg, 0, sizeof msg);
+	msg.msg_iov = iov;
+	msg.msg_iovlen = 2;
+	n = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)n;
+}
 
 /*
  * Move what is in in to the held bytes.  Small reads are copied into the
@@ -215,7 +310,7 @@ conn_release(struct conn *c, struct evbuffer *in, size_t len)
 static void
 conn_refuse(struct conn *c, const struct conn_refusal *r)
 {
-	conn_refused++;
+	gate_refused++;
 	log_debug("%s: fd %d: %d %s", __func__, c->fd, r->status, r->code);
 	conn_send_error(c, r->status, r->envd ? NULL : r->code, r->message);
 	if (c->fd >= 0)
@@ -223,7 +318,7 @@ conn_refuse(struct conn *c, const struct conn_refusal *r)
 	c->state = CONN_DRAIN;
 	conn_spool_drop(c);
 	evbuffer_drain(c->held, evbuffer_get_length(c->held));
-	conn_uncount(c);
+	gate_uncount(c);
 	conn_arm(c, CONN_LINGER_MS);
 }
 
@@ -299,10 +394,10 @@ conn_head_step(struct conn *c, struct evbuffer *in)
 		return (1);
 	}
 	c->scanned = (size_t)p.pos + 1;
-	if (++c->nlines > conn_cfg->max_headers + 1)
+	if (++c->nlines > gate_cfg->max_headers + 1)
 		conn_refusal(&r, 431, "headers_too_large", "more than %llu "
 		    "header lines (--max-headers)",
-		    (unsigned long long)conn_cfg->max_headers);
+		    (unsigned long long)gate_cfg->max_headers);
 	else if (c->scanned > HTTP_HEADERS_MAX)
 		conn_refusal(&r, 431, "headers_too_large", "the request line "
 		    "and headers are over %d bytes", HTTP_HEADERS_MAX);
@@ -336,6 +431,7 @@ conn_admit(struct conn *c, struct evbuffer *in, size_t len)
 	c->nlines = 0;
 	c->chunked_total = 0;
 	c->head_bytes = len;
+	c->body_bytes = h.content_length > 0 ? (uint64_t)h.content_length : 0;
 	if (!h.spool) {
 		conn_release(c, in, len);
 		return;
@@ -572,7 +668,7 @@ conn_policy(struct conn *c, struct conn_head *h,
 	 * a token it can do nothing, and a sidecar proxy that connects over
 	 * loopback may pass the platform's own Host on.
 	 */
-	if (c->pool->transport == CONN_VSOCK && conn_cfg->token == NULL &&
+	if (c->pool->transport == CONN_VSOCK && gate_cfg->token == NULL &&
 	    !c->vsock_trusted)
 		return (conn_refusal(r, 403, "forbidden_peer", "without a "
 		    "token, vsock peers other than the host (CID 2) and this "
@@ -581,7 +677,7 @@ conn_policy(struct conn *c, struct conn_head *h,
 	 * On vsock too: a host-side proxy (socat, Firecracker's unix socket)
 	 * may carry a browser's request as well as the platform's.
 	 */
-	if (!c->pool->unix_socket && conn_cfg->token == NULL && h->host != NULL &&
+	if (!c->pool->unix_socket && gate_cfg->token == NULL && h->host != NULL &&
 	    !conn_host_local(h->host, h->host_len))
 		return (conn_refusal(r, 403, "forbidden_host", "without a "
 		    "token, a request must name this machine in its Host (a "
@@ -604,31 +700,31 @@ conn_policy(struct conn *c, struct conn_head *h,
 	 * anyone could fill the disk.
 	 */
 	h->spool = c->pool->own_auth && h->post_files && authorized &&
-	    !c->pool->unix_socket && conn_cfg->envd_max_upload > 0 &&
+	    !c->pool->unix_socket && gate_cfg->envd_max_upload > 0 &&
 	    (h->chunked || (h->content_length > 0 &&
-	    (uint64_t)h->content_length > conn_cfg->max_body));
+	    (uint64_t)h->content_length > gate_cfg->max_body));
 	if (h->spool && h->content_length > 0 &&
-	    (uint64_t)h->content_length > conn_cfg->envd_max_upload) {
+	    (uint64_t)h->content_length > gate_cfg->envd_max_upload) {
 		conn_refusal(r, 413, "body_too_large", "the body has %lld "
 		    "bytes; --envd-max-upload is %llu",
 		    (long long)h->content_length,
-		    (unsigned long long)conn_cfg->envd_max_upload);
+		    (unsigned long long)gate_cfg->envd_max_upload);
 		r->envd = 1;
 		return (-1);
 	}
 	if (!h->spool && h->content_length > 0 &&
-	    (uint64_t)h->content_length > conn_cfg->max_body)
+	    (uint64_t)h->content_length > gate_cfg->max_body)
 		return (conn_refusal(r, 413, "body_too_large", "the body has "
 		    "%lld bytes; --max-body is %llu%s",
 		    (long long)h->content_length,
-		    (unsigned long long)conn_cfg->max_body, c->pool->own_auth &&
+		    (unsigned long long)gate_cfg->max_body, c->pool->own_auth &&
 		    h->post_files ? " (larger uploads need the access token)" :
 		    ""));
 	if (h->expect == 2)
 		return (conn_refusal(r, 417, "expectation_failed", "only "
 		    "Expect: 100-continue"));
 	if (authorized)
-		conn_prove(c);
+		gate_prove(c);
 	return (0);
 }
 
@@ -682,7 +778,7 @@ conn_chunk_step(struct conn *c, struct evbuffer *in)
 			conn_refuse(c, &r);
 			return (1);
 		}
-		if (p.pos != 0 && (++c->nlines > conn_cfg->max_headers ||
+		if (p.pos != 0 && (++c->nlines > gate_cfg->max_headers ||
 		    !conn_trailer_ok((const char *)evbuffer_pullup(c->held,
 		    p.pos), (size_t)p.pos)))
 			goto bad;
@@ -709,20 +805,20 @@ conn_chunk_step(struct conn *c, struct evbuffer *in)
 	end += strspn(end, " \t");
 	if (*end != '\0' && *end != ';')
 		goto bad;
-	if (c->spool != NULL && (size > conn_cfg->envd_max_upload ||
-	    (c->chunked_total += size) > conn_cfg->envd_max_upload)) {
+	if (c->spool != NULL && (size > gate_cfg->envd_max_upload ||
+	    (c->chunked_total += size) > gate_cfg->envd_max_upload)) {
 		conn_refusal(&r, 413, "body_too_large", "the body is larger "
 		    "than --envd-max-upload (%llu bytes)",
-		    (unsigned long long)conn_cfg->envd_max_upload);
+		    (unsigned long long)gate_cfg->envd_max_upload);
 		r.envd = 1;
 		conn_refuse(c, &r);
 		return (1);
 	}
-	if (c->spool == NULL && (size > conn_cfg->max_body ||
-	    (c->chunked_total += size) > conn_cfg->max_body)) {
+	if (c->spool == NULL && (size > gate_cfg->max_body ||
+	    (c->chunked_total += size) > gate_cfg->max_body)) {
 		conn_refusal(&r, 413, "body_too_large", "the body is larger "
 		    "than --max-body (%llu bytes)",
-		    (unsigned long long)conn_cfg->max_body);
+		    (unsigned long long)gate_cfg->max_body);
 		conn_refuse(c, &r);
 		return (1);
 	}
@@ -790,7 +886,7 @@ conn_spool_start(struct conn *c, const char *p, size_t len,
 	int		 status;
 	ssize_t		 n;
 
-	if ((c->spool = spool_open(conn_cfg->envd_spool_dir, h->chunked ? 0 :
+	if ((c->spool = spool_open(gate_cfg->envd_spool_dir, h->chunked ? 0 :
 	    (uint64_t)h->content_length, &status, cause, sizeof cause)) ==
 	    NULL) {
 		log_warn("%s: fd %d: %s", __func__, c->fd, cause);
@@ -857,7 +953,7 @@ conn_spool_step(struct conn *c, struct evbuffer *in, size_t len)
 	done = len < c->pending ? len : c->pending;
 	c->pending -= done;
 	conn_inflight -= done;
-	conn_arm(c, conn_cfg->header_timeout_ms);
+	conn_arm(c, gate_cfg->header_timeout_ms);
 	/* A chunk's data: conn_chunk_step() counts it. */
 	if (c->state == CONN_SPOOL && (c->spool_left -= len) == 0)
 		conn_spool_finish(c, in);

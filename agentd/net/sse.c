@@ -35,6 +35,7 @@
 #include "ringbuf.h"
 #include "session.h"
 #include "sse.h"
+#include "turn.h"
 #include "util.h"
 
 #define SSE_READ_CHUNKS		64	/* chunks read from a ring at a time */
@@ -98,8 +99,7 @@ static int64_t			 sse_idle_ms;
 static struct event		*sse_budget_ev;	/* wakes starved streams */
 static uint64_t			 sse_starved_total;
 static int64_t			 sse_turn_us;	/* the turn's first pull */
-static int			 sse_turn_open;	/* sse_turn_ev is active */
-static struct event		*sse_turn_ev;	/* ends a turn's count */
+static struct turn		*sse_turn;	/* the pulls' loop turn */
 static struct event		*sse_next_ev;	/* the next turn's pulls */
 static uint64_t			 sse_deferred_total;
 static uint8_t			*sse_buf;	/* a ring read's bytes */
@@ -130,7 +130,6 @@ static int	sse_turn_spent(void);
 static void	sse_keep_promise(struct sse *, size_t);
 static void	sse_reserve(struct sse *);
 static int	sse_room_own(const struct sse *);
-static void	sse_turn_cb(evutil_socket_t, short, void *);
 static void	sse_defer(struct sse *);
 static void	sse_next_cb(evutil_socket_t, short, void *);
 
@@ -140,9 +139,8 @@ sse_init(struct event_base *base, size_t buffer_bytes, int64_t keepalive_ms,
     int64_t idle_timeout_ms)
 {
 	sse_base = base;
-	if ((sse_turn_ev = event_new(base, -1, 0, sse_turn_cb, NULL)) ==
-	    NULL || (sse_next_ev = evtimer_new(base, sse_next_cb, NULL)) ==
-	    NULL)
+	sse_turn = turn_new(base);
+	if ((sse_next_ev = evtimer_new(base, sse_next_cb, NULL)) == NULL)
 		fatal("%s: out of memory", __func__);
 	sse_buffer_bytes = buffer_bytes;
 	sse_keepalive_ms = keepalive_ms;
@@ -354,7 +352,7 @@ sse_budget_want(void)
 int
 sse_room(const struct sse *st)
 {
-	return (sse_room_own(st) && !(sse_turn_open &&
+	return (sse_room_own(st) && !(turn_open(sse_turn) &&
 	    clock_mono_us() - sse_turn_us >= SSE_TURN_US));
 }
 
@@ -534,26 +532,14 @@ sse_finish(struct sse *st)
  * while requests wait behind them (400 streams read through qemu's
  * network kept /healthz at 200 ms under TCG); time, not bytes, so that a
  * fast CPU still fills a reader's connection in few turns.  The turn's
- * first look activates sse_turn_ev, which runs after the callbacks
- * already queued in this turn and starts the clock again
- * (session/capture.c's way).
+ * first look starts the clock again (turn.h).
  */
 static int
 sse_turn_spent(void)
 {
-	if (!sse_turn_open) {
-		sse_turn_open = 1;
+	if (turn_look(sse_turn))
 		sse_turn_us = clock_mono_us();
-		event_active(sse_turn_ev, EV_TIMEOUT, 1);
-	}
 	return (clock_mono_us() - sse_turn_us >= SSE_TURN_US);
-}
-
-/* The loop turn's callbacks ran: the next pull starts the clock again. */
-static void
-sse_turn_cb(evutil_socket_t fd, short events, void *arg)
-{
-	sse_turn_open = 0;
 }
 
 /* Pull the stream in the next loop turn, after the ones waiting before. */

@@ -36,6 +36,7 @@
 #include "spawner.h"
 #include "stats.h"
 #include "stop.h"
+#include "turn.h"
 #include "util.h"
 
 #define SESSION_SMALL_READ	512	/* bytes read when FIONREAD says 0 */
@@ -54,7 +55,10 @@ static size_t			 turn_bytes;	/* read in this loop turn */
 
 static size_t	session_turn_budget(void);
 static void	*session_room(struct session_out *, size_t, size_t *);
-static void	session_publish_full(struct session *);
+static void	session_sort(struct session *, size_t);
+static void	session_split(struct session *, size_t);
+static size_t	session_hold(struct session_out *, const uint8_t *, size_t);
+static void	session_flush_out(struct session_out *);
 static void	session_hup(struct session_out *);
 static void	session_append_aside(struct session_out *, uint8_t *, size_t);
 
@@ -85,26 +89,15 @@ session_pipe_size(struct session *s, int fd)
  * big turns (a pipe of --pipe-bytes holds more than a turn); many share
  * about SESSION_TURN_BUDGET, so a turn stays short for the requests
  * waiting behind it (six floods with a quarter MiB each made healthz 4x
- * slower).  The turn's first read activates turn_ev, which runs after the
- * callbacks already queued in this turn and starts the count again.
+ * slower).  The turn's first read starts the count again (turn.h).
  */
 static size_t
 session_turn_budget(void)
 {
-	if (!turn_open) {
-		turn_open = 1;
+	if (turn_look(session_turn))
 		turn_bytes = 0;
-		event_active(turn_ev, EV_TIMEOUT, 1);
-	}
 	return (turn_bytes < SESSION_TURN_BUDGET ? SESSION_READ_BUDGET :
 	    SESSION_READ_MAX);
-}
-
-/* The loop turn's output callbacks ran: the next read starts a new count. */
-void
-session_turn_cb(evutil_socket_t fd, short events, void *arg)
-{
-	turn_open = 0;
 }
 
 /*
@@ -221,6 +214,7 @@ session_capture(struct session_out *o, size_t budget)
 	ssize_t		 n;
 	void		*p;
 	int		 avail, closed = 0;
+	int64_t		 now = clock_mono_ms();
 
 	s->read_time = session_time(s);
 	ring_set_time(s->ring, s->read_time);
@@ -233,13 +227,17 @@ session_capture(struct session_out *o, size_t budget)
 			/* EOF, or data that arrived since: read it aside. */
 			n = read(o->fd, small + SESSION_CARRY_MAX,
 			    SESSION_SMALL_READ);
-			if (n > 0)
+			if (n > 0) {
+				s->output_ms = now;
 				session_append_aside(o, small +
 				    SESSION_CARRY_MAX, (size_t)n);
+			}
 		} else if ((n = read(o->fd, p, len)) > 0) {
+			s->output_ms = now;
 			s->pend_len += n;
+			session_sort(s, s->pend_len - n);
 			if (s->pend_len == s->pend_room)
-				session_publish_full(s);
+				session_publish(s);
 			if (budget != SIZE_MAX && (s->tty ?
 			    (size_t)n < len && n < SESSION_TTY_FULL :
 			    n == avail && avail < SESSION_SHORT_READ)) {
@@ -266,8 +264,6 @@ session_capture(struct session_out *o, size_t budget)
 	}
 	if (s->watchers > 0)
 		session_publish(s);
-	if (done > 0)
-		s->output_ms = clock_mono_ms();
 	agentd_stats.output_bytes += done;
 	return (closed);
 }
@@ -276,7 +272,8 @@ session_capture(struct session_out *o, size_t budget)
  * Where the next read of o goes, and *len how much to read: the free room
  * of the pending chunk if it is o's stream's and there is room for avail
  * bytes (FIONREAD's figure); else a new pending chunk (the old one
- * published) of avail bytes or the join size, whichever is larger.  A read
+ * published) of avail bytes or the join size, whichever is larger, which
+ * begins with the bytes of a character o's last chunk held back.  A read
  * takes at most SESSION_READ_MAX and 1/SESSION_READ_SHARE of the ring, so a
  * small ring is not emptied by one eviction.  NULL when avail is 0 and no
  * pending room is left: the caller reads aside rather than evict old output
@@ -302,104 +299,212 @@ session_room(struct session_out *o, size_t avail, size_t *len)
 	}
 	if (avail == 0)
 		return (NULL);
-	/* A read of the same stream follows: no character split between. */
-	if (s->pend != NULL && s->pend_stream == o->stream)
-		session_publish_full(s);
-	else
-		session_publish(s);
+	session_publish(s);
 
 	join = ring_chunk_max(s->ring) / SESSION_JOIN_SHARE;
 	if (join > SESSION_JOIN_BYTES)
 		join = SESSION_JOIN_BYTES;
-	want = avail > join ? avail : join;
-	if (s->carry_len > 0 && s->carry_stream == o->stream)
-		want += s->carry_len;
+	want = (avail > join ? avail : join) + o->carry_len;
 	if ((s->pend = ring_reserve(s->ring, &want)) == NULL)
 		return (NULL);	/* ids used up: ring_append says so too */
-	s->pend_len = 0;
+	s->pend_len = s->pend_ok = 0;
+	s->pend_bad = 0;
 	s->pend_room = want;
 	s->pend_time = s->read_time;
 	s->pend_stream = o->stream;
-	/* What the last full chunk of this stream left begins this one. */
-	if (s->carry_len > 0 && s->carry_stream == o->stream &&
-	    want > s->carry_len) {
-		memcpy(s->pend, s->carry, s->carry_len);
-		s->pend_len = s->carry_len;
-		s->carry_len = 0;
+	/* What the last chunk of this stream held back begins this one. */
+	if (o->carry_len > 0) {
+		memcpy(s->pend, o->carry, o->carry_len);
+		s->pend_len = o->carry_len;
+		o->carry_len = 0;
 	}
 	*len = want - s->pend_len;
 	return (s->pend + s->pend_len);
 }
 
 /*
+ * Keep the pending chunk all UTF-8 or all not, after a read that put its
+ * bytes from off on: a chunk that was UTF-8 is cut before its first byte
+ * that is not (valid text read before invalid bytes stays text); one that
+ * was not is cut before a read that is (valid text read after them stays
+ * text).  A read that mixes both in another order stays with the chunk:
+ * a read makes two chunks at most.
+ */
+static void
+session_sort(struct session *s, size_t off)
+{
+	size_t	end, ok;
+
+	end = proto_utf8_cut(s->pend, s->pend_len);
+	if (!s->pend_bad) {
+		ok = s->pend_ok + proto_utf8_valid(s->pend + s->pend_ok,
+		    end - s->pend_ok);
+		if (ok == end) {
+			s->pend_ok = end;
+			return;
+		}
+		if (ok > 0)
+			session_split(s, ok);
+		s->pend_bad = 1;
+		return;
+	}
+	if (end > off && proto_utf8_valid(s->pend + off, end - off) ==
+	    end - off) {
+		session_split(s, off);
+		s->pend_bad = 0;
+		s->pend_ok = end - off;
+	}
+}
+
+/*
+ * Publish the first at bytes of the pending chunk; the rest begins a new
+ * pending chunk of the same room.  The reservation moves (its bytes stay
+ * where they are until then: a reserve only makes room in the index).
+ */
+static void
+session_split(struct session *s, size_t at)
+{
+	size_t	 rest = s->pend_len - at, want = s->pend_room - at;
+	uint8_t	*from = s->pend + at;
+
+	(void)ring_commit(s->ring, at, s->pend_stream);
+	if ((s->pend = ring_reserve(s->ring, &want)) == NULL) {
+		s->pend_len = s->pend_room = 0;	/* ids used up */
+		return;
+	}
+	memmove(s->pend, from, rest);
+	s->pend_len = rest;
+	s->pend_room = want;
+	agentd_stats.output_cuts++;
+}
+
+/*
  * Append bytes read aside (data has SESSION_CARRY_MAX bytes of room before
- * it) as a chunk, after what was pending: the first bytes of a character
- * that the last full chunk of the stream left over go with them, so that
- * data arriving just after FIONREAD said none splits no character.
+ * it) as a chunk, after what was pending, with what the last chunk of the
+ * stream held back before them, and holding back a character cut short at
+ * their end in turn.
  */
 static void
 session_append_aside(struct session_out *o, uint8_t *data, size_t n)
 {
 	struct session	*s = o->s;
 
-	if (s->carry_len > 0 && s->carry_stream == o->stream &&
-	    s->pend == NULL) {
-		data -= s->carry_len;
-		memcpy(data, s->carry, s->carry_len);
-		n += s->carry_len;
-		s->carry_len = 0;
-	}
 	session_publish(s);
-	ring_append(s->ring, data, n, o->stream);
+	if (o->carry_len > 0) {
+		data -= o->carry_len;
+		memcpy(data, o->carry, o->carry_len);
+		n += o->carry_len;
+		o->carry_len = 0;
+	}
+	n = session_hold(o, data, n);
+	if (n > 0)
+		ring_append(s->ring, data, n, o->stream);
 }
 
 /*
- * Publish the pending chunk, if any bytes were read into it, after what a
- * full chunk left over, if anything (then as a chunk of its own: nobody who
- * looks sees output later than it was read).
+ * Publish the pending chunk, if any bytes were read into it.  When it is
+ * UTF-8 but for a character cut short at its end (a read stopped inside
+ * it), those first bytes are held back for the next chunk of the stream,
+ * which is likely to bring the rest: at most --utf8-hold ms, and never
+ * past the stream's end (API.md).
  */
 void
 session_publish(struct session *s)
 {
-	if (s->carry_len > 0 && (s->pend == NULL ||
-	    s->pend_stream != s->carry_stream || s->pend_len == 0)) {
-		/* The pending chunk, if any, holds no byte yet: rebuilt. */
-		s->pend = NULL;
-		(void)ring_append(s->ring, s->carry, s->carry_len,
-		    s->carry_stream);
-		s->carry_len = 0;
-	}
+	struct session_out	*o;
+	size_t			 len;
+
 	if (s->pend == NULL)
 		return;
-	if (s->pend_len > 0)
-		ring_commit(s->ring, s->pend_len, s->pend_stream);
+	len = s->pend_len;
+	if (!s->pend_bad) {
+		o = &s->out[s->pend_stream == RING_STREAM_STDERR];
+		len = session_hold(o, s->pend, len);
+	}
+	if (len > 0)
+		ring_commit(s->ring, len, s->pend_stream);
 	s->pend = NULL;
 	s->pend_len = s->pend_room = 0;
 }
 
 /*
- * Publish the pending chunk, full (or too full for the next read of its
- * stream): when it ends inside a UTF-8 sequence
- * (the last read stopped there, and more of the stream is likely to
- * follow), that sequence's first bytes are left to the next chunk of the
- * stream, so that a cut agentd chose splits no character (API.md).
+ * Hold back the first bytes of a character that p[0..len) (o's next
+ * output, UTF-8 before them) ends with, if o has none held and the last
+ * read was less than --utf8-hold ago: arm the hold's timer for the rest
+ * of that time.  Returns the bytes to publish now.
  */
-static void
-session_publish_full(struct session *s)
+static size_t
+session_hold(struct session_out *o, const uint8_t *p, size_t len)
 {
-	size_t	keep;
+	struct session	*s = o->s;
+	size_t		 keep;
+	int64_t		 left;
 
-	keep = proto_utf8_cut(s->pend, s->pend_len);
-	if (keep == 0 || s->pend_len - keep > SESSION_CARRY_MAX ||
-	    s->carry_len > 0) {
-		session_publish(s);
+	if (o->carry_len > 0 || o->fd == -1 ||
+	    (keep = proto_utf8_cut(p, len)) == len ||
+	    (left = s->output_ms + limits.utf8_hold_ms - clock_mono_ms()) <= 0)
+		return (len);
+	o->carry_len = len - keep;
+	memcpy(o->carry, p + keep, o->carry_len);
+	o->carry_ms = s->output_ms + limits.utf8_hold_ms;
+	if (!evtimer_pending(s->hold_ev, NULL))
+		session_timer_add(s->hold_ev, left);
+	agentd_stats.output_held++;
+	return (keep);
+}
+
+/* Publish what o holds back, as a chunk of its own. */
+static void
+session_flush_out(struct session_out *o)
+{
+	if (o->carry_len == 0)
 		return;
-	}
-	s->carry_len = s->pend_len - keep;
-	s->carry_stream = s->pend_stream;
-	memcpy(s->carry, s->pend + keep, s->carry_len);
-	s->pend_len = keep;
+	(void)ring_append(o->s->ring, o->carry, o->carry_len, o->stream);
+	o->carry_len = 0;
+}
+
+/*
+ * Publish the pending chunk and what every stream holds back: the output
+ * ended, the session exited, or agentd hands over.
+ */
+void
+session_flush(struct session *s)
+{
 	session_publish(s);
+	session_flush_out(&s->out[0]);
+	session_flush_out(&s->out[1]);
+}
+
+/*
+ * A hold ended: publish what a stream held back past its time (the rest
+ * of the character did not come; the bytes go as they are), and wait
+ * again for one held since.
+ */
+void
+session_hold_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct session		*s = arg;
+	struct session_out	*o;
+	uint64_t		 before = ring_newest(s->ring);
+	int64_t			 now = clock_mono_ms(), left = 0;
+	int			 i;
+
+	for (i = 0; i < 2; i++) {
+		o = &s->out[i];
+		if (o->carry_len == 0)
+			continue;
+		if (o->carry_ms > now) {
+			if (left == 0 || o->carry_ms - now < left)
+				left = o->carry_ms - now;
+			continue;
+		}
+		session_flush_out(o);
+		agentd_stats.output_hold_expired++;
+	}
+	if (left > 0)
+		session_timer_add(s->hold_ev, left);
+	if (ring_newest(s->ring) != before)
+		session_notify(s, SESSION_EV_OUTPUT);
 }
 
 /* Milliseconds since output was last read (or since the start). */
@@ -437,6 +542,10 @@ session_close_out(struct session_out *o)
 	}
 	close(o->fd);
 	o->fd = -1;
+	/* The stream ended: what it held back waits no longer. */
+	if (s->pend != NULL && s->pend_stream == o->stream)
+		session_publish(s);
+	session_flush_out(o);
 	if (--s->nopen == 0) {
 		session_publish(s);
 		ring_close(s->ring);

@@ -565,8 +565,10 @@ session_attach(struct session_pending *p, const struct pty_proc *proc)
 	s->drain_ev = evtimer_new(session_base, session_drain_cb, s);
 	s->ttl_ev = evtimer_new(session_base, session_ttl_cb, s);
 	s->hup_ev = evtimer_new(session_base, session_hup_cb, &s->out[0]);
+	s->hold_ev = evtimer_new(session_base, session_hold_cb, s);
 	if (s->inq == NULL || s->timeout_ev == NULL || s->kill_ev == NULL ||
 	    s->drain_ev == NULL || s->ttl_ev == NULL || s->hup_ev == NULL ||
+	    s->hold_ev == NULL ||
 	    (s->in != -1 && s->in_ev == NULL))
 		fatal("%s: out of memory", __func__);
 	if (p->timeout_ms > 0)

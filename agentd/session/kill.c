@@ -210,6 +210,7 @@ session_remove(struct session *s)
 	event_free(s->drain_ev);
 	event_free(s->ttl_ev);
 	event_free(s->hup_ev);
+	event_free(s->hold_ev);
 	if (!s->exited)
 		nrunning--;
 	ring_total -= s->ring_bytes;

@@ -72,7 +72,7 @@ session_check_exit(struct session *s, int capped)
 			if (closed)
 				session_close_out(&s->out[i]);
 		}
-		session_publish(s);
+		session_flush(s);
 		session_notify(s, SESSION_EV_OUTPUT);
 	}
 	s->exited = 1;

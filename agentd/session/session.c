@@ -37,6 +37,7 @@
 #include "spawner.h"
 #include "stats.h"
 #include "stop.h"
+#include "turn.h"
 #include "util.h"
 
 #define SESSION_USAGE_MS	50	/* a view rereads the cgroup's usage
@@ -47,8 +48,7 @@ struct corpses_head corpses = LIST_HEAD_INITIALIZER(corpses);
 struct event		*sweep_ev;
 struct event_base	*session_base;	/* the capture loop */
 struct session_limits	 limits;
-struct event		*turn_ev;	/* ends a loop turn's count */
-int			 turn_open;	/* turn_ev is active */
+struct turn		*session_turn;	/* the reads' loop turn */
 static session_observer_fn	 observer;
 size_t			 nrunning;
 uint64_t			 ring_total;	/* bytes of every ring */
@@ -94,10 +94,9 @@ session_init(struct event_base *base, const struct session_limits *l,
 		log_warn("%s: --session-memory, --session-pids and --session-cpu "
 		    "not applied: containment is process_group", __func__);
 	sweep_ev = evtimer_new(session_base, session_sweep_cb, NULL);
-	turn_ev = event_new(session_base, -1, 0, session_turn_cb, NULL);
-	if (sweep_ev == NULL || turn_ev == NULL)
+	session_turn = turn_new(session_base);
+	if (sweep_ev == NULL)
 		fatal("%s: out of memory", __func__);
-	turn_open = 0;
 	pty_signals_snapshot();		/* main() has set SIGPIPE's */
 	spawner_init(base, limits.spawn_threads > 0 ? limits.spawn_threads :
 	    SPAWNER_THREADS_DEFAULT);
@@ -343,7 +342,7 @@ session_upgrade_prepare(void)
 	struct session_corpse	*c, *next;
 
 	TAILQ_FOREACH(s, &sessions, entry)
-		session_publish(s);
+		session_flush(s);
 	for (c = LIST_FIRST(&corpses); c != NULL; c = next) {
 		next = LIST_NEXT(c, entry);
 		if (c->killed)
@@ -382,8 +381,10 @@ session_insert(struct session *s, const struct session_timers *t)
 	s->drain_ev = evtimer_new(session_base, session_drain_cb, s);
 	s->ttl_ev = evtimer_new(session_base, session_ttl_cb, s);
 	s->hup_ev = evtimer_new(session_base, session_hup_cb, &s->out[0]);
+	s->hold_ev = evtimer_new(session_base, session_hold_cb, s);
 	if (s->inq == NULL || s->timeout_ev == NULL || s->kill_ev == NULL ||
 	    s->drain_ev == NULL || s->ttl_ev == NULL || s->hup_ev == NULL ||
+	    s->hold_ev == NULL ||
 	    (s->in != -1 && s->in_ev == NULL))
 		fatal("%s: out of memory", __func__);
 	if (t->timeout_ms >= 0)
@@ -397,6 +398,8 @@ session_insert(struct session *s, const struct session_timers *t)
 	if (s->hup)
 		session_timer_add(s->hup_ev, s->hup_ms > 0 ? s->hup_ms :
 		    SESSION_HUP_POLL_MIN_MS);
+	if (s->out[0].carry_len > 0 || s->out[1].carry_len > 0)
+		session_timer_add(s->hold_ev, 0);	/* an older agentd's */
 	s->restored = 1;
 	TAILQ_INSERT_TAIL(&sessions, s, entry);
 	if (!s->exited)

@@ -67,6 +67,8 @@ struct session_limits {
 	uint64_t	 stdin_buffer;		/* bytes queued per session */
 	uint64_t	 pipe_bytes;		/* output pipes' buffer, 0: keep */
 	int64_t		 exited_ttl_ms;
+	int64_t		 utf8_hold_ms;		/* a character's first bytes
+						   wait for the rest, 0: no */
 	uint64_t	 memory_bytes;		/* default limits of a session's */
 	uint64_t	 pids;			/* cgroup (cgroup.h); 0: none */
 	uint64_t	 cpu_percent;

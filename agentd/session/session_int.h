@@ -24,8 +24,8 @@
 #define SESSION_JOIN_MS		100	/* ms: reads joined into one chunk
 					   are at most this far apart (its
 					   time is its first read's) */
-#define SESSION_CARRY_MAX	3	/* bytes of a UTF-8 sequence a full
-					   joined chunk hands to the next */
+#define SESSION_CARRY_MAX	3	/* bytes of a UTF-8 sequence a chunk
+					   hands to the next of its stream */
 
 /* One output fd of a session: the PTY master, or stdout or stderr. */
 struct session_out {
@@ -33,6 +33,11 @@ struct session_out {
 	int		 fd;		/* -1 once closed */
 	enum ring_stream stream;
 	struct event	*ev;
+	uint8_t		 carry[SESSION_CARRY_MAX]; /* the first bytes of a
+					   character a published chunk of the
+					   stream left to the next, held */
+	size_t		 carry_len;
+	int64_t		 carry_ms;	/* monotonic: the hold's end */
 };
 
 struct session {
@@ -73,18 +78,18 @@ struct session {
 	/*
 	 * The chunk being joined from reads of one stream while no reader
 	 * waits: the ring's pending reservation, published when anyone looks
-	 * at the session (session_publish()).
+	 * at the session (session_publish()).  It is all UTF-8 (but for a
+	 * character's first bytes at its end) or starts with a byte that is
+	 * not (pend_bad): reads are joined only where that stays so.
 	 */
 	uint8_t		*pend;		/* the reservation, or NULL */
 	size_t		 pend_len;	/* bytes read into it */
 	size_t		 pend_room;	/* its size */
+	size_t		 pend_ok;	/* bytes of it known to be UTF-8 */
+	int		 pend_bad;	/* it holds bytes that are not */
 	enum ring_stream pend_stream;
 	uint32_t	 pend_time;	/* its first read's */
-	uint8_t		 carry[SESSION_CARRY_MAX]; /* the start of a UTF-8
-					   sequence a full chunk left to the
-					   next one of its stream */
-	size_t		 carry_len;
-	enum ring_stream carry_stream;
+	struct event	*hold_ev;	/* publishes carries held too long */
 	int		 watchers;	/* readers waiting for new output */
 	int64_t		 output_ms;	/* monotonic: the last output read, or
 					   the start */
@@ -138,12 +143,11 @@ extern LIST_HEAD(corpses_head, session_corpse) corpses;
 extern struct event		*sweep_ev;
 extern struct event_base	*session_base;	/* the capture loop */
 extern struct session_limits	 limits;
+extern struct turn		*session_turn;	/* the reads' loop turn */
 
 /* Log a resize (stdin.c; sessionsave.c puts an upgrade's back). */
 void	session_log_resize(struct session *, uint32_t time, unsigned rows,
 	    unsigned cols);
-extern struct event		*turn_ev;	/* ends a loop turn's count */
-extern int			 turn_open;	/* turn_ev is active */
 extern size_t			 nrunning;
 extern uint64_t			 ring_total;	/* bytes of every ring */
 extern uint64_t			 kept_total;	/* bytes of session_bytes(),
@@ -157,8 +161,9 @@ void	session_read_cb(evutil_socket_t, short, void *);
 int	session_capture(struct session_out *, size_t budget);
 void	session_pipe_size(struct session *, int);
 int	session_pipe_exempt(void);
-void	session_turn_cb(evutil_socket_t, short, void *);
 void	session_publish(struct session *);
+void	session_flush(struct session *);
+void	session_hold_cb(evutil_socket_t, short, void *);
 void	session_close_out(struct session_out *);
 void	session_write_cb(evutil_socket_t, short, void *);
 void	session_close_stdin(struct session *);

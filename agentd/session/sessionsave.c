@@ -134,10 +134,6 @@ session_save_all(struct upgstate_w *w, int *keep, size_t *nkeep, size_t max)
 		upgstate_put_bytes(w, "user", s->user, strlen(s->user));
 		if (s->tag != NULL)
 			upgstate_put_bytes(w, "tag", s->tag, strlen(s->tag));
-		if (s->carry_len > 0)
-			upgstate_put(w, "carry", "%d %zu %02x %02x %02x",
-			    (int)s->carry_stream, s->carry_len, s->carry[0],
-			    s->carry[1], s->carry[2]);
 		upgstate_put(w, "tty", "%d %u %u", s->tty, s->rows, s->cols);
 		upgstate_put(w, "pid", "%ld", (long)s->pid);
 		upgstate_put(w, "status", "%d %d %d %d", s->reaped, s->released,
@@ -247,6 +243,7 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 	struct session			*s = sl->s;
 	uint64_t			 u, a, b, d;
 	unsigned			 stream, x, y, tm, cb[SESSION_CARRY_MAX];
+	struct session_out		*o;
 	int64_t				 i64, t[4];
 	int				 fd, k, v[5];
 	char				 name[32];
@@ -271,10 +268,11 @@ session_load_item(struct session_load *sl, const struct upgstate *r,
 	    &stream, &x, &cb[0], &cb[1], &cb[2]) == 5 && stream <= 2 &&
 	    x <= SESSION_CARRY_MAX && cb[0] <= 0xff && cb[1] <= 0xff &&
 	    cb[2] <= 0xff) {
-		s->carry_stream = (enum ring_stream)stream;
-		s->carry_len = x;
+		/* An older agentd's; session_insert() publishes it. */
+		o = &s->out[stream == RING_STREAM_STDERR];
+		o->carry_len = x;
 		for (k = 0; k < SESSION_CARRY_MAX; k++)
-			s->carry[k] = (uint8_t)cb[k];
+			o->carry[k] = (uint8_t)cb[k];
 	}
 	else if (strcmp(key, "tty") == 0 &&
 	    sscanf(value, "%d %u %u", &k, &x, &y) == 3) {

@@ -154,6 +154,32 @@ START_TEST(test_cmdline)
 }
 END_TEST
 
+/* agentd.envd-confine-files= and the flag: 0 (envd's) unless 1. */
+START_TEST(test_envd_confine)
+{
+	struct config	 cfg;
+	char		*argv[] = { "agentd", NULL };
+	char		*argv2[] = { "agentd", "--envd-confine-files", "0", NULL };
+	char		*argv3[] = { "agentd", "--envd-confine-files", "yes",
+			    NULL };
+
+	unsetenv("AGENTD_ENVD_CONFINE_FILES");
+	ck_assert_int_eq(config_load(&cfg, 1, argv, "quiet"), 0);
+	ck_assert_int_eq(cfg.envd_confine_files, 0);
+	config_free(&cfg);
+	ck_assert_int_eq(config_load(&cfg, 1, argv,
+	    "agentd.envd-confine-files=1"), 0);
+	ck_assert_int_eq(cfg.envd_confine_files, 1);
+	config_free(&cfg);
+	ck_assert_int_eq(config_load(&cfg, 3, argv2,
+	    "agentd.envd-confine-files=1"), 0);
+	ck_assert_int_eq(cfg.envd_confine_files, 0);
+	config_free(&cfg);
+	ck_assert_int_eq(config_load(&cfg, 3, argv3, ""), -1);
+	config_free(&cfg);
+}
+END_TEST
+
 /* The suite. */
 static Suite *
 vsock_suite(void)
@@ -166,6 +192,7 @@ vsock_suite(void)
 	tcase_add_test(tc, test_name);
 	tcase_add_test(tc, test_peer_not_vsock);
 	tcase_add_test(tc, test_cmdline);
+	tcase_add_test(tc, test_envd_confine);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -200,20 +200,26 @@ def output_text(doc):
 
 # ---- the VM -------------------------------------------------------------------
 
-def boot(kernel, initrd, port, token, workdir, monitor, extra=(), append_extra=""):
+def boot(kernel, initrd, port, token, workdir, monitor, extra=(), append_extra="",
+         ip_arg=IP_ARG, net_opts="", fwds=(), guest_ip=""):
+    """Start qemu; fwds are (host port, guest port) pairs forwarded besides
+    port -> 49984 (to guest_ip: qemu's first DHCP address when empty),
+    net_opts more of -netdev user's options (net=, host=)."""
     console = os.path.join(workdir, "console.log")
     for p in (console, monitor):
         if os.path.exists(p):
             os.unlink(p)
     qemu = os.environ.get("QEMU", "qemu-system-x86_64")
-    append = f"console=ttyS0 panic=-1 agentd.token={token} {IP_ARG} {append_extra}".rstrip()
+    append = f"console=ttyS0 panic=-1 agentd.token={token} {ip_arg} {append_extra}".rstrip()
+    netdev = f"user,id=n0{net_opts},hostfwd=tcp:127.0.0.1:{port}-{guest_ip}:{GUEST_PORT}"
+    netdev += "".join(f",hostfwd=tcp:127.0.0.1:{h}-{guest_ip}:{g}" for h, g in fwds)
     cmd = [qemu, "-nodefaults", "-no-user-config",
            "-machine", "pc,accel=tcg", "-m", "512", "-smp", "1",
            "-display", "none", "-serial", f"file:{console}",
            "-monitor", f"unix:{monitor},server=on,wait=off",
            "-no-reboot",
            "-kernel", kernel, "-initrd", initrd, "-append", append,
-           "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:{GUEST_PORT}",
+           "-netdev", netdev,
            "-device", "virtio-net-pci,netdev=n0"]
     cmd += list(extra) + shlex.split(os.environ.get("E2E_QEMU_EXTRA", ""))
     log("boot: " + " ".join(c if "agentd.token=" not in c else c.replace(token, "<token>")

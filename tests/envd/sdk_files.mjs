@@ -93,6 +93,22 @@ async function main() {
 	await f.remove(dir + '/r');
 	check('remove', await f.exists(dir + '/r') === false);
 
+	// Metadata: X-Metadata-* headers, kept as user.e2b.* xattrs.
+	const meta = { author: 'x', purpose: 'test' };
+	info = await f.write(dir + '/meta.txt', 'm', { metadata: meta });
+	check('write metadata', JSON.stringify(info.metadata) ===
+	    JSON.stringify(meta), info);
+	info = await f.getInfo(dir + '/meta.txt');
+	check('getInfo metadata', JSON.stringify(info.metadata) ===
+	    JSON.stringify(meta), info);
+	info = await f.rename(dir + '/meta.txt', dir + '/meta2.txt');
+	check('rename keeps metadata', info.metadata &&
+	    info.metadata.author === 'x', info);
+	info = await f.write(dir + '/meta2.txt', 'n', { useOctetStream: true });
+	check('overwrite clears metadata', info.metadata === undefined &&
+	    (await f.getInfo(dir + '/meta2.txt')).metadata === undefined, info);
+	await f.remove(dir + '/meta2.txt');
+
 	// watchDir: recursive, events with names relative to the folder.
 	await f.makeDir(dir + '/w');
 	const events = [];
@@ -110,6 +126,18 @@ async function main() {
 	    seen.includes('sub/x.txt:remove') &&
 	    seen.some((s) => s.startsWith('sub/x.txt:') || s.startsWith('sub/.')),
 	    seen);
+
+	// A write lands in place: the watcher sees WRITE of the file itself.
+	await f.write(dir + '/w/in.txt', 'a');
+	const inPlace = [];
+	const h2 = await f.watchDir(dir + '/w', (ev) => inPlace.push(ev));
+	await f.write(dir + '/w/in.txt', 'b');
+	for (let i = 0; i < 50 && !inPlace.some((e) => e.type === 'write'); i++)
+		await sleep(100);
+	await h2.stop();
+	check('write in place', inPlace.some((e) => e.name === 'in.txt' &&
+	    e.type === 'write') && inPlace.every((e) => e.name === 'in.txt'),
+	    inPlace.map((e) => e.name + ':' + e.type));
 
 	// Signed URLs, as a browser would use them.
 	await f.write(dir + '/s.txt', 'signed');
@@ -146,6 +174,19 @@ async function main() {
 		e = await throws(() => f.list(evil));
 		check('list through symlink', e !== null &&
 		    /permission_denied|symlink/.test(e.message), e && e.message);
+
+		// As envd's: the default user writes where only root could
+		// make folders, and what is made is the user's.
+		res = await fetch(url + '/init', { method: 'POST',
+		    headers: { 'Content-Type': 'application/json',
+		    'X-Access-Token': token },
+		    body: JSON.stringify({ defaultUser: 'nobody' }) });
+		many = await f.write([{ path: dir + '/0/multi_test_file0.txt',
+		    data: 'zero' }]);
+		info = await f.getInfo(dir + '/0');
+		check('write as envd', res.status === 204 && many.length === 1 &&
+		    info.owner === 'nobody' && (await f.getInfo(dir +
+		    '/0/multi_test_file0.txt')).owner === 'nobody', info);
 	}
 }
 

@@ -504,6 +504,90 @@ class TokenTest(EnvdCase):
         self.assertEqual(st, 401)
 
 
+class PlatformRoutesTest(EnvdCase):
+    """What E2B's orchestrator asks of envd beyond the SDK: GET /metrics."""
+
+    def metrics(self):
+        st, ct, data = self.raw('GET', '/metrics')
+        self.assertEqual((st, ct), (200, 'application/json'), data)
+        self.assertTrue(data.endswith(b'\n'))
+        return json.loads(data)
+
+    def test_metrics(self):
+        m = self.metrics()
+        self.assertEqual(list(m), [
+            'ts', 'cpu_count', 'cpu_used_pct', 'mem_total_mib',
+            'mem_used_mib', 'mem_total', 'mem_used', 'mem_cache',
+            'disk_used', 'disk_total'])
+        self.assertLess(abs(m['ts'] - time.time()), 5)
+        with open('/proc/stat') as f:
+            cpus = sum(1 for l in f if l[:3] == 'cpu' and l[3].isdigit())
+        self.assertEqual(m['cpu_count'], cpus)
+        with open('/proc/meminfo') as f:
+            mi = {l.split(':')[0]: int(l.split()[1]) * 1024 for l in f}
+        self.assertEqual(m['mem_total'], mi['MemTotal'])
+        self.assertEqual(m['mem_total_mib'], mi['MemTotal'] >> 20)
+        self.assertEqual(m['mem_used_mib'], m['mem_used'] >> 20)
+        # used is total less MemAvailable, within what moved meanwhile
+        self.assertLess(abs(m['mem_used'] -
+                            (mi['MemTotal'] - mi['MemAvailable'])), 256 << 20)
+        self.assertLess(abs(m['mem_cache'] - mi['Cached'] -
+                            mi['SReclaimable']), 256 << 20)
+        vfs = os.statvfs('/')
+        self.assertEqual(m['disk_total'], vfs.f_blocks * vfs.f_frsize)
+        self.assertLess(abs(m['disk_used'] - (vfs.f_blocks - vfs.f_bavail)
+                            * vfs.f_frsize), 256 << 20)
+        self.assertTrue(0 <= m['cpu_used_pct'] <= 100)
+
+    def test_cpu_since_the_last_call(self):
+        """cpu_used_pct is the share since the previous call: a busy
+        second between two calls shows; two calls back to back show
+        (nearly) nothing of it."""
+        self.metrics()
+        spin = subprocess.Popen(['/bin/sh', '-c',
+                                 'while :; do :; done'])
+        try:
+            time.sleep(1.0)
+            busy = self.metrics()['cpu_used_pct']
+        finally:
+            spin.kill()
+            spin.wait()
+        self.assertGreater(busy, 100 / os.cpu_count() / 2)
+        self.assertEqual(round(busy, 2), busy)
+
+    def test_metrics_on_agentd_s_own_api_stay_prometheus(self):
+        c = http.client.HTTPConnection('127.0.0.1', self.agentd.port,
+                                       timeout=30 * SLOW)
+        c.request('GET', '/metrics')
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        self.assertEqual(r.status, 200)
+        self.assertIn(b'agentd_', data)
+        self.assertFalse(data.startswith(b'{'))
+
+
+class PlatformTokenTest(EnvdCase):
+    """envd checks the token before it routes: with a token set, an
+    unknown route or /metrics without it is 401, not 404 or 200."""
+    token = True
+
+    def test_token_before_routing(self):
+        st, ct, data = self.raw('GET', '/metrics')
+        self.assertEqual(st, 200, data)
+        st, ct, data = self.raw('GET', '/no/such/route')
+        self.assertEqual(st, 404, data)
+        self.token = None   # no header from here on
+        for method, path in (('GET', '/metrics'), ('GET', '/no/such/route'),
+                             ('POST', '/no.Such/Method'),
+                             ('POST', '/freeze')):
+            st, ct, data = self.raw(method, path)
+            self.assertEqual(st, 401, (path, data))
+            self.assertEqual(json.loads(data)['code'], 401)
+        st, ct, data = self.raw('GET', '/health')
+        self.assertEqual(st, 204)
+
+
 class SdkTest(EnvdCase):
     """The official E2B JS SDK, in debug mode, against --envd-listen."""
 
@@ -539,6 +623,88 @@ class SdkTokenTest(SdkTest):
 
     def test_sdk_process(self):
         self.run_sdk(self.agentd.token)
+
+
+class UpgradeCase(EnvdCase):
+    """What /init set survives live upgrades (issue 38 R5-3): the default
+    user, workdir and variables, and the token's origin."""
+
+    def upgrade(self, n):
+        """Upgrade to a copy of agentd (over the unix socket: no token)."""
+        path = os.path.join(self.agentd.dir, 'agentd-%d' % n)
+        shutil.copyfile(self.agentd.binary, path)
+        os.chmod(path, 0o755)
+        u = self.agentd.unix_client()
+        r = u.request('POST', '/v1/sandbox/upgrade', json_body={'path': path})
+        self.assertEqual(r.status, 202, r.body)
+        deadline = time.monotonic() + 20 * SLOW
+        while True:
+            try:
+                h = self.agentd.unix_client().request('GET', '/healthz')
+                if h.status == 200 and h.json['upgrades'] == n:
+                    return
+            except (AssertionError, OSError):
+                pass
+            self.assertLess(time.monotonic(), deadline, self.agentd.stderr())
+            time.sleep(0.05)
+
+    def same_call(self, tok):
+        h = {'X-Access-Token': tok}
+        events, end = self.stream('process.Process/Start', {'process': {
+            'cmd': '/bin/sh', 'args': ['-c', 'id -u; echo "$A $B"; pwd']}},
+            headers=h)
+        self.assertEqual(end, {})
+        self.assertEqual(self.output(events), b'65534\n1 two\n/tmp\n')
+        st, ct, data = self.raw('GET', '/envs', headers=h)
+        self.assertEqual((st, json.loads(data)), (200, {'A': '1', 'B': 'two'}))
+
+
+class UpgradeTest(UpgradeCase):
+
+    def test_init_survives_two_upgrades(self):
+        st, ct, data = self.raw('POST', '/init', json.dumps(
+            {'envVars': {'A': '1', 'B': 'two'}, 'defaultUser': 'nobody',
+             'defaultWorkdir': '/tmp', 'accessToken': 'tok1'}).encode())
+        self.assertEqual(st, 204, data)
+        self.same_call('tok1')
+        for n in (1, 2):
+            self.upgrade(n)
+            self.same_call('tok1')
+        # The token is still /init's: a later /init replaces it.
+        st, ct, data = self.raw('POST', '/init', b'{"accessToken": "tok2"}',
+                                headers={'X-Access-Token': 'tok1'})
+        self.assertEqual(st, 204, data)
+        st, ct, data = self.raw('GET', '/envs',
+                                headers={'X-Access-Token': 'tok1'})
+        self.assertEqual(st, 401)
+        self.same_call('tok2')
+
+    def test_nothing_set(self):
+        # Nothing set before: nothing after (root, no variables).
+        self.upgrade(1)
+        st, ct, data = self.raw('GET', '/envs')
+        self.assertEqual((st, data), (200, b'{}'))
+        events, _ = self.start('id -u')
+        self.assertEqual(self.output(events), b'%d\n' % os.geteuid())
+
+
+class UpgradeTokenFileTest(UpgradeCase):
+    token = True
+
+    def test_token_file_stays(self):
+        # --token-file's token is never /init's to replace, before or
+        # after an upgrade.
+        for n in (0, 1):
+            if n:
+                self.upgrade(n)
+            st, ct, data = self.raw('POST', '/init',
+                                    b'{"accessToken": "other"}')
+            self.assertEqual(st, 204, data)
+            st, ct, data = self.raw('GET', '/envs',
+                                    headers={'X-Access-Token': 'other'})
+            self.assertEqual(st, 401)
+            st, ct, data = self.raw('GET', '/envs')
+            self.assertEqual(st, 200)
 
 
 if __name__ == '__main__':

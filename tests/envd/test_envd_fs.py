@@ -903,5 +903,9 @@ class TestSdkFiles(EnvdFsCase):
         out = p.stdout.decode('utf-8', 'replace')
         self.assertEqual(p.returncode, 0, out + self.agentd.stderr())
         for name in ('write text', '8 MiB', '8 MiB gzip', 'list depth 2',
-                     'watchDir', 'uploadUrl', 'read missing'):
+                     'watchDir', 'uploadUrl', 'read missing', 'write metadata',
+                     'getInfo metadata', 'rename keeps metadata',
+                     'overwrite clears metadata', 'write in place'):
             self.assertIn('ok ' + name + '\n', out)
+        if os.geteuid() == 0:
+            self.assertIn('ok write as envd\n', out)

@@ -349,6 +349,75 @@ class HttpTest(AgentdTestCase):
         self.assertJsonError(st, hdrs, body, 400, 'invalid_request')
         self.assertIn(b'not an HTTP request', body)
 
+    def pipelined_then_half_close(self, reqs, unix=False):
+        """Send reqs on one connection, shut our side; every answer."""
+        if unix:
+            r = Raw.__new__(Raw)
+            r.s = socket.socket(socket.AF_UNIX)
+            r.s.settimeout(10.0 * SLOW)
+            r.s.connect(self.agentd.socket_path)
+            r.buf = b''
+            self.addCleanup(r.close)
+        else:
+            r = self.raw()
+        r.send(b''.join(reqs))
+        r.s.shutdown(socket.SHUT_WR)
+        answers = []
+        try:
+            while True:
+                answers.append(r.answer())
+        except EOFError:
+            pass
+        return answers
+
+    def test_pipelined_requests_before_a_half_close_are_answered(self):
+        # RFC 9112 9.6: a client may send its requests and shut its side;
+        # every whole request sent before that is answered, in order.  It
+        # was the first only, as often as not: the close was read before
+        # the second request was.
+        get = (b'GET %s HTTP/1.1\r\nHost: localhost\r\n' + self.auth() +
+               b'%s\r\n')
+        for path in (b'/v1/events?cursor=0', b'/v1/sessions') * 10:
+            answers = self.pipelined_then_half_close(
+                [get % (b'/healthz', b''),
+                 get % (path, b'Connection: close\r\n')])
+            self.assertEqual([a[0] for a in answers], [200, 200], path)
+            self.assertEqual(json.loads(answers[0][2])['status'], 'ok')
+            self.assertIn(b'cursor' if b'events' in path else b'sessions',
+                          answers[1][2])
+        # Four, one with a body, the last without Connection: close.
+        body = b'{"text": "hi\\n"}'
+        post = (b'POST /v1/sessions/nope/stdin HTTP/1.1\r\nHost: localhost'
+                b'\r\n' + self.auth() + b'Content-Type: application/json\r\n'
+                b'Content-Length: %d\r\n\r\n%s' % (len(body), body))
+        answers = self.pipelined_then_half_close(
+            [get % (b'/healthz', b''), post, get % (b'/v1/sessions', b''),
+             get % (b'/healthz', b'')])
+        self.assertEqual([a[0] for a in answers], [200, 404, 200, 200],
+                         answers)
+        self.assertIn(b'sessions', answers[2][2])
+        # The unix socket (vsock goes the same way: conn.c).
+        for _ in range(10):
+            answers = self.pipelined_then_half_close(
+                [get % (b'/healthz', b''), get % (b'/v1/sessions', b'')],
+                unix=True)
+            self.assertEqual([a[0] for a in answers], [200, 200])
+        self.assertGreater(self.metric('agentd_http_pipelined_pauses_total'), 0)
+
+    def test_a_request_cut_short_by_a_half_close_is_not_waited_for(self):
+        # The second request's head is not whole: the first is answered,
+        # then the connection ends (nothing waits for bytes that cannot
+        # come).
+        r = self.raw()
+        r.send(b'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n'
+               b'GET /healthz HTTP/1.1\r\nHost: loc')
+        r.s.shutdown(socket.SHUT_WR)
+        t0 = time.monotonic()
+        status, _, _ = r.answer()
+        self.assertEqual(status, 200)
+        self.assertEqual(r.rest(), b'')
+        self.assertLess(time.monotonic() - t0, 2.0 * SLOW)
+
     def test_every_error_body_is_json(self):
         cases = [
             (b'GET\r\n\r\n', 400),

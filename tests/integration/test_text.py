@@ -67,6 +67,75 @@ class TextTest(AgentdTestCase):
         self.assertEqual([c['id'] for c in b['output']],
                          [c['id'] for c in g['output']])
 
+    def test_text_beside_invalid_bytes_stays_text(self):
+        # Nobody looks: the three writes' reads would join into one chunk,
+        # and the invalid bytes made all of it base64.  Reads are joined
+        # only where the chunk stays UTF-8 (or stays not).
+        w = self.create(cmd="printf 'caf\\303\\251 \\342\\202\\254\\n'; sleep 0.2; "
+                            "printf '\\377\\376 bad\\n'; sleep 0.2; printf 'ok\\n'")
+        self.wait_state(w['id'])
+        g = self.get_text(w['id'], cursor=0)
+        self.assertEqual(wbytes(g), 'café €\n'.encode() + b'\xff\xfe bad\n' +
+                         b'ok\n')
+        self.assertEqual([c.get('text') for c in g['output']],
+                         ['café €\n', None, 'ok\n'], g['output'])
+        # One read: the text before the first invalid byte is cut off.
+        w = self.create(cmd="printf 'h\\303\\251llo\\377 x'", yield_ms=5000,
+                        encoding='text')
+        self.assertEqual(wbytes(w), 'héllo'.encode() + b'\xff x')
+        self.assertEqual(w['output'][0]['text'], 'héllo')
+        self.assertEqual(kinds(w), ['text', 'data'])
+
+    def test_read_while_characters_arrive(self):
+        # 3000 euro signs written 7 bytes at a time, a client reading while
+        # they come: every read stops inside a character, and the chunks a
+        # reader's look sealed there went as base64.  A chunk now holds a
+        # character's first bytes back until the rest comes.
+        cmd = ("python3 -c \"import os, time\n"
+               "d = b'\\xe2\\x82\\xac' * 3000\n"
+               "for i in range(0, len(d), 7):\n"
+               "    os.write(1, d[i:i + 7]); time.sleep(0.001)\"")
+        self.create(id='e', cmd=cmd)
+        r = SSEReader(self, '/v1/sessions/e' + query(encoding='text'))
+        frames = r.until('exit')
+        r.close()
+        chunks = [json.loads(f['data']) for f in frames if f['event'] == 'output']
+        self.assertEqual(b''.join(chunk_bytes(c) for c in chunks),
+                         '\u20ac'.encode() * 3000)
+        self.assertGreater(len(chunks), 10)
+        # A writer that paused past the hold (a loaded machine) leaves two
+        # chunks that are not UTF-8: the bytes held, and the rest after.
+        bad = [c for c in chunks if 'text' not in c]
+        self.assertLess(len(bad), len(chunks) / 10, bad[:4])
+        expired = self.metric('agentd_output_utf8_hold_expired_total')
+        self.assertLessEqual(len(bad), 2 * expired, bad[:4])
+        # JSON windows see the same chunks: text, but for such bytes.
+        g = self.get_text('e', cursor=0, max_bytes=1 << 20)
+        self.assertEqual(len(set(c['id'] for c in g['output'])), len(chunks))
+        for c in g['output']:
+            if 'data' in c:
+                self.assertLessEqual(len(chunk_bytes(c)), 3, c)
+        self.assertGreater(self.metric('agentd_output_utf8_held_total'), 0)
+
+    def test_held_bytes_wait_no_longer_than_the_hold(self):
+        # Half a character and nothing more for a while: a reader waits,
+        # and gets it within the hold (10 ms) as it is; one that looks
+        # later than that after the read, at once; and at the end of the
+        # output.
+        w = self.create(cmd="printf 'x\\342\\202'; sleep 1; printf '\\254\\n'",
+                        wait_ms=3000, encoding='text')
+        self.assertTrue(b'x\xe2\x82'.startswith(wbytes(w)), w)
+        time.sleep(0.4)
+        g = self.get_text(w['id'], cursor=0)
+        self.assertEqual(wbytes(g), b'x\xe2\x82')
+        self.wait_state(w['id'])
+        g = self.get_text(w['id'], cursor=0)
+        self.assertEqual(wbytes(g), 'x\u20ac\n'.encode())
+        self.assertGreater(self.metric('agentd_output_utf8_hold_expired_total'), 0)
+        w = self.create(cmd="printf 'y\\342\\202'", yield_ms=5000)
+        self.assertEqual(w['state'], 'exited')
+        self.assertEqual(wbytes(w), b'y\xe2\x82')
+
     def test_nul_and_control_bytes_and_ansi(self):
         raw = b'a\x00b\x01\x07\t\r\n\x1b[31mred\x1b[0m "q" \\ \x7f\n'
         w = self.create(cmd="printf 'a\\000b\\001\\007\\t\\r\\n\\033[31mred"
@@ -81,19 +150,20 @@ class TextTest(AgentdTestCase):
         self.assertEqual(kinds(g), ['text'])
 
     def test_multibyte_split_across_reads(self):
-        # Nobody looks between the two writes, 300 ms apart: two chunks
-        # (reads are joined only while at most 100 ms apart, so that each
-        # chunk keeps its time), the character split between the reads
-        # handed whole to the second: both valid text.
+        # Nobody looks between the two writes, 300 ms apart: reads are
+        # joined only while at most 100 ms apart (so that each chunk keeps
+        # its time), and the character's first bytes wait --utf8-hold for
+        # the rest: "x" is text, and every byte is there.
         w = self.create(cmd="sleep 0.3; printf 'x\\342\\234'; sleep 0.3; "
                             "printf '\\223y\\n'")
         time.sleep(1.5)
         g = self.get_text(w['id'], cursor=0)
         self.assertEqual(wbytes(g), 'x✓y\n'.encode())
-        self.assertEqual(kinds(g), ['text', 'text'])
-        self.assertEqual([c['text'] for c in g['output']], ['x', '✓y\n'])
-        # A reader waits between them: two chunks, the split ones in base64,
-        # and still every byte.
+        self.assertEqual(g['output'][0].get('text'), 'x')
+        self.assertEqual(g['output'][-1].get('text'), 'y\n')
+        # A reader waits between them, and the rest comes after the hold
+        # (--utf8-hold, 10 ms): two chunks, the split ones in base64, and
+        # still every byte.
         w = self.create(cmd="printf 'x\\342\\234'; sleep 0.5; printf '\\223y\\n'",
                         wait_ms=3000, encoding='text')
         self.wait_state(w['id'])
@@ -119,9 +189,10 @@ class TextTest(AgentdTestCase):
         time.sleep(3)       # nobody looks meanwhile: reads are joined
         g = self.get_text(w['id'], cursor=0, max_bytes=1 << 20)
         self.assertEqual(wbytes(g), b'a' + '\u00e9'.encode() * 3000)
-        # A read that stops inside a character, published when agentd's
-        # own observers look after a chunk (a new chunk's notification),
-        # stays split: such chunks go as base64; the rest is text.
+        # A read that stops inside a character holds its first bytes back
+        # for the next chunk (at most --utf8-hold): on a loaded machine
+        # the rest may come later, such chunks go as base64; the rest is
+        # text.
         self.assertIn('text', kinds(g))
         for c in g['output']:
             if 'data' in c:

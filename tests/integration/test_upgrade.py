@@ -10,6 +10,7 @@ client can connect while no agentd runs in the pid.
 
 import hashlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -169,6 +170,14 @@ class UpgradeTest(UpgradeTestCase):
         self.assertEqual(self.get('keep')['pid'], s['pid'])
         self.assertEqual(self.get('keep')['state'], 'running')
         self.assertEqual(self.metric('agentd_upgrades_total'), 2)
+        # The old images and the rollback records are closed once the
+        # new agentd took over: no session inherits them.
+        links = [os.readlink('/proc/%d/fd/%s' % (pid, fd))
+                 for fd in os.listdir('/proc/%d/fd' % pid)]
+        self.assertFalse([l for l in links if 'agentd-rollback' in l or
+                          'agentd-upgrade' in l or l.endswith(
+                              ('/agentd', '/a1', '/a2'))], links)
+        self.assertEqual(self.metric('agentd_upgrade_rollbacks_total'), 0)
         ev = self.events(types='sandbox.upgraded')
         self.assertEqual(len(ev['events']), 2)
         self.expect(self.delete('keep'), 200)
@@ -434,6 +443,144 @@ class UpgradeRefusedTest(UpgradeTestCase):
         lines = out.stdout.decode().split('\n')
         self.assertEqual(lines[0], 'agentd-upgrade-state 1')
         self.assertTrue(lines[1].startswith('version '), out.stdout)
+
+
+FAULTY = '''#!/usr/bin/python3
+# Passes its check, then runs agentd in a way that cannot start: with a
+# flag it does not know, or an address it cannot bind (it exits at once),
+# or with its token file swapped for a FIFO nobody writes (it hangs there,
+# or the test crashes it).
+import os, sys
+if sys.argv[1:2] == ['--upgrade-check']:
+    os.execv(%(path)r, [%(path)r] + sys.argv[1:])
+args = list(sys.argv[1:])
+if %(mode)r in ('crash', 'hang'):
+    args[args.index('--token-file') + 1] = %(fifo)r
+else:
+    args += %(extra)r
+os.execv(%(path)r, [%(path)r] + args)
+'''
+
+
+class UpgradeRollbackTest(UpgradeTestCase):
+    """A new binary that passes --upgrade-check but cannot start: agentd
+    runs its old binary again, with every session (issue 38 item 12)."""
+
+    agentd_args = ('--upgrade-ready-timeout', '3000')
+
+    def faulty(self, mode, extra=()):
+        real = self.new_binary('agentd-real')
+        fifo = os.path.join(self.agentd.dir, 'token-fifo')
+        if not os.path.exists(fifo):
+            os.mkfifo(fifo, 0o600)
+        path = os.path.join(self.agentd.dir, 'agentd-' + mode)
+        with open(path, 'w') as f:
+            f.write(FAULTY % {'path': real, 'mode': mode, 'fifo': fifo,
+                              'extra': list(extra)})
+        os.chmod(path, 0o755)
+        return path
+
+    def sessions(self):
+        flow = self.create(id='flow', cmd='for i in $(seq 1 60); do echo line $i; '
+                           'sleep 0.05; done; exit 3')
+        tty = self.create(id='tty', tty=True, argv=['/bin/sh'])
+        cat = self.create(id='cat', cmd='cat', stdin=True)
+        self.stdin('cat', text='before\n')
+        ck = self.read_until('flow', b'line 3\n')
+        return flow, tty, cat, ck, self.fds(self.healthz()['pid'])
+
+    def blocked_in_open(self, pid):
+        """Whether pid runs agentd (not the wrapper) and waits in open()."""
+        try:
+            with open('/proc/%d/syscall' % pid) as f:
+                nr = f.read().split()[0]
+            exe = os.readlink('/proc/%d/exe' % pid)
+        except OSError:
+            return False
+        return exe.endswith('agentd-real') and nr in ('257', '56', '2')
+
+    def fds(self, pid):
+        """What pid holds open, but sockets, pipes (connections and
+        sessions come and go) and the port feed's walk of /proc."""
+        out = []
+        for fd in os.listdir('/proc/%d/fd' % pid):
+            try:
+                link = os.readlink('/proc/%d/fd/%s' % (pid, fd))
+            except OSError:
+                continue
+            if not link.startswith(('socket:', 'pipe:', '/proc')):
+                out.append(re.sub(r'\[\d+\]|\(deleted\)', '', link).strip())
+        return sorted(out)
+
+    def rolled_back(self, pid, flow, tty, cat, ck, fds, why):
+        deadline = time.monotonic() + 20
+        while self.metric('agentd_upgrade_rollbacks_total') < 1:
+            self.assertLess(time.monotonic(), deadline, self.agentd.stderr()[-3000:])
+            time.sleep(0.05)
+        h = self.healthz()
+        self.assertEqual((h['pid'], h['upgrades']), (pid, 0))
+        self.assertEqual(self.metric('agentd_upgrade_failures_total'), 1)
+        # Every session, the same processes, their output whole.
+        ck = self.read_all('flow', checker=ck)
+        self.assertEqual(ck.streams().get('stdout'),
+                         b''.join(b'line %d\n' % i for i in range(1, 61)))
+        self.assertEqual(ck.last['exit_code'], 3)
+        self.assertEqual(self.get('tty')['pid'], tty['pid'])
+        self.stdin('tty', text='echo mark-$((6*7))\n')
+        self.read_until('tty', b'mark-42', tty=True)
+        self.assertEqual(self.get('cat')['pid'], cat['pid'])
+        self.stdin('cat', text='after\n', eof=True)
+        self.assertEqual(self.read_all('cat').data(), b'before\nafter\n')
+        ev = self.events(types='sandbox.upgrade_failed,sandbox.upgraded')
+        self.assertEqual([e['type'] for e in ev['events']],
+                         ['sandbox.upgrade_failed'], ev)
+        self.assertIn(why, ev['events'][0]['reason'])
+        self.assertIn('did not take over', self.agentd.stderr())
+        # Nothing of the failed binary, the old image, the record or the
+        # state is left open.
+        self.assertEqual(self.fds(pid), fds)
+        self.assertFalse([f for f in fds if 'fifo' in f or os.path.basename(
+            f).startswith(('agentd-', 'memfd:agentd-'))], fds)
+        # And a good upgrade goes through afterwards.
+        self.upgrade(self.new_binary('agentd-good'))
+        self.assertEqual(self.wait_upgraded(1)['pid'], pid)
+        self.expect(self.signal_raw('tty', 'SIGKILL'), 200)
+
+    def test_exits_at_once(self):
+        pid = self.healthz()['pid']
+        state = self.sessions()
+        self.upgrade(self.faulty('exit', ['--no-such-flag']))
+        self.rolled_back(pid, *state, why='bad configuration')
+
+    def test_cannot_listen(self):
+        pid = self.healthz()['pid']
+        state = self.sessions()
+        busy = socket.socket()
+        busy.bind(('127.0.0.1', 0))
+        busy.listen(1)
+        try:
+            self.upgrade(self.faulty('busy', ['--listen', '127.0.0.1:%d'
+                                              % busy.getsockname()[1]]))
+            self.rolled_back(pid, *state, why='exit')
+        finally:
+            busy.close()
+
+    def test_crashes(self):
+        pid = self.healthz()['pid']
+        state = self.sessions()
+        self.upgrade(self.faulty('crash'))
+        self.wait_until(lambda: self.blocked_in_open(pid), timeout=10,
+                        what='the new agentd in its start')
+        os.kill(pid, signal.SIGSEGV)
+        self.rolled_back(pid, *state, why='signal 11')
+
+    def test_hangs(self):
+        pid = self.healthz()['pid']
+        state = self.sessions()
+        t0 = time.monotonic()
+        self.upgrade(self.faulty('hang'))
+        self.rolled_back(pid, *state, why='not ready in time')
+        self.assertGreater(time.monotonic() - t0, 2.9)
 
 
 if __name__ == '__main__':

@@ -160,6 +160,29 @@ START_TEST(utf8_cut_every_position)
 }
 END_TEST
 
+START_TEST(utf8_valid_prefix)
+{
+	static const struct {
+		const char	*s;
+		size_t		 len, valid;
+	} t[] = {
+		{ "", 0, 0 },
+		{ "plain ascii, more than 8 bytes", 30, 30 },
+		{ "caf\xc3\xa9 \xe2\x82\xac\n", 10, 10 },
+		{ "h\xc3\xa9llo\xff x", 9, 6 },
+		{ "\xff\xfe bad", 8, 0 },
+		{ "abcdefgh\xe2\x82", 10, 8 },	/* cut short */
+		{ "abcdefghij\xed\xa0\x80", 13, 10 },	/* a surrogate */
+		{ "\xf0\x9f\x98\x80\xc0\xaf", 6, 4 },	/* overlong */
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof t / sizeof t[0]; i++)
+		ck_assert_uint_eq(proto_utf8_valid((const uint8_t *)t[i].s,
+		    t[i].len), t[i].valid);
+}
+END_TEST
+
 START_TEST(cursor_round_trip)
 {
 	uint64_t	after, c;
@@ -262,6 +285,7 @@ main(void)
 	tcase_add_test(t, utf8_validity);
 	tcase_add_test(t, text_escapes);
 	tcase_add_test(t, utf8_cut_every_position);
+	tcase_add_test(t, utf8_valid_prefix);
 	tcase_add_test(t, cursor_round_trip);
 	tcase_add_test(t, text_and_base64_same_bytes);
 	suite_add_tcase(s, t);
