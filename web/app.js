@@ -318,7 +318,6 @@ class SessionView {
 		this.stdinSending = false;
 		this.stdinBytes = 0;      // stdin bytes agentd has accepted, as known
 		this.stdinKnownAt = 0;    // when our last write was answered
-		this.claimed = null;      // the size this page last asked for
 		this.wake = new AbortController();   // ends a reconnect's wait
 		this.replayCtl = null;
 	}
@@ -399,7 +398,6 @@ class SessionView {
 		if (!d || !(d.cols > 0) || !(d.rows > 0))
 			return;
 		const want = { cols: Math.min(d.cols, 65535), rows: Math.min(d.rows, 65535) };
-		this.claimed = want;
 		try {
 			const s = await apiJson(this.path + '/resize', { method: 'POST', json: want, signal: this.signal });
 			this.sessionSeen(s);

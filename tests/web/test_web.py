@@ -91,7 +91,8 @@ class WebCase(AgentdTestCase):
         self.assertIn('exit code 7', f['status'])
 
     def test_other_client_and_lost_answer(self):
-        """Output caused by another client appears on the page; a stdin
+        """Output caused by another client appears on the page (as text,
+        never HTML: '<b id=inj>' makes no element); a stdin
         write whose answer is lost (reset after agentd took it) is retried
         at the same offset and reaches the session once."""
         f = self.scenario('other')
@@ -128,8 +129,8 @@ class WebCase(AgentdTestCase):
     def test_token_flow(self):
         """The token from the fragment, gone from the address bar, sent as
         Bearer only, in no URL, localStorage or cookie; a wrong one shows
-        "unauthorized" and no session; the Token field; the live list and
-        New shell."""
+        "unauthorized" and no session; the Token field; the live list (a
+        command's '<img>' stays text) and New shell."""
         f = self.scenario('token')
         self.assertEqual(f['url_after'], self.base() + '/term/')
         self.assertEqual(f['storage']['local'], 0)

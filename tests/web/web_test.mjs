@@ -222,9 +222,10 @@ const scenarios = {
 		const page = await newPage();
 		await open(page, `?session=${s.id}`);
 		await waitStatus(page, /^live/);
-		await api('POST', `/v1/sessions/${s.id}/stdin`, { text: 'from-another-client\n' });
-		await waitScreen(page, 'the other client\'s line', /from-another-client/);
+		await api('POST', `/v1/sessions/${s.id}/stdin`, { text: 'from-another-client<b id=inj>\n' });
+		await waitScreen(page, 'the other client\'s line', /from-another-client<b id=inj>/);
 		check(count(await screen(page), 'from-another-client') === 1, 'once');
+		check(await page.evaluate(() => document.getElementById('inj') === null), 'output became HTML');
 		// The answer to the page's first stdin write is lost after agentd
 		// took it (a connection reset): the retry, same offset, is a
 		// duplicate, and the keys reach the session once.
@@ -245,7 +246,7 @@ const scenarios = {
 		check(lost === 1, 'no answer was lost');
 		const after = await session(s.id);
 		facts.stdin_bytes = after.stdin_bytes;
-		facts.stdin_expected = 'from-another-client\n'.length + 'typed-once\n'.length;
+		facts.stdin_expected = 'from-another-client<b id=inj>\n'.length + 'typed-once\n'.length;
 		check(after.stdin_bytes === facts.stdin_expected, `stdin_bytes ${after.stdin_bytes}`);
 		check(count(await output(s.id), 'typed-once') === 1, 'typed-once twice in the output');
 		facts.stdin_posts = page.requests.filter((r) => r.url.endsWith('/stdin')).length;
@@ -394,12 +395,13 @@ const scenarios = {
 		facts.url_after = page.url();
 		check(!page.url().includes(TOKEN) && !page.url().includes('#'), 'the token stayed in the address bar: ' + page.url());
 		// Live: a session created now appears.
-		const s2 = await create({ cmd: 'sleep 30' });
+		const s2 = await create({ cmd: 'sleep 30 # <img id=inj src=x>' });
 		await waitFor('the new session in the list', async () =>
 		    (await page.$$eval('#sessions tbody tr', (r) => r.map((x) => x.dataset.session))).includes(s2.id));
 		const row = await page.$eval(`#sessions tbody tr[data-session="${s2.id}"]`, (e) => e.innerText);
 		facts.row = row;
-		check(/sleep 30/.test(row) && /running/.test(row), 'the row ' + row);
+		check(/sleep 30 # <img id=inj src=x>/.test(row) && /running/.test(row), 'the row ' + row);
+		check(await page.evaluate(() => document.getElementById('inj') === null), 'a command became HTML');
 		// New shell: a login shell in this tab.
 		await Promise.all([page.waitForNavigation({ timeout: WAIT_MS }), page.click('#newshell')]);
 		check(/[?&]session=/.test(new URL(page.url()).search), 'New shell opened ' + page.url());
