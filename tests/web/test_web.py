@@ -61,10 +61,10 @@ class WebCase(AgentdTestCase):
     def base(self):
         return 'http://127.0.0.1:%d' % self.agentd.port
 
-    def scenario(self, name):
+    def scenario(self, name, **more):
         """Runs one scenario of web_test.mjs; its facts."""
         env = dict(os.environ, AGENTD_URL=self.base(), AGENTD_TOKEN=self.agentd.token or '',
-                   WEB_OUT=self.out, CHROMIUM=CHROMIUM)
+                   WEB_OUT=self.out, CHROMIUM=CHROMIUM, **more)
         env.pop('AGENTD', None)
         p = subprocess.run(['node', SCRIPT, name], cwd=HERE, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -120,6 +120,14 @@ class WebCase(AgentdTestCase):
         line exactly once."""
         f = self.scenario('offline')
         self.assertLess(f['lines_seen_offline'], 40)
+
+    def test_live_upgrade(self):
+        """A live upgrade while lines print: the page shows each line once."""
+        path = os.path.join(self.agentd.dir, 'agentd-next')
+        shutil.copyfile(self.agentd.binary, path)
+        os.chmod(path, 0o755)
+        f = self.scenario('upgrade', UPGRADE_PATH=path)
+        self.assertEqual(f['upgrades'], 1)
 
     def test_evicted_gap_marked(self):
         """Output the ring evicted is a marked line above the oldest held."""

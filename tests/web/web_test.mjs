@@ -352,6 +352,22 @@ const scenarios = {
 		await waitStatus(page, /exit code 0/);
 	},
 
+	// A live upgrade while lines print: each line once, the page goes on.
+	async upgrade() {
+		const s = await create({ rows: 50, cols: 80, cmd:
+		    "sleep 0.5; for i in $(seq 1 30); do echo u-$i; sleep 0.1; done; echo all-done; sleep 30" });
+		const page = await newPage(900, 1000);
+		await open(page, `?session=${s.id}`);
+		await waitScreen(page, 'u-5', /u-5\b/);
+		const before = (await api('GET', '/healthz')).upgrades;
+		await api('POST', '/v1/sandbox/upgrade', { path: process.env.UPGRADE_PATH });
+		await waitFor('the upgrade', async () => (await api('GET', '/healthz')).upgrades === before + 1);
+		const text = await waitScreen(page, 'all-done', /all-done/);
+		for (let i = 1; i <= 30; i++)
+			check(count(text + '\n', `u-${i}\n`) === 1, `u-${i} shown ${count(text + '\n', `u-${i}\n`)} times`);
+		facts.upgrades = before + 1;
+	},
+
 	// The evicted part of the ring shows as a marked line.
 	async gap() {
 		const s = await create({ ring_bytes: 4096, cmd: "for i in $(seq 1 400); do echo gap-line-$i; done; echo gap-end; sleep 30" });
