@@ -668,13 +668,20 @@ class SessionView {
 
 // ---- start -----------------------------------------------------------------
 
+let current = null;   // the SessionView shown
+
+// Shows the list or one session; again after a new token.
 async function main() {
 	showError('');
 	$('tokenform').hidden = true;
+	current?.term?.dispose();
+	current = null;
+	$('term').replaceChildren();
 	const id = params.get('session');
 	try {
 		if (id) {
 			const v = new SessionView(id, params.get('view') === '1');
+			current = v;
 			$('download').onclick = (ev) => {
 				ev.preventDefault();
 				v.download().catch((e) => fatal(e) || showError('Download: ' + e.message));
@@ -683,9 +690,9 @@ async function main() {
 				if (v.replaying) {
 					v.replaying = false;
 					v.replayCtl?.abort();
-				}
-				else
+				} else {
 					v.replay().catch((e) => fatal(e) || showError('Replay: ' + e.message));
+				}
 			};
 			await v.start();
 		} else {
@@ -702,6 +709,14 @@ async function main() {
 }
 
 tokenInit();
+// A token put into the address bar of an open page: take it, start again.
+window.addEventListener('hashchange', () => {
+	if (!/(?:^#|&)token=/.test(location.hash))
+		return;
+	tokenInit();
+	stopAll();
+	main();
+});
 $('newshell').addEventListener('click', newShell);
 $('tokenform').addEventListener('submit', (ev) => {
 	ev.preventDefault();

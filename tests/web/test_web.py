@@ -137,7 +137,8 @@ class WebCase(AgentdTestCase):
     def test_token_flow(self):
         """The token from the fragment, gone from the address bar, sent as
         Bearer only, in no URL, localStorage or cookie; a wrong one shows
-        "unauthorized" and no session; the Token field; the live list (a
+        "unauthorized" and no session (also a wrong one put into the
+        address bar of an open session); the Token field; the live list (a
         command's '<img>' stays text) and New shell."""
         f = self.scenario('token')
         self.assertEqual(f['url_after'], self.base() + '/term/')

@@ -445,6 +445,13 @@ const scenarios = {
 		check(apiReqs.length > 0 && apiReqs.every((r) => r.headers.authorization === 'Bearer ' + TOKEN),
 		    'an API request without the bearer token');
 		facts.api_requests = apiReqs.length;
+		// A wrong token put into the address bar of the open session: the
+		// terminal goes, "unauthorized" comes.
+		await page.evaluate(() => { location.hash = '#token=not-the-token'; });
+		await waitFor('unauthorized', async () => /unauthorized/i.test(await page.$eval('#error', (e) => e.textContent)));
+		check(await page.$eval('#term', (e) => e.hidden && e.childElementCount === 0), 'the terminal stayed');
+		check(!/shell-42/.test(await page.evaluate(() => document.body.innerText)), 'output stayed');
+		check(!page.url().includes('#'), 'the fragment stayed: ' + page.url());
 	},
 
 	// An agentd without a token (loopback): no Token field, no header.
