@@ -641,8 +641,8 @@ class SessionView {
 		this.replaying = false;
 		btn.textContent = 'Replay';
 		if (done)
-			this.term.write('\r\n\x1b[7m[end of the replay: back to the session in 2 s]\x1b[0m\r\n');
-		await sleep(done ? 2000 : 0, this.signal);
+			this.term.write('\r\n\x1b[7m[end of the replay: back to the session in 1 s]\x1b[0m\r\n');
+		await sleep(done ? 1000 : 0, this.signal);
 		// Attach again from the start of the ring.
 		this.term.reset();
 		this.cursor = 0;
