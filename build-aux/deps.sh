@@ -3,8 +3,9 @@
 #
 # Installs the Debian packages that the named groups need, and nothing when they
 # are all present already (one dpkg-query, no apt-get, well under a second).
-# Groups: build static test e2e bench (or "all").  The test group also brings
-# the Node clients of tests/node (npm ci from its lockfile) when they are missing.
+# Groups: build static test e2e bench (or "all").  The build group also brings
+# xterm.js of web/ (npm ci from its lockfile) and the test group the Node
+# packages of tests/node and tests/web, when they are missing.
 #
 #   build-aux/deps.sh build test     install what is missing (root), or print the
 #                                    sudo line and exit 1 (not root)
@@ -20,7 +21,7 @@ set -eu
 # ---- the lists --------------------------------------------------------------
 pkgs_build="gcc meson ninja-build pkg-config libevent-dev libjansson-dev libmbedtls-dev check python3"
 pkgs_static="musl-tools musl-dev cmake dpkg-dev file binutils"
-pkgs_test="clang libclang-rt-14-dev valgrind curl procps util-linux tmux busybox-static python3 openssl golang-go python3-pytest python3-jsonschema python3-yaml"
+pkgs_test="clang libclang-rt-14-dev valgrind curl procps util-linux tmux busybox-static python3 openssl golang-go python3-pytest python3-jsonschema python3-yaml chromium asciinema"
 pkgs_e2e="qemu-system-x86 linux-image-amd64 cpio busybox-static nfs-ganesha nfs-ganesha-vfs rpcbind"
 pkgs_bench="openssh-server openssh-client tmux wrk gnuplot-nox"
 all_groups="build static test e2e bench"
@@ -92,27 +93,34 @@ if [ "$want_src" = yes ]; then
 	fi
 fi
 
-# The Node clients of the tests (tests/node): npm ci from the lockfile, when
-# node_modules is missing or older than it.  node and npm come with the machine.
+# The Node packages of the folders named, npm ci from each lockfile, when
+# node_modules is missing or older than it: xterm.js of the web terminal
+# (web/, build; web/build.sh also installs it when missing), the clients of
+# the tests (tests/node) and puppeteer-core of the browser tests (tests/web).
+# node and npm come with the machine.
 node_deps() {
-	local dir
-	dir=$(cd "$(dirname "$0")/.." && pwd)/tests/node
-	[ -f "$dir/package-lock.json" ] || return 0
-	if [ -f "$dir/node_modules/.package-lock.json" ] &&
-	    [ ! "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
-		return 0
-	fi
-	if [ "$mode" = check ]; then
-		echo "deps.sh: tests/node: npm ci needed" >&2
-		return 1
-	fi
-	command -v npm >/dev/null || { echo "deps.sh: npm not found (tests/node)" >&2; return 1; }
-	echo "deps.sh: npm ci in tests/node" >&2
-	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+	local root dir
+	root=$(cd "$(dirname "$0")/.." && pwd)
+	for dir in "$@"; do
+		dir=$root/$dir
+		[ -f "$dir/package-lock.json" ] || continue
+		if [ -f "$dir/node_modules/.package-lock.json" ] &&
+		    [ ! "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+			continue
+		fi
+		if [ "$mode" = check ]; then
+			echo "deps.sh: ${dir#$root/}: npm ci needed" >&2
+			return 1
+		fi
+		command -v npm >/dev/null || { echo "deps.sh: npm not found (${dir#$root/})" >&2; return 1; }
+		echo "deps.sh: npm ci in ${dir#$root/}" >&2
+		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || return 1
+	done
 }
-case " $groups " in
-*" test "*) [ "$mode" = list ] || node_deps || exit 1 ;;
-esac
+if [ "$mode" != list ]; then
+	case " $groups " in *" build "*) node_deps web || exit 1 ;; esac
+	case " $groups " in *" test "*) node_deps tests/node tests/web || exit 1 ;; esac
+fi
 
 [ -z "$missing" ] && [ "$src_missing" = no ] && exit 0
 
