@@ -98,6 +98,16 @@ def checks(vm):
           "http://10.9.8.6", f"{st} {raw!r}")
     st, raw = init(vm, {"hyperloopIP": "10.9.8"})
     check("init: a bad hyperloopIP is 400", st == 400, f"{st} {raw!r}")
+    # A bind-mounted /etc/hosts (a container's) cannot be renamed over:
+    # it is written in place.
+    vm.sh("cp /etc/hosts /tmp/hosts.bind && mount --bind /tmp/hosts.bind "
+          "/etc/hosts")
+    st, raw = init(vm, {"hyperloopIP": "10.9.8.5"})
+    code, hosts = vm.sh("cat /etc/hosts")
+    vm.sh("umount /etc/hosts")
+    check("init: a bind-mounted /etc/hosts is written in place",
+          st == 204 and "10.9.8.5\tevents.e2b.local" in hosts and
+          hosts.count("events.e2b.local") == 1, f"{st} {raw!r} {hosts}")
 
     # --- the clock: an hour ahead moves the guest's date; a stale /init
     # (older than the newest seen) is answered 204 and ignored.
