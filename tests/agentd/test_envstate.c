@@ -144,7 +144,6 @@ START_TEST(test_merge_limits)
 		json_object_set_new(vars, name, json_string("x"));
 	}
 	ck_assert_int_eq(envstate_replace_vars(vars, cause, sizeof cause), 0);
-	json_decref(vars);
 	/* One more: refused, nothing changed. */
 	json_object_set_new(vars, "NEW", json_string("1"));
 	ck_assert_int_eq(envstate_replace_vars(vars, cause, sizeof cause), -1);

@@ -170,7 +170,7 @@ START_TEST(utf8_valid_prefix)
 		{ "plain ascii, more than 8 bytes", 30, 30 },
 		{ "caf\xc3\xa9 \xe2\x82\xac\n", 10, 10 },
 		{ "h\xc3\xa9llo\xff x", 9, 6 },
-		{ "\xff\xfe bad", 8, 0 },
+		{ "\xff\xfe bad", 6, 0 },
 		{ "abcdefgh\xe2\x82", 10, 8 },	/* cut short */
 		{ "abcdefghij\xed\xa0\x80", 13, 10 },	/* a surrogate */
 		{ "\xf0\x9f\x98\x80\xc0\xaf", 6, 4 },	/* overlong */
