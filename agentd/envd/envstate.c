@@ -307,14 +307,12 @@ envstate_save(struct upgstate_w *w)
 	if (envstate_init_token)
 		upgstate_put(w, "token-from", "init");
 	if (envstate_hyperloop_ip != NULL)
-		upgstate_put(w, "hyperloop", envstate_hyperloop_ip);
+		upgstate_put(w, "hyperloop", "%s", envstate_hyperloop_ip);
 	if (envstate_ca_pem != NULL)
 		upgstate_put_bytes(w, "ca", envstate_ca_pem,
 		    strlen(envstate_ca_pem));
 	if (envstate_ts != INT64_MIN) {
-		xasprintf(&item, "%" PRId64, envstate_ts);
-		upgstate_put(w, "timestamp", item);
-		free(item);
+		upgstate_put(w, "timestamp", "%" PRId64, envstate_ts);
 	}
 }
 

@@ -1,6 +1,6 @@
 """platform_files.py -- envd's POST /files/compose and GET /files' Range
 and gzip through the guest's envd listener, agentd as PID 1
-(tests/e2e/platform.py runs it)."""
+(tests/e2e/envd_platform.py runs it)."""
 import gzip
 import json
 import time

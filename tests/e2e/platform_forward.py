@@ -1,6 +1,6 @@
 """platform_forward.py -- services on localhost reach the platform: a
 service on the guest's 127.0.0.1:8000 answers at 169.254.0.21:8000, the
-host reaching it through qemu's hostfwd (tests/e2e/platform.py runs it;
+host reaching it through qemu's hostfwd (tests/e2e/envd_platform.py runs it;
 agentd is PID 1 there, so forwarding is on by default)."""
 import http.client
 import socket

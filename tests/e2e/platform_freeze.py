@@ -1,5 +1,5 @@
 """platform_freeze.py -- envd's pause routes with agentd as PID 1 and cgroup v2
-its own (tests/e2e/platform.py runs it): /freeze legacy and hierarchy seen
+its own (tests/e2e/envd_platform.py runs it): /freeze legacy and hierarchy seen
 from outside (a counter that stops, the API that answers), /unfreeze and
 /init that resume it, a cgroup the guest froze itself that stays frozen,
 the lock's 503 while a freeze waits, /fsfreeze and /fsthaw on the

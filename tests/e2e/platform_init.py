@@ -1,5 +1,5 @@
 """platform_init.py -- envd's POST /init as the orchestrator sends it, on
-the guest's own files and clock (tests/e2e/platform.py runs it): the CA
+the guest's own files and clock (tests/e2e/envd_platform.py runs it): the CA
 bundle installed, idempotent and rotated; events.e2b.local in /etc/hosts
 and E2B_EVENTS_ADDRESS in a process's environment; the clock set from the
 timestamp, and a stale /init ignored; an NFSv3 volume mounted from a real

@@ -1,5 +1,5 @@
 """platform_metrics.py -- envd's GET /metrics against the guest's own /proc
-(tests/e2e/platform.py runs it)."""
+(tests/e2e/envd_platform.py runs it)."""
 import json
 
 from e2e import check

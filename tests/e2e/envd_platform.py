@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tests/e2e/platform.py -- envd's platform side (issue 39) with agentd as the
+"""tests/e2e/envd_platform.py -- envd's platform side (issue 39) with agentd as the
 init of a VM addressed as E2B addresses its sandboxes.
 
 Boots the initramfs like e2e.py (its helpers, imported), the guest at
