@@ -49,6 +49,7 @@
 
 #include "agentd.h"
 #include "api.h"
+#include "compose.h"
 #include "config.h"
 #include "envfiles.h"
 #include "fs.h"
@@ -436,6 +437,24 @@ fs_free(void)
 /* No /files routes. */
 void
 envfiles_register(const struct config *c)
+{
+}
+
+/* No /files/compose. */
+void
+compose_register(const struct config *c)
+{
+}
+
+/* No compose, no watches: no metrics of theirs. */
+void
+compose_metrics(struct proto_buf *b)
+{
+}
+
+/* See compose_metrics(). */
+void
+fs_metrics(struct proto_buf *b)
 {
 }
 
