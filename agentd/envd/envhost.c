@@ -26,6 +26,7 @@ static char	*envhost_read(const char *, char *, size_t);
 static int	 envhost_write(const char *, const char *, size_t, char *,
 		    size_t);
 static int	 envhost_write_inplace(const char *, const char *, size_t);
+static int	 envhost_put(int, const char *, size_t);
 static void	 envhost_mkdirs(const char *);
 static void	 envhost_cut(char *, const char *);
 static int	 envhost_num(const char **, int, int, int, int *);
@@ -196,8 +197,6 @@ envhost_write(const char *path, const char *data, size_t n, char *cause,
     size_t len)
 {
 	char	*tmp;
-	ssize_t	 w = 0;
-	size_t	 done = 0;
 	int	 fd;
 
 	envhost_mkdirs(path);
@@ -207,9 +206,7 @@ envhost_write(const char *path, const char *data, size_t n, char *cause,
 		free(tmp);
 		return (-1);
 	}
-	while (done < n && (w = write(fd, data + done, n - done)) > 0)
-		done += (size_t)w;
-	if (done < n || fchmod(fd, 0644) == -1 || fsync(fd) == -1) {
+	if (fchmod(fd, 0644) == -1 || envhost_put(fd, data, n) == -1) {
 		cause_set(cause, len, "%s: %s", path, strerror(errno));
 		close(fd);
 		goto fail;
@@ -235,21 +232,34 @@ fail:
 	return (-1);
 }
 
+/* Write all n bytes of data to fd and sync it; -1 with errno. */
+static int
+envhost_put(int fd, const char *data, size_t n)
+{
+	ssize_t	w = 0;
+	size_t	done = 0;
+
+	while (done < n && (w = write(fd, data + done, n - done)) > 0)
+		done += (size_t)w;
+	if (done < n) {
+		if (w >= 0)
+			errno = EIO;
+		return (-1);
+	}
+	return (fsync(fd));
+}
+
 /* Write path over itself (it cannot be renamed over); -1 with errno. */
 static int
 envhost_write_inplace(const char *path, const char *data, size_t n)
 {
-	ssize_t	 w = 0;
-	size_t	 done = 0;
-	int	 fd, e;
+	int	fd, e;
 
 	if ((fd = open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC)) ==
 	    -1)
 		return (-1);
-	while (done < n && (w = write(fd, data + done, n - done)) > 0)
-		done += (size_t)w;
-	if (done < n || fsync(fd) == -1) {
-		e = done < n && w >= 0 ? EIO : errno;
+	if (envhost_put(fd, data, n) == -1) {
+		e = errno;
 		close(fd);
 		errno = e;
 		return (-1);
