@@ -26,6 +26,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NODE_MODULES = os.path.join(os.path.dirname(HERE), 'node', 'node_modules')
 
 
+def take_envelopes(buf):
+    """The whole envelopes at buf's start: ([(flags, JSON)], the rest)."""
+    out = []
+    while len(buf) >= 5:
+        flags, ln = struct.unpack('>BI', buf[:5])
+        if len(buf) < 5 + ln:
+            break
+        out.append((flags, json.loads(buf[5:5 + ln])))
+        buf = buf[5 + ln:]
+    return out, buf
+
+
 class EnvdFsCase(AgentdTestCase):
     """An agentd with a token and an envd listener; a folder under its dir."""
 
@@ -103,13 +115,10 @@ class EnvdFsCase(AgentdTestCase):
                     break
                 buf += f.read(size)
                 f.readline()
-            while len(buf) >= 5:
-                flags, ln = struct.unpack('>BI', buf[:5])
-                if len(buf) < 5 + ln:
-                    break
-                out.append((flags, json.loads(buf[5:5 + ln])))
-                buf = buf[5 + ln:]
-                if flags & 2 and until_end:
+            got, buf = take_envelopes(buf)
+            for m in got:
+                out.append(m)
+                if m[0] & 2 and until_end:
                     return out
         return out
 

@@ -22,7 +22,7 @@ import time
 import unittest
 
 from harness import SLOW
-from test_envd_fs import EnvdFsCase, TIMEOUT
+from test_envd_fs import EnvdFsCase, TIMEOUT, take_envelopes
 
 ROOT_ONLY = unittest.skipUnless(os.geteuid() == 0,
                                 'needs root (another user, its folders)')
@@ -50,12 +50,8 @@ class WatchCase(EnvdFsCase):
                         return
                     buf += f.read(size)
                     f.readline()
-                    while len(buf) >= 5:
-                        flags, ln = struct.unpack('>BI', buf[:5])
-                        if len(buf) < 5 + ln:
-                            break
-                        got.append((flags, json.loads(buf[5:5 + ln])))
-                        buf = buf[5 + ln:]
+                    more, buf = take_envelopes(buf)
+                    got.extend(more)
             except (OSError, ValueError):
                 pass
         t = threading.Thread(target=run, daemon=True)
