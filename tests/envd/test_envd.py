@@ -93,6 +93,17 @@ class EnvdCase(AgentdTestCase):
             self.assertEqual(flags, 0)
         return [m for _, m in msgs[:-1]], msgs[-1][1]
 
+    def start_stream(self, req):
+        """A Start left open: its connection, its response, and its first
+        message."""
+        c = http.client.HTTPConnection('127.0.0.1', self.eport,
+                                       timeout=30 * SLOW)
+        c.request('POST', '/process.Process/Start', envelope(req),
+                  {'Content-Type': 'application/connect+json'})
+        r = c.getresponse()
+        n = struct.unpack('>BI', r.read(5))[1]
+        return c, r, json.loads(r.read(n))
+
     def start(self, cmd, **kw):
         req = {'process': {'cmd': '/bin/sh', 'args': ['-c', cmd]}}
         req.update(kw)
@@ -288,14 +299,8 @@ class ProcessSemanticsTest(EnvdCase):
     """envd's semantics: disconnects, late Connects, PTY calls."""
 
     def open_start(self, req):
-        c = http.client.HTTPConnection('127.0.0.1', self.eport,
-                                       timeout=30 * SLOW)
-        c.request('POST', '/process.Process/Start', envelope(req),
-                  {'Content-Type': 'application/connect+json'})
-        r = c.getresponse()
-        n = struct.unpack('>BI', r.read(5))[1]
-        pid = json.loads(r.read(n))['event']['start']['pid']
-        return c, r, pid
+        c, r, first = self.start_stream(req)
+        return c, r, first['event']['start']['pid']
 
     def listed(self):
         st, body = self.unary('process.Process/List', {})
@@ -521,14 +526,9 @@ class ProcessBudgetTest(EnvdCase):
                   '--envd-max-message', '600000')
 
     def open_start(self, req):
-        c = http.client.HTTPConnection('127.0.0.1', self.eport,
-                                       timeout=30 * SLOW)
-        c.request('POST', '/process.Process/Start', envelope(req),
-                  {'Content-Type': 'application/connect+json'})
-        r = c.getresponse()
-        n = struct.unpack('>BI', r.read(5))[1]
+        c, r, first = self.start_stream(req)
         self.addCleanup(c.close)
-        return json.loads(r.read(n))
+        return first
 
     def test_records_are_bounded(self):
         # Unknown fields of ProcessConfig are not kept.
