@@ -22,12 +22,20 @@ step() {
 	return 1
 }
 
-# meson test in a build dir, its log remembered for the summary.
+# meson test in a build dir, its log kept for the summary under a name of
+# its own: several steps test one build dir, and each run rewrites
+# testlog.json.
 mtest() {
 	local dir=$1; shift
-	logs+=("$dir/meson-logs/testlog.json")
-	rm -f "$dir/meson-logs/testlog.json"
+	local log="$dir/meson-logs/testlog.json" rc
+	rm -f "$log"
 	meson test -C "$dir" --print-errorlogs "$@"
+	rc=$?
+	if [ -f "$log" ]; then
+		local kept="$dir/meson-logs/testlog-step${#logs[@]}.json"
+		cp "$log" "$kept" && logs+=("$kept")
+	fi
+	return $rc
 }
 
 setup() {
@@ -107,7 +115,8 @@ for path in sys.argv[1:]:
             skipped += 1
         else:
             failed += 1
-            print("FAILED:", os.path.dirname(os.path.dirname(path)), r.get("name"))
+            print("FAILED:", os.path.dirname(os.path.dirname(path)),
+                  r.get("name"), res)
 print()
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 PY
