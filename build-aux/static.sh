@@ -48,9 +48,12 @@ die() { log "error: $*"; exit 1; }
 # zlib and mbedtls at -O2 made the binary 37 KB larger (1,003,024 against
 # 966,160 bytes at 18fc42d), and none of them is the hot path of output,
 # which ringbuf/ and proto/ carry at -O3. -fPIE for static-pie; sections
-# for --gc-sections; the same hardening as the project's own code. No -g, no NDEBUG (Debian keeps
-# the asserts too). Path maps are added per package (see cmake_build).
-DEP_CFLAGS="-Os -fPIE -ffunction-sections -fdata-sections -fstack-protector-strong -fstack-clash-protection -fcf-protection -isystem @KINC@"
+# for --gc-sections and for build-aux/hot-text.ld's order; no unwind tables
+# (C without exceptions: .eh_frame was 104 KB of the binary, with the
+# project's own code built the same way); the same hardening as the
+# project's own code. No -g, no NDEBUG (Debian keeps the asserts too). Path
+# maps are added per package (see cmake_build).
+DEP_CFLAGS="-Os -fPIE -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables -fstack-protector-strong -fstack-clash-protection -fcf-protection -isystem @KINC@"
 CMAKE_COMMON=(
 	-G Ninja
 	-DCMAKE_BUILD_TYPE=Release
