@@ -59,15 +59,20 @@ class AdmissionTest(Held):
                                 [('Accept', 'text/event-stream')])
                     for _ in range(80)]
         self.assertEqual(statuses[0], b'200')
-        # They fill the kernel's buffers, then the budget, and wait for it,
-        # never past it.
-        deadline = time.monotonic() + 30 * SLOW
+        # The streams admitted reserved their --sse-buffer each: the rest
+        # were refused at once, the budget reached.
+        self.assertIn(b'503', statuses, statuses)
+        # The admitted ones fill the kernel's buffers, then their share of
+        # the budget, and wait for it, never past it. How much the kernel
+        # takes first is its own (the socket's autotuned send buffer): a
+        # machine whose buffers took every stream's bytes has no wait to
+        # count, only the bound to keep.
+        deadline = time.monotonic() + 10 * SLOW
         while time.monotonic() < deadline:
             self.held_ok()
             if self.metric('agentd_sse_budget_waits_total') > 0:
                 break
             time.sleep(0.2)
-        self.assertGreater(self.metric('agentd_sse_budget_waits_total'), 0)
         time.sleep(0.5)
         self.held_ok()
 
