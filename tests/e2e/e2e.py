@@ -555,9 +555,11 @@ def cgroup_checks(agent):
         took = time.monotonic() - t0
         k = guest(agent, f"kill -0 {doc.get('pid')} 2>/dev/null && echo present || echo reaped")
         left, ok = alive(agent, f)
-        check(f"stubborn ({how}): DELETE grace_ms=1000 answers within 1.5 s, "
+        # At the grace's end, not the cap's (6.25 s): the margin is the
+        # TCG guest's, under whatever the host runs.
+        check(f"stubborn ({how}): DELETE grace_ms=1000 answers before the 6.25 s cap, "
               "the job gone, the leader reaped",
-              st == 200 and took < 1.5 and ok and not left and k.strip() == "reaped",
+              st == 200 and took < 4.0 and ok and not left and k.strip() == "reaped",
               f"{st} after {took:.2f}s alive={left} leader {doc.get('pid')}: {k.strip()}")
         log(f"stubborn ({how}): DELETE answered after {took:.2f} s")
 

@@ -41,11 +41,12 @@ def checks(vm):
     check("files: compose of a missing source 404", st == 404,
           f"{st} {raw[:200]!r}")
     # The first GET after boot: nothing waits for the kernel's entropy
-    # (getrandom blocks early in a VM's boot).
+    # (getrandom blocks early in a VM's boot, for seconds to minutes; the
+    # bound leaves the TCG guest its own slowness).
     t0 = time.monotonic()
     st, _, body = get(vm, dest, {"Range": "bytes=0-1,3-4"})
     took = time.monotonic() - t0
-    check("files: the first GET answers at once", st == 206 and took < 0.5,
+    check("files: the first GET answers at once", st == 206 and took < 3.0,
           f"{st} {took:.3f} s")
     st, h, body = get(vm, dest, {"Range": "bytes=6000-6009"})
     check("files: Range 206", st == 206 and body == whole[6000:6010] and
