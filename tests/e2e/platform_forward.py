@@ -42,9 +42,17 @@ def ports(vm, port):
     return doc.get("ports", []) if st == 200 and isinstance(doc, dict) else []
 
 
-def stop(vm, port):
-    """Kill the service on port (busybox's httpd is "busybox" to pidof)."""
-    pids = {e["pid"] for e in ports(vm, port) if e.get("pid") and e["pid"] != 1}
+def stop(vm, port, timeout=30):
+    """Kill the service on port (busybox's httpd is "busybox" to pidof) once
+    /v1/ports names its pid: a socket's holder is looked up a bounded slice
+    of /proc at a time (ports.c), slow under TCG, so a new one's pid may be
+    null for a while."""
+    t0 = time.monotonic()
+    while True:
+        pids = {e["pid"] for e in ports(vm, port) if e.get("pid") and e["pid"] != 1}
+        if pids or time.monotonic() - t0 > timeout:
+            break
+        time.sleep(0.2)
     for pid in pids:
         vm.sh(f"kill {pid}")
     return pids
