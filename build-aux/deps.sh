@@ -3,7 +3,8 @@
 #
 # Installs the Debian packages that the named groups need, and nothing when they
 # are all present already (one dpkg-query, no apt-get, well under a second).
-# Groups: build static test e2e bench (or "all").  The build group also brings
+# Groups: build static test e2e bench profile (or "all"); profile is the tools
+# of build-aux/hot-text.sh.  The build group also brings
 # xterm.js of web/ (npm ci from its lockfile) and the test group the Node
 # packages of tests/node and tests/web, when they are missing.
 #
@@ -24,7 +25,8 @@ pkgs_static="musl-tools musl-dev cmake dpkg-dev file binutils"
 pkgs_test="clang libclang-rt-14-dev valgrind curl procps util-linux tmux busybox-static python3 openssl golang-go python3-pytest python3-jsonschema python3-yaml chromium asciinema"
 pkgs_e2e="qemu-system-x86 linux-image-amd64 cpio busybox-static nfs-ganesha nfs-ganesha-vfs rpcbind"
 pkgs_bench="openssh-server openssh-client tmux wrk gnuplot-nox"
-all_groups="build static test e2e bench"
+pkgs_profile="valgrind linux-perf curl"
+all_groups="build static test e2e bench profile"
 # -----------------------------------------------------------------------------
 
 usage() {
@@ -39,6 +41,7 @@ group_pkgs() {
 	test)   echo "$pkgs_test" ;;
 	e2e)    echo "$pkgs_e2e" ;;
 	bench)  echo "$pkgs_bench" ;;
+	profile) echo "$pkgs_profile" ;;
 	*) echo "deps.sh: unknown group '$1' (groups: $all_groups all)" >&2; exit 2 ;;
 	esac
 }

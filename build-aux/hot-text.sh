@@ -21,7 +21,8 @@
 # is still linked, only elsewhere.
 #
 # Run it after changes to startup, the loop or the HTTP layer, then
-# `build-aux/static.sh build` and compare idle VmRSS (docs/build.md).
+# `build-aux/static.sh build` and compare idle VmRSS (docs/build.md). Its
+# tools (valgrind, perf) are build-aux/deps.sh's group profile.
 #
 # Usage: build-aux/hot-text.sh [STATIC_DIR]   (default build-static)
 set -euo pipefail
@@ -31,9 +32,7 @@ root=$(dirname "$here")
 static=${1:-$root/build-static}
 out=$here/hot-text.ld
 
-for tool in valgrind perf; do
-	command -v $tool >/dev/null || { echo "hot-text.sh: $tool is missing" >&2; exit 1; }
-done
+"$here/deps.sh" profile || exit 1
 [ -f "$static/build.ninja" ] || { echo "hot-text.sh: no $static (build-aux/static.sh build)" >&2; exit 1; }
 
 work=$(mktemp -d)
