@@ -927,8 +927,9 @@ def budget_checks(agent):
     # The loop renders a slice of a big window or of the streams a turn
     # (winstream.c: a big window goes chunked as it is rendered,
     # tests/integration/test_bigwindow.py; sse.c: the pulls spread over
-    # turns, checked above), so /healthz answers throughout. How fast is the guest's one TCG vCPU's
-    # and the host's business, not a test's: the figures are logged above
+    # turns, checked above), so /healthz answers throughout. How fast is
+    # the TCG guest's and the host's business, not a test's: the figures
+    # are logged above
     # (alone: 0-2 of ~415 probes over 100 ms; before the slicing a 16 MiB
     # window held the loop 282-321 ms). A probe unanswered for 10 s is a
     # loop that stopped.
