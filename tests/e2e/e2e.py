@@ -929,10 +929,9 @@ def budget_checks(agent):
     # tests/integration/test_bigwindow.py; sse.c: the pulls spread over
     # turns, checked above), so /healthz answers throughout. How fast is
     # the TCG guest's and the host's business, not a test's: the figures
-    # are logged above
-    # (alone: 0-2 of ~415 probes over 100 ms; before the slicing a 16 MiB
-    # window held the loop 282-321 ms). A probe unanswered for 10 s is a
-    # loop that stopped.
+    # are logged above (alone: 0-2 of ~415 probes over 100 ms; before the
+    # slicing a 16 MiB window held the loop 282-321 ms). A probe unanswered
+    # for 10 s is a loop that stopped.
     check("budgets: /healthz answers throughout the load",
           n > 0 and worst < 10.0,
           f"worst {worst:.3f} s over {n} probes, {slow} over 100 ms")
