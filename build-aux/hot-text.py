@@ -2,11 +2,14 @@
 """build-aux/hot-text.py -- the list behind build-aux/hot-text.ld (see hot-text.sh).
 
   hot-text.py rules MAP LIST [CALLGRIND...] [--faults PERF_SCRIPT]
+                             [--vm FAULTS ORDERED_MAP]
 
 MAP is a GNU ld map of the release link, LIST the rules found so far (one a
 line, may be missing). Adds to LIST the text input sections of the
-functions callgrind saw run, and of the instructions that faulted in
-`perf script -F ip,addr,sym` outside .text.idle; prints how many it added.
+functions callgrind saw run, of the instructions that faulted in `perf
+script -F ip,addr,sym` outside .text.idle, and of those that faulted in a
+VM (hot-text-vm.py's FAULTS, of the binary linked with ORDERED_MAP);
+prints how many it added.
 
   hot-text.py write LIST MAP OUT
 
@@ -74,7 +77,10 @@ def read_list(path):
 
 def cmd_rules(argv):
     mapfile, listfile, rest = argv[0], argv[1], argv[2:]
-    faults = None
+    faults = vm = None
+    if "--vm" in rest:
+        i = rest.index("--vm")
+        vm, rest = rest[i + 1:i + 3], rest[:i] + rest[i + 3:]
     if "--faults" in rest:
         i = rest.index("--faults")
         faults, rest = rest[i + 1], rest[:i] + rest[i + 2:]
@@ -106,6 +112,8 @@ def cmd_rules(argv):
                 seen.add(f[2].split("+")[0])
     rules = read_list(listfile)
     added = 0
+    if vm:
+        added += vm_faults(vm[0], parse_map(vm[1]), rules)
     for sec, path, start, size, syms in sections:
         name = sec[len(".text."):] if sec.startswith(".text.") else ""
         if not ((name and name in seen) or any(s in seen for s in syms)
@@ -120,6 +128,36 @@ def cmd_rules(argv):
     print(added)
 
 
+def vm_faults(path, ordered, rules):
+    """Add the sections of the instructions that faulted in the VM; how
+    many were new."""
+    base, faults, part = None, [], None
+    for line in open(path, errors="replace"):
+        if line.startswith("# "):
+            part = line[2:].strip()
+            continue
+        f = line.split()
+        if part == "maps" and len(f) >= 6 and f[5] == "/init" and f[2] == "00000000":
+            base = int(f[0].split("-")[0], 16)
+        elif part == "faults" and len(f) == 2:
+            faults.append((int(f[0], 16), int(f[1], 16)))
+    if base is None:
+        raise SystemExit("hot-text.py: no /init mapping in " + path)
+    added = 0
+    for ip, addr in faults:
+        if addr >> 12 not in (ip >> 12, (ip >> 12) + 1):
+            continue
+        off = ip - base
+        for sec, where, start, size, syms in ordered:
+            if start <= off < start + size:
+                r = rule(sec, where)
+                if r and r not in rules:
+                    rules.append(r)
+                    added += 1
+                break
+    return added
+
+
 def cmd_write(argv):
     listfile, mapfile, out = argv
     want = set(read_list(listfile))
@@ -131,7 +169,8 @@ def cmd_write(argv):
             total += size
     with open(out, "w") as f:
         f.write("/* build-aux/hot-text.ld -- written by build-aux/hot-text.sh; do not edit.\n"
-                " * The functions an idle agentd runs (start, listen, /healthz), first in\n"
+                " * The functions an idle agentd runs (start, listen, /healthz, a first\n"
+                " * command), also as a VM's PID 1, first in\n"
                 " * the release binary's text: %d input sections, %d bytes. */\n"
                 % (len(rules), total))
         f.write("SECTIONS\n{\n  .text.idle :\n  {\n")

@@ -11,18 +11,23 @@
 # How: the release link of build-static is run again unstripped with a link
 # map. That binary runs under valgrind's callgrind through what an idle
 # agentd does (start, listen on TCP, the unix socket and envd's port,
-# /healthz on each, a quiet second, SIGTERM): every function callgrind saw
+# /healthz on each, one command and its output, a quiet second, SIGTERM):
+# every function callgrind saw
 # is listed by its input section (`.text.NAME`: everything is built with
 # -ffunction-sections; musl's assembly by its archive member). Then, as
 # valgrind lacks some system calls (pidfd_open) and agentd takes other
 # paths without them, the same run natively under `perf record -e
 # page-faults`, linked with the list, until no instruction outside the
-# list faults. The list only orders the link: a function missing from it
-# is still linked, only elsewhere.
+# list faults; then as a bare VM's PID 1 in qemu, whose start (mounts,
+# modules, ip=, cgroups) runs more, the faults read from the guest kernel's
+# tracepoint (hot-text-vm.py; HOT_TEXT_VM=0 skips it). The list only
+# orders the link: a function missing from it is still linked, only
+# elsewhere.
 #
 # Run it after changes to startup, the loop or the HTTP layer, then
 # `build-aux/static.sh build` and compare idle VmRSS (docs/build.md). Its
-# tools (valgrind, perf) are build-aux/deps.sh's group profile.
+# tools (valgrind, perf) are build-aux/deps.sh's group profile, qemu the
+# e2e group's.
 #
 # Usage: build-aux/hot-text.sh [STATIC_DIR]   (default build-static)
 set -euo pipefail
@@ -59,6 +64,11 @@ idle() {
 	local pid=$! i
 	for i in $(seq 300); do [ -S "$sock" ] && break; sleep 0.1; done
 	curl -s --unix-socket "$sock" http://x/healthz >/dev/null
+	# The first thing a platform does: a command, its output, its exit.
+	curl -s --unix-socket "$sock" -H 'Content-Type: application/json' \
+		-d '{"id":"hot","cmd":"echo hot","yield_ms":5000}' \
+		http://x/v1/sessions >/dev/null
+	curl -s --unix-socket "$sock" 'http://x/v1/sessions/hot?cursor=0' >/dev/null
 	for a in "$@"; do
 		case $a in 127.0.0.1:*) curl -s "http://$a/healthz" >/dev/null || true ;; esac
 	done
@@ -89,5 +99,25 @@ for round in $(seq 40); do
 	echo "hot-text.sh: faults, round $round: $added sections" >&2
 	[ "$added" = 0 ] && break
 done
+# As a VM's PID 1 (qemu, the kernel of the e2e group): the same rounds, the
+# faults from the guest's tracepoint (hot-text-vm.py).
+if [ "${HOT_TEXT_VM:-1}" = 1 ]; then
+	"$here/deps.sh" e2e || exit 1
+	for round in $(seq 10); do
+		/usr/bin/python3 "$here/hot-text.py" write "$list" "$work/map" "$work/hot.ld" >/dev/null
+		relink -o "$work/agentd-ordered" -Wl,-T,"$work/hot.ld" -Wl,-Map="$work/ordered.map"
+		strip --strip-all -o "$work/init" "$work/agentd-ordered"
+		AGENTD="$work/init" AGENTCTL="$static/agentctl/agentctl" \
+			OUT="$work/initramfs.cpio.gz" "$root/initramfs/build.sh" >/dev/null 2>&1 ||
+			{ echo "hot-text.sh: initramfs/build.sh failed" >&2; exit 1; }
+		rss=$(/usr/bin/python3 "$here/hot-text-vm.py" "$work/initramfs.cpio.gz" \
+			"$work/vm-faults" 2>>"$work/vm.log" | tail -n 1) ||
+			{ cat "$work/vm.log" >&2; exit 1; }
+		added=$(/usr/bin/python3 "$here/hot-text.py" rules "$work/map" "$list" \
+			--vm "$work/vm-faults" "$work/ordered.map")
+		echo "hot-text.sh: the VM, round $round: VmRSS $rss, $added sections" >&2
+		[ "$added" = 0 ] && break
+	done
+fi
 /usr/bin/python3 "$here/hot-text.py" write "$list" "$work/map" "$out" >&2
 
