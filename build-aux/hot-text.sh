@@ -12,9 +12,9 @@
 # map. That binary runs under valgrind's callgrind through what an idle
 # agentd does (start, listen on TCP, the unix socket and envd's port,
 # /healthz on each, one command and its output, a quiet second, SIGTERM):
-# every function callgrind saw
-# is listed by its input section (`.text.NAME`: everything is built with
-# -ffunction-sections; musl's assembly by its archive member). Then, as
+# every function callgrind saw is listed by its input section
+# (`.text.NAME`: everything is built with -ffunction-sections; musl's
+# assembly by its archive member). Then, as
 # valgrind lacks some system calls (pidfd_open) and agentd takes other
 # paths without them, the same run natively under `perf record -e
 # page-faults`, linked with the list, until no instruction outside the
@@ -52,8 +52,9 @@ relink -o "$work/agentd" -Wl,-Map="$work/map"
 
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# One idle run: listen, answer /healthz, stay quiet, stop. The command
-# before the binary's place (valgrind or perf) is given.
+# One idle run: listen, answer /healthz, run one command, stay quiet, stop.
+# The words before `--` run the binary (under valgrind or perf); the rest
+# are its flags.
 idle() {
 	local sock=$work/idle.sock
 	local -a bin=()

@@ -1,5 +1,5 @@
 """The release binary's footprint: the file and an idle agentd's resident
-memory each stay under 1 MiB (docs/build.md, "What it costs").
+memory each stay under 1 MiB (docs/build.md, "Footprint").
 
 Only for the static release binary (build-static): the dev build is linked
 dynamically against glibc and is not what ships. An idle agentd is the one
