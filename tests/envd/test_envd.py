@@ -957,13 +957,8 @@ class UpgradeTest(UpgradeCase):
         req = {'process': {'cmd': '/bin/sh', 'args': [
             '-c', 'while read l; do echo "$l $X" >>%s; done' % out],
             'envs': {'X': 'x1'}}, 'tag': 'bg'}
-        c = http.client.HTTPConnection('127.0.0.1', self.eport,
-                                       timeout=30 * SLOW)
-        c.request('POST', '/process.Process/Start', envelope(req),
-                  {'Content-Type': 'application/connect+json'})
-        r = c.getresponse()
-        n = struct.unpack('>BI', r.read(5))[1]
-        pid = json.loads(r.read(n))['event']['start']['pid']
+        c, _, first = self.start_stream(req)
+        pid = first['event']['start']['pid']
         c.close()
         for n in (1, 2):
             self.upgrade(n)
