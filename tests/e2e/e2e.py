@@ -73,6 +73,17 @@ def check(name, ok, detail=""):
     return ok
 
 
+def verdict(name, console, note=""):
+    """The run's last line and its exit status: the failures, after the
+    tail of the guest's console, or PASS."""
+    if failures:
+        dump_console(console)
+        log(f"{name}: FAIL ({len(failures)}): " + ", ".join(failures))
+        return 1
+    log(f"{name}: PASS{note}")
+    return 0
+
+
 def skip(msg):
     print(f"SKIP: {msg}", flush=True)
     sys.exit(77)
@@ -1032,12 +1043,7 @@ def main():
         if sockdir:
             shutil.rmtree(sockdir, ignore_errors=True)
 
-    if failures:
-        dump_console(console)
-        log(f"e2e: FAIL ({len(failures)}): " + ", ".join(failures))
-        return 1
-    log(f"e2e: PASS, console log in {console}")
-    return 0
+    return verdict("e2e", console, f", console log in {console}")
 
 
 if __name__ == "__main__":

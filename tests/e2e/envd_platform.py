@@ -151,12 +151,7 @@ def main():
             proc.kill()
             proc.wait()
         shutil.rmtree(sockdir, ignore_errors=True)
-    if e2e.failures:
-        e2e.dump_console(console)
-        log(f"platform: FAIL ({len(e2e.failures)}): " + ", ".join(e2e.failures))
-        return 1
-    log("platform: PASS")
-    return 0
+    return e2e.verdict("platform", console)
 
 
 if __name__ == "__main__":

@@ -411,12 +411,7 @@ def main():
             os.unlink(state)
         shutil.rmtree(sockdir, ignore_errors=True)
 
-    if e2e.failures:
-        e2e.dump_console(os.path.join(dirs[1], "console.log"))
-        log(f"restore: FAIL ({len(e2e.failures)}): " + ", ".join(e2e.failures))
-        return 1
-    log("restore: PASS")
-    return 0
+    return e2e.verdict("restore", os.path.join(dirs[1], "console.log"))
 
 
 if __name__ == "__main__":
