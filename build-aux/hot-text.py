@@ -68,6 +68,13 @@ def rule(sec, path):
     return None
 
 
+def fetch_fault(ip, addr):
+    """Whether a fault at addr by the instruction at ip was the fetch of
+    that instruction: addr on its page (or the next, for one that spans
+    two)."""
+    return addr >> 12 in (ip >> 12, (ip >> 12) + 1)
+
+
 def read_list(path):
     try:
         return [l.strip() for l in open(path) if l.strip()]
@@ -98,8 +105,6 @@ def cmd_rules(argv):
                 addrs.append(int(name, 16))
             seen.add(name)
     if faults:
-        # An instruction fetch that faulted: its address is on the page of
-        # the instruction (or the next, for one that spans two).
         for line in open(faults, errors="replace"):
             f = line.split()
             if len(f) < 2:
@@ -108,7 +113,7 @@ def cmd_rules(argv):
                 ip, addr = int(f[0], 16), int(f[1], 16)
             except ValueError:
                 continue
-            if addr >> 12 in (ip >> 12, (ip >> 12) + 1) and len(f) >= 3:
+            if fetch_fault(ip, addr) and len(f) >= 3:
                 seen.add(f[2].split("+")[0])
     rules = read_list(listfile)
     added = 0
@@ -145,7 +150,7 @@ def vm_faults(path, ordered, rules):
         raise SystemExit("hot-text.py: no /init mapping in " + path)
     added = 0
     for ip, addr in faults:
-        if addr >> 12 not in (ip >> 12, (ip >> 12) + 1):
+        if not fetch_fault(ip, addr):
             continue
         off = ip - base
         for sec, where, start, size, syms in ordered:
